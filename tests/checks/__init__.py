@@ -1,0 +1,1 @@
+"""Tests of the offline environment checks (`tracec check`)."""

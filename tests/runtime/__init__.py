@@ -1,0 +1,1 @@
+"""Tests of the runtime that generated environments import."""

@@ -1,0 +1,136 @@
+"""Probe policies built from a task's gold actions, and the reward the rules promise them.
+
+* ``oracle``: every gold call (one per turn, Hermes form), then a report of every
+  ``communicate`` value (rendered with ``fmt``) -> must reach the top level;
+* ``noop``: one plain message -> must reach the bottom level;
+* ``silent_gold``: the gold calls without the report;
+* ``gold_minus_one``: the oracle without its last write call (last call when none writes);
+* ``forbidden``: the oracle plus the first forbidden call that names its arguments.
+
+The expected reward judges the rules on an :class:`Outcome` built directly from the probe's
+calls replayed on a copy of the initial world; the actual reward comes from running the env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tracec.runtime.env import CapabilityEnv, TaskInstance
+from tracec.runtime.lib import fmt
+from tracec.runtime.outcome import Call, Outcome, judge
+from tracec.runtime.toolcall import hermes
+from tracec.runtime.user import STOP
+from tracec.runtime.world import copy_json, state_hash
+
+NOOP_TEXT = "I'm sorry, I cannot help with that."
+SILENT_TEXT = "Done."
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A scripted policy: its turns, and the calls and texts it makes (for the expectation)."""
+
+    name: str
+    calls: tuple[Call, ...]
+    text: str  # the final message
+    turns: tuple[str, ...]
+
+
+def report_text(inst: TaskInstance) -> str:
+    """The oracle's final message: every communicate value, rendered with fmt."""
+    if not inst.communicate:
+        return "All done."
+    parts = [f"{name.replace('_', ' ')}: {fmt(value)}" for name, value in inst.communicate.items()]
+    return "Here is what I found. " + "; ".join(parts) + "."
+
+
+def _turns(calls: Sequence[Call], text: str, ends: frozenset[str]) -> tuple[str, ...]:
+    turns = [hermes(c.name, c.arguments) for c in calls]
+    if turns and calls[-1].name in ends:  # the last call ends the episode: say it in that turn
+        turns[-1] = f"{text}\n{turns[-1]}"
+    else:
+        turns.append(text)
+    return tuple(turns)
+
+
+def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str]) -> list[Probe]:
+    """The probes for one drawn task."""
+    gold = tuple(inst.gold)
+    report = report_text(inst)
+    probes = [
+        Probe("oracle", gold, report, _turns(gold, report, ends)),
+        Probe("noop", (), NOOP_TEXT, (NOOP_TEXT,)),
+        Probe("silent_gold", gold, SILENT_TEXT, _turns(gold, SILENT_TEXT, ends)),
+    ]
+    if gold:
+        idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
+        minus = gold[:idx] + gold[idx + 1:]
+        probes.append(Probe("gold_minus_one", minus, report, _turns(minus, report, ends)))
+    forbid = next((f for f in inst.forbid if f.args is not None), None)
+    if forbid is not None:
+        body = tuple(c for c in gold if c.name not in ends)
+        calls = body + (Call(forbid.name, dict(forbid.args)),)
+        probes.append(Probe("forbidden", calls, report, _turns(calls, report, ends)))
+    return probes
+
+
+def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
+    """The reward the rules promise ``probe`` on the env's current task (env just reset)."""
+    inst = env.instance
+    box = env._box
+    db = copy_json(env.initial_db)
+    done: list[Call] = []
+    for c in probe.calls:
+        _, ok, _ = box.run(db, c.name, c.arguments)
+        if ok:
+            done.append(Call(c.name, c.arguments))
+            if c.name in box.ends:
+                break
+    texts = [probe.text]
+    o = Outcome.from_calls(
+        state_matches=state_hash(db) == env.gold_hash,
+        gold=inst.gold,
+        calls=done,
+        forbid=inst.forbid,
+        writes=box.writes,
+        texts=texts,
+        v=dict(inst.values),
+    )
+    return judge(env.capability.rules, o)
+
+
+@dataclass
+class Episode:
+    """What running a probe in the env gave."""
+
+    reward: float
+    rule: int | None
+    observations: list[str]
+    rewards: list[float]
+    final_hash: str
+    ended_by: str
+    tool_bugs: list[str]
+
+
+def run_turns(env: CapabilityEnv, turns: Sequence[str]) -> Episode:
+    """Play ``turns`` (then ``###STOP###`` if the episode is still going) on a reset env."""
+    observations: list[str] = []
+    rewards: list[float] = []
+    info: dict = {}
+    for turn in list(turns) + [STOP]:
+        obs, r, terminated, truncated, info = env.step(turn)
+        observations.append(obs)
+        rewards.append(r)
+        if terminated or truncated:
+            break
+    bd = info.get("reward_breakdown", {})
+    return Episode(
+        reward=rewards[-1],
+        rule=bd.get("rule"),
+        observations=observations,
+        rewards=rewards,
+        final_hash=state_hash(env.db),
+        ended_by=bd.get("ended_by", "?"),
+        tool_bugs=list(env.tool_bugs),
+    )

@@ -1,0 +1,168 @@
+"""Compile specs: text -> AST -> checked IR -> Python module source (and load it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracec.compiler import codegen
+from tracec.compiler.ir import CapabilityIR
+from tracec.domains import DOMAIN_MODULES, Domain, get_domain
+from tracec.lang.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
+from tracec.lang.parser import parse_source
+from tracec.lang.semantics import check
+
+SPEC_SUFFIX = ".tracec"
+
+
+class CompileFailed(Exception):
+    """Raised by `build_modules` when a spec does not compile; str() is the diagnostics."""
+
+
+@dataclass
+class CompileResult:
+    path: str
+    source: str
+    ir: CapabilityIR | None = None
+    code: str | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    _module: types.ModuleType | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.ir is not None and not any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def rendered(self) -> str:
+        return render_all(self.diagnostics, self.path, self.source) if self.diagnostics else ""
+
+    # the name the propose loop and the docs use
+    @property
+    def diagnostics_text(self) -> str:
+        return self.rendered
+
+    @property
+    def module(self) -> types.ModuleType | None:
+        """The generated env module, loaded from a temporary file (None if not ok)."""
+        if self._module is None and self.ok and self.code is not None:
+            self._module = load_module_source(self.code, f"tracec_spec_{self.ir.name}")
+        return self._module
+
+
+def _load_domain(name: str, span: Span) -> tuple[Domain | None, list[Diagnostic]]:
+    if name not in DOMAIN_MODULES:
+        return None, [Diagnostic(
+            message=f"unknown domain `{name}`", span=span, code="E240",
+            hint=did_you_mean(name, DOMAIN_MODULES) or f"domains: {', '.join(DOMAIN_MODULES)}",
+        )]
+    try:
+        return get_domain(name), []
+    except Exception as exc:  # a broken or missing domain module is not the spec's fault
+        return None, [Diagnostic(message=f"domain `{name}` could not be loaded: {exc}",
+                                 span=span, code="E241")]
+
+
+def compile_text(text: str, path: str = "<spec>") -> CompileResult:
+    """Compile one spec's text. Never raises for bad input: problems are diagnostics."""
+    result = CompileResult(path=path, source=text)
+    try:
+        cap = parse_source(text)
+    except SpecError as err:
+        result.diagnostics = err.diagnostics
+        return result
+    domain = None
+    if cap.domain is not None:
+        domain, diags = _load_domain(cap.domain, cap.domain_span or cap.span)
+        result.diagnostics.extend(diags)
+    try:
+        ir, diags = check(cap, text, path, domain)
+    except RecursionError:
+        result.diagnostics.append(Diagnostic(message="spec is nested too deeply", span=Span(),
+                                             code="E005"))
+        return result
+    result.diagnostics.extend(diags)
+    if ir is not None and domain is not None and \
+            not any(d.severity == "error" for d in result.diagnostics):
+        result.ir = ir
+        result.code = codegen.generate_module(ir)
+    return result
+
+
+def find_specs(paths: list[Path]) -> list[Path]:
+    """Spec files named by paths (files, or folders searched recursively), sorted."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(p.rglob(f"*{SPEC_SUFFIX}")))
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        if p.resolve() not in seen:
+            seen.add(p.resolve())
+            unique.append(p)
+    return unique
+
+
+def display_path(path: Path) -> str:
+    """The stable path written into generated headers: `<folder>/<file>`."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+def compile_file(path: Path) -> CompileResult:
+    shown = display_path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
+            message=f"cannot read spec: {exc.strerror or exc}", span=Span(), code="E250")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return CompileResult(path=shown, source="", diagnostics=[Diagnostic(
+            message=f"spec is not UTF-8 text (byte {exc.start})", span=Span(), code="E251")])
+    return compile_text(text, shown)
+
+
+def check_unique_names(results: list[CompileResult]) -> None:
+    """Two specs may not declare the same capability (they would share a module)."""
+    seen: dict[str, str] = {}
+    for r in results:
+        if r.ir is None:
+            continue
+        if r.ir.name in seen:
+            r.diagnostics.append(Diagnostic(
+                message=f"capability `{r.ir.name}` is also declared in {seen[r.ir.name]}",
+                span=Span(), code="E260", hint="capability names must be unique across specs"))
+            r.ir = None
+        else:
+            seen[r.ir.name] = r.path
+
+
+def load_module_source(code: str, module_name: str) -> types.ModuleType:
+    """Load generated code as a module from a private temporary file."""
+    tmp = Path(tempfile.mkdtemp(prefix="tracec-")) / f"{module_name}.py"
+    tmp.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(module_name, tmp)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_modules(paths: list[Path]) -> list[types.ModuleType]:
+    """Compile spec files/folders and load their env modules (CompileFailed on errors)."""
+    results = [compile_file(p) for p in find_specs(paths)]
+    if not results:
+        raise CompileFailed(f"no {SPEC_SUFFIX} files in {', '.join(map(str, paths))}")
+    check_unique_names(results)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise CompileFailed("\n\n".join(r.rendered for r in failed))
+    return [r.module for r in results if r.module is not None]

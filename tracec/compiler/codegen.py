@@ -1,0 +1,486 @@
+"""Python code generation from the IR: one readable, deterministic module per capability.
+
+Everything that comes from the spec text reaches the module through `repr()` of a str,
+int, float or bool, or as an identifier the checker has validated, so spec text is data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tracec.compiler import ir as IR
+from tracec.lang import ast as A
+from tracec.lang.builtins import BUILTINS
+
+LINE = 100
+_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,
+         "%": 7, "neg": 8, "atom": 10, "ifelse": 0}
+
+
+def class_name(capability: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", capability) if p) + "Env"
+
+
+def pystr(s: str) -> str:
+    """A double-quoted Python literal for ``s`` (repr() with the quote style swapped)."""
+    r = repr(s)
+    if r[0] == "'" and '"' not in s:
+        return '"' + r[1:-1] + '"'
+    return r
+
+
+def lit(value: Any) -> str:
+    """A Python literal for a JSON-like value (inert: repr of primitives only)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, str):
+        return pystr(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(lit(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not a literal: {type(value).__name__}")
+
+
+class ExprGen:
+    """Expression code in one of the contexts: seed/task (locals), reward (o.v), tool (locals)."""
+
+    def __init__(self, context: str, locals_: set[str] | None = None):
+        self.context = context
+        self.locals = set(locals_ or ())
+
+    def gen(self, e: Any, outer: int = 0) -> str:
+        code, prec = getattr(self, f"g_{e.node}")(e)
+        return f"({code})" if prec < outer else code
+
+    # atoms
+    def g_num(self, e: A.Num) -> tuple[str, int]:
+        return repr(e.value), _PREC["atom"]
+
+    def g_str(self, e: A.Str) -> tuple[str, int]:
+        return pystr(e.value), _PREC["atom"]
+
+    def g_bool(self, e: A.Bool) -> tuple[str, int]:
+        return repr(e.value), _PREC["atom"]
+
+    def g_none(self, e: A.NoneLit) -> tuple[str, int]:
+        return "None", _PREC["atom"]
+
+    def g_name(self, e: A.Name) -> tuple[str, int]:
+        if self.context == "reward":
+            if e.id in ("state_matches", "progress", "forbidden_called"):
+                return f"o.{e.id}", _PREC["atom"]
+            if e.id not in self.locals:
+                return f"o.v[{pystr(e.id)}]", _PREC["atom"]
+        return e.id, _PREC["atom"]
+
+    def g_attr(self, e: A.Attr) -> tuple[str, int]:
+        return f"{self.gen(e.obj, _PREC['atom'])}[{pystr(e.name)}]", _PREC["atom"]
+
+    def g_index(self, e: A.Index) -> tuple[str, int]:
+        return f"{self.gen(e.obj, _PREC['atom'])}[{self.gen(e.index)}]", _PREC["atom"]
+
+    def args(self, args: list[Any]) -> list[str]:
+        out = []
+        for a in args:
+            if isinstance(a, A.Range):
+                out += [self.gen(a.lo), self.gen(a.hi)]
+            else:
+                out.append(self.gen(a))
+        return out
+
+    def comp(self, c: A.Comprehension) -> str:
+        inner = ExprGen(self.context, self.locals | {c.var})
+        text = f"for {c.var} in {self.gen(c.iter, _PREC['or'])}"
+        if c.cond is not None:
+            text += f" if {inner.gen(c.cond, _PREC['or'])}"
+        return text
+
+    def with_var(self, var: str) -> "ExprGen":
+        return ExprGen(self.context, self.locals | {var})
+
+    def g_call(self, e: A.Call) -> tuple[str, int]:
+        if e.func == "communicated":
+            vals = ", ".join(self.gen(a) for a in e.args)
+            if not vals:  # every value the task lists under `communicate`
+                return 'o.communicated(*o.v["_communicate"])', _PREC["atom"]
+            return f"o.communicated({vals})", _PREC["atom"]
+        if e.func == "called":
+            tool = e.args[0].id  # type: ignore[union-attr]
+            if not e.kwargs:
+                return f"o.called({pystr(tool)})", _PREC["atom"]
+            kw = ", ".join(f"{pystr(k.name)}: {self.gen(k.value)}" for k in e.kwargs)
+            return f"o.called({pystr(tool)}, {{{kw}}})", _PREC["atom"]
+        if e.func == "fraction":
+            return f"rt.fraction({', '.join(self.gen(a) for a in e.args)})", _PREC["atom"]
+        b = BUILTINS[e.func]
+        args = self.args(e.args)
+        if e.func == "first":
+            return f"next(iter({args[0]}), None)", _PREC["atom"]
+        if e.func == "count":
+            return f"len({args[0]})", _PREC["atom"]
+        if b.needs_rng:
+            if e.func in ("randint", "money", "uniform") and len(args) == 1:
+                args = [args[0], args[0]]
+            if e.func == "date_between" and len(args) == 1:
+                args = [args[0], args[0]]
+            if e.func == "sample" and len(args) == 2:
+                args = [args[0], args[1], args[1]]
+            return f"{b.runtime}({', '.join(['rng'] + args)})", _PREC["atom"]
+        return f"{b.runtime}({', '.join(args)})", _PREC["atom"]
+
+    def g_call_gen(self, e: A.CallGen) -> tuple[str, int]:
+        inner = self.with_var(e.comp.var)
+        elt = inner.gen(e.elt, _PREC["or"])
+        comp = self.comp(e.comp)
+        if e.func == "first":
+            return f"next(({elt} {comp}), None)", _PREC["atom"]
+        if e.func == "count":
+            return f"sum(1 {comp})", _PREC["atom"]
+        b = BUILTINS[e.func]
+        if b.needs_rng:
+            return f"{b.runtime}(rng, [{elt} {comp}])", _PREC["atom"]
+        return f"{b.runtime}({elt} {comp})", _PREC["atom"]
+
+    def g_list(self, e: A.ListLit) -> tuple[str, int]:
+        return "[" + ", ".join(self.gen(i) for i in e.items) + "]", _PREC["atom"]
+
+    def g_list_comp(self, e: A.ListComp) -> tuple[str, int]:
+        inner = self.with_var(e.comp.var)
+        return f"[{inner.gen(e.elt, _PREC['or'])} {self.comp(e.comp)}]", _PREC["atom"]
+
+    def g_dict(self, e: A.DictLit) -> tuple[str, int]:
+        pairs = ", ".join(f"{self.gen(p.key)}: {self.gen(p.value)}" for p in e.pairs)
+        return "{" + pairs + "}", _PREC["atom"]
+
+    def g_dict_comp(self, e: A.DictComp) -> tuple[str, int]:
+        inner = self.with_var(e.comp.var)
+        pair = f"{inner.gen(e.pair.key, _PREC['or'])}: {inner.gen(e.pair.value, _PREC['or'])}"
+        return "{" + f"{pair} {self.comp(e.comp)}" + "}", _PREC["atom"]
+
+    def g_unary(self, e: A.Unary) -> tuple[str, int]:
+        if e.op == "not":
+            return f"not {self.gen(e.operand, _PREC['not'])}", _PREC["not"]
+        return f"-{self.gen(e.operand, _PREC['neg'])}", _PREC["neg"]
+
+    def g_binop(self, e: A.BinOp) -> tuple[str, int]:
+        p = _PREC[e.op]
+        return f"{self.gen(e.left, p)} {e.op} {self.gen(e.right, p + 1)}", p
+
+    def g_compare(self, e: A.Compare) -> tuple[str, int]:
+        p = _PREC["cmp"]
+        op = e.op
+        if isinstance(e.right, A.NoneLit) and op in ("==", "!="):
+            op = "is" if op == "==" else "is not"
+        return f"{self.gen(e.left, p + 1)} {op} {self.gen(e.right, p + 1)}", p
+
+    def g_boolop(self, e: A.BoolOp) -> tuple[str, int]:
+        p = _PREC[e.op]
+        return f"{self.gen(e.left, p)} {e.op} {self.gen(e.right, p + 1)}", p
+
+    def g_ifelse(self, e: A.IfElse) -> tuple[str, int]:
+        p = _PREC["ifelse"]
+        return (f"{self.gen(e.body, p + 1)} if {self.gen(e.test, p + 1)} else "
+                f"{self.gen(e.orelse, p)}"), p
+
+    def g_range(self, e: A.Range) -> tuple[str, int]:
+        return f"({self.gen(e.lo)}, {self.gen(e.hi)})", _PREC["atom"]
+
+    def text(self, t: A.Text) -> str:
+        parts = [pystr(p) if isinstance(p, str) else self.gen(p) for p in t.parts]
+        if len(parts) == 1 and isinstance(t.parts[0], str):
+            return parts[0]
+        return f"rt.text({', '.join(parts)})" if parts else "''"
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "", indent: int = 0) -> None:
+        self.lines.append(("    " * indent + line) if line else "")
+
+    def call_block(self, head: str, items: list[str], indent: int, tail: str = ")") -> None:
+        """`head(` items one per line `)` when long, else one line."""
+        one = f"{head}{', '.join(items)}{tail}"
+        if len(one) + 4 * indent <= LINE and "\n" not in one:
+            self(one, indent)
+            return
+        self(head, indent)
+        for item in items:
+            self(f"{item},", indent + 1)
+        self(tail.lstrip(","), indent)
+
+    def text(self) -> str:
+        out = "\n".join(self.lines).rstrip() + "\n"
+        return re.sub(r"\n{4,}", "\n\n\n", out)
+
+
+def _dict_block(w: Writer, head: str, value: dict, indent: int) -> None:
+    """A dict literal over several lines, one key per line (nested when long)."""
+    w(head + "{", indent)
+    for k, v in value.items():
+        one = f"{lit(k)}: {lit(v)},"
+        if isinstance(v, dict) and len(one) + 4 * (indent + 1) > LINE:
+            _dict_block(w, f"{lit(k)}: ", v, indent + 1)
+        else:
+            w(one, indent + 1)
+    w("},", indent)
+
+
+def _fields_dict(gen: ExprGen, fields: list[A.FieldAssign]) -> str:
+    return "{" + ", ".join(f"{pystr(f.name)}: {gen.gen(f.value)}" for f in fields) + "}"
+
+
+def _call_list(gen: ExprGen, calls: list[Any]) -> list[str]:
+    out = []
+    for c in calls:
+        args = "{" + ", ".join(f"{pystr(a.name)}: {gen.gen(a.value)}" for a in c.args) + "}"
+        out.append(f"Call({pystr(c.tool)}, {args})")
+    return out
+
+
+def _tuple(items: list[str]) -> str:
+    if len(items) == 1:
+        return f"({pystr(items[0])},)"
+    return "(" + ", ".join(pystr(i) for i in items) + ")"
+
+
+def _docstring(text: str) -> str:
+    safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return f'"""{safe}"""'
+
+
+def generate_module(cap: IR.CapabilityIR) -> str:
+    """The Python source of the env module for one capability."""
+    w = Writer()
+    w(_docstring(
+        f"Capability environment `{cap.name}`, generated by tracec. Do not edit.\n\n"
+        f"Source: {cap.spec_path}\nSpec sha256: {cap.spec_sha256}\n"
+        f"Regenerate: tracec compile {cap.spec_path.rsplit('/', 1)[0] or '.'}/\n"
+    ))
+    w()
+    w("from __future__ import annotations")
+    w()
+    if cap.tools:
+        w("from tracec.domains import Tool, get_domain")
+    else:
+        w("from tracec.domains import get_domain")
+    w("from tracec.runtime import lib as rt")
+    w("from tracec.runtime.env import (")
+    for name in ("Call", "Capability", "CapabilityEnv", "Reply", "Rule", "TaskDef",
+                 "TaskInstance"):
+        w(f"{name},", 1)
+    w(")")
+    w()
+    w(f"DOMAIN = get_domain({pystr(cap.domain)})")
+    w()
+    w()
+    _gen_world(w, cap)
+    for task in cap.tasks:
+        w()
+        w()
+        _gen_task(w, cap, task)
+    if cap.tools:
+        for tool in cap.tools:
+            if tool.body is not None:
+                w()
+                w()
+                _gen_tool(w, tool)
+    w()
+    w()
+    _gen_rules(w, cap)
+    w()
+    if cap.tools:
+        w("TOOLS = (")
+        for tool in cap.tools:
+            func = (f"DOMAIN.functions[{pystr(tool.python)}]" if tool.python is not None
+                    else f"tool_{tool.name}")
+            w("Tool(", 1)
+            w(f"name={pystr(tool.name)},", 2)
+            w(f"description={pystr(tool.description)},", 2)
+            w(f"parameters={lit(tool.parameters)},", 2) if len(lit(tool.parameters)) < 70 else \
+                _dict_block(w, "parameters=", tool.parameters, 2)
+            w(f"func={func},", 2)
+            w(f"writes={tool.writes!r},", 2)
+            w("),", 1)
+        w(")")
+        w()
+    w("CAPABILITY = Capability(")
+    w(f"name={pystr(cap.name)},", 1)
+    w(f"description={pystr(cap.description)},", 1)
+    w("domain=DOMAIN,", 1)
+    w(f"max_turns={cap.max_turns!r},", 1)
+    w("build_world=build_world,", 1)
+    w("tasks=(", 1)
+    for task in cap.tasks:
+        w(f"TaskDef({pystr(task.name)}, {task.weight!r}, task_{task.name}),", 2)
+    w("),", 1)
+    w("rules=RULES,", 1)
+    w(f"tools={'TOOLS' if cap.tools else '()'},", 1)
+    w(f"hint={pystr(cap.hint)},", 1)
+    w(f"spec_path={pystr(cap.spec_path)},", 1)
+    w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
+    w(")")
+    w()
+    w()
+    w(f"class {class_name(cap.name)}(CapabilityEnv):")
+    w(_docstring(f"The `{cap.name}` capability as a Gymnasium environment."), 1)
+    w()
+    w("capability = CAPABILITY", 1)
+    return w.text()
+
+
+def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
+    w("def build_world(rng: rt.Rng, db: dict) -> dict:")
+    w('"""The `seed` block: generate the world; returns the seed variables."""', 1)
+    gen = ExprGen("seed")
+    names = []
+    for step in cap.seed:
+        if isinstance(step, IR.SeedSpawn):
+            count = step.count
+            if isinstance(count, A.Range):
+                count_code = f"rt.randint(rng, {gen.gen(count.lo)}, {gen.gen(count.hi)})"
+            else:
+                count_code = gen.gen(count)
+            args = ["rng", "DOMAIN", "db", pystr(step.entity), count_code]
+            if step.fields:
+                fn = f"{step.name}_fields"
+                if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
+                    w()
+                w(f"def {fn}() -> dict:", 1)
+                w(f"return {_fields_dict(gen, step.fields)}", 2)
+                w()
+                args.append(fn)
+            w.call_block(f"{step.name} = rt.spawn(", args, 1)
+        else:
+            w(f"{step.name} = {gen.gen(step.value)}", 1)
+        names.append(step.name)
+    w.call_block("return {", [f"{pystr(n)}: {n}" for n in names], 1, tail="}")
+
+
+def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
+    w(f"def task_{task.name}(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:")
+    w(f'"""Task `{task.name}` (spec line {task.line})."""', 1)
+    gen = ExprGen("task")
+    for name in task.seed_vars_used:
+        w(f"{name} = v[{pystr(name)}]", 1)
+    for let in task.lets:
+        w(f"{let.name} = {gen.gen(let.value)}", 1)
+    _assign_text(w, "user_text", gen, task.user, 1)
+    names = []
+    for d in task.distractors:
+        w(f"# distractor `{d.name}`", 1)
+        for op in d.ops:
+            if isinstance(op, IR.CloneOp):
+                w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                           gen.gen(op.source), _fields_dict(gen, op.fields)], 1)
+            elif isinstance(op, IR.AddOp):
+                w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                         _fields_dict(gen, op.fields)], 1)
+            else:
+                w(f'user_text += " " + {gen.text(op.text)}', 1)
+        names.append(d.name)
+    hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
+    w("return TaskInstance(", 1)
+    w(f"task={pystr(task.name)},", 2)
+    w("user=user_text,", 2)
+    w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
+    comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
+    w.call_block("communicate={", comm, 2, tail="},")
+    forbid = []
+    for f in task.forbid:
+        if f.args is None:
+            forbid.append(f"Call({pystr(f.tool)}, None)")
+        else:
+            args = "{" + ", ".join(f"{pystr(a.name)}: {gen.gen(a.value)}" for a in f.args) + "}"
+            forbid.append(f"Call({pystr(f.tool)}, {args})")
+    w.call_block("forbid=[", forbid, 2, tail="],")
+    replies = [f"Reply({_tuple(r.keywords)}, {gen.text(r.text)})" for r in task.replies]
+    w.call_block("replies=[", replies, 2, tail="],")
+    w(f"hint={hint},", 2)
+    values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
+    values.append('"_communicate": [' + ", ".join(gen.gen(c.value) for c in task.communicate) + "]")
+    w.call_block("values={", values, 2, tail="},")
+    w(f"distractors={_tuple(names)},", 2)
+    w(")", 1)
+
+
+def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int) -> None:
+    code = gen.text(text)
+    if len(code) + len(name) + 3 + 4 * indent <= LINE or not code.startswith("rt.text("):
+        w(f"{name} = {code}", indent)
+        return
+    parts = [pystr(p) if isinstance(p, str) else gen.gen(p) for p in text.parts]
+    w.call_block(f"{name} = rt.text(", parts, indent)
+
+
+def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
+    params = []
+    props = tool.parameters.get("properties", {})
+    pytypes = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
+               "array": "list", "object": "dict"}
+    for name in tool.param_names:
+        ann = pytypes.get(props.get(name, {}).get("type", ""), "object")
+        if name in tool.defaults:
+            params.append(f"{name}: {ann} = {lit(tool.defaults[name])}")
+        else:
+            params.append(f"{name}: {ann}")
+    w(f"def tool_{tool.name}({', '.join(['db: dict'] + params)}) -> object:")
+    w(_docstring(f"Inline tool `{tool.name}` (spec line {tool.line}): {tool.description}"), 1)
+    for coll in tool.collections:
+        w(f"{coll} = list(db.get({pystr(coll)}, {{}}).values())", 1)
+    for single in tool.singletons:
+        w(f"{single} = db[{pystr(single)}]", 1)
+    gen = ExprGen("tool")
+    returned = False
+    for st in tool.body or []:
+        if isinstance(st, A.Let):
+            w(f"{st.name} = {gen.gen(st.value)}", 1)
+        elif isinstance(st, A.Require):
+            w(f"rt.require({gen.gen(st.cond)}, {pystr(st.message)})", 1)
+        elif isinstance(st, A.SetStmt):
+            w(f"{gen.gen(st.target)} = {gen.gen(st.value)}", 1)
+        elif isinstance(st, A.Return):
+            w(f"return {gen.gen(st.value)}", 1)
+            returned = True
+            break
+    if not returned:
+        w("return None", 1)
+
+
+def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
+    gen = ExprGen("reward")
+    w("RULES = (")
+    for rule in cap.rules:
+        cond = "True" if rule.cond is None else gen.gen(rule.cond)
+        args = [repr(rule.level), pystr(rule.text), f"lambda o: {cond}"]
+        if rule.fractional:
+            args.append(f"value=lambda o: {gen.gen(rule.value)}")
+        w.call_block("Rule(", args, 1, tail="),")
+    w(")")
+
+
+def generate_package_init(package: str, modules: list[tuple[str, str]]) -> str:
+    """`__init__.py` of the generated package: registers every env as tracec/<name>-v0."""
+    w = Writer()
+    w(_docstring("Compiled capability environments, generated by tracec. Do not edit.\n\n"
+                 "Importing this package registers each as a Gymnasium env `tracec/<name>-v0`.\n"))
+    w()
+    w("from tracec.runtime.env import register_capability_envs")
+    w()
+    w("ENVS = {")
+    for cap_name, module in modules:
+        w(f"{pystr(cap_name)}: {pystr(f'{package}.{module}:{class_name(cap_name)}')},", 1)
+    w("}")
+    w()
+    w("register_capability_envs(ENVS)")
+    return w.text()
+
+
+def ir_json(cap: IR.CapabilityIR) -> str:
+    return json.dumps(cap.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,155 @@
+"""The compiler's intermediate representation: a checked, resolved capability, as JSON.
+
+`tracec compile --emit-ir` writes it; `tracec schema` prints its JSON Schema. Expressions keep
+the AST's node shapes (with source spans), so the IR points back into the spec.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracec.lang.ast import Expr, FieldAssign, KwArg, Let, Text, ToolStmt
+
+IR_VERSION = 1
+
+
+class IRModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SeedSpawn(IRModel):
+    """`name = kind[count] { field = expr }`: generate records with the domain's generator."""
+
+    op: Literal["spawn"] = "spawn"
+    name: str
+    entity: str
+    count: Expr
+    fields: list[FieldAssign] = Field(default_factory=list)
+    line: int
+
+
+class SeedLet(IRModel):
+    """`name = expr`: a plain value."""
+
+    op: Literal["let"] = "let"
+    name: str
+    value: Expr
+    line: int
+
+
+SeedStep = Annotated[Union[SeedSpawn, SeedLet], Field(discriminator="op")]
+
+
+class CallIR(IRModel):
+    tool: str
+    args: list[KwArg] = Field(default_factory=list)
+    writes: bool = False
+
+
+class ForbidIR(IRModel):
+    tool: str
+    args: list[KwArg] | None = None
+
+
+class CommunicateIR(IRModel):
+    label: str  # the expression's source text
+    value: Expr
+
+
+class ReplyIR(IRModel):
+    text: Text
+    keywords: list[str] = Field(default_factory=list)
+
+
+class CloneOp(IRModel):
+    op: Literal["clone"] = "clone"
+    entity: str
+    source: Expr
+    fields: list[FieldAssign] = Field(default_factory=list)
+
+
+class AddOp(IRModel):
+    op: Literal["add"] = "add"
+    entity: str
+    fields: list[FieldAssign] = Field(default_factory=list)
+
+
+class SayOp(IRModel):
+    op: Literal["say"] = "say"
+    text: Text
+
+
+DistractorOp = Annotated[Union[CloneOp, AddOp, SayOp], Field(discriminator="op")]
+
+
+class DistractorIR(IRModel):
+    name: str
+    ops: list[DistractorOp] = Field(default_factory=list)
+    line: int
+
+
+class TaskIR(IRModel):
+    name: str
+    weight: float
+    line: int
+    seed_vars_used: list[str] = Field(default_factory=list)
+    lets: list[Let] = Field(default_factory=list)
+    user: Text
+    gold: list[CallIR] = Field(default_factory=list)
+    communicate: list[CommunicateIR] = Field(default_factory=list)
+    forbid: list[ForbidIR] = Field(default_factory=list)
+    replies: list[ReplyIR] = Field(default_factory=list)
+    hint: Text | None = None
+    distractors: list[DistractorIR] = Field(default_factory=list)
+
+
+class RuleIR(IRModel):
+    level: float  # the rule's reward, or its maximum for a fractional rule
+    fractional: bool = False
+    text: str  # source text of the rule
+    value: Expr
+    cond: Expr | None = None  # None: otherwise
+    line: int
+
+
+class ToolIR(IRModel):
+    """An inline tool: a small CRUD body, or a named Python function of the domain."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments
+    param_names: list[str]
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    writes: bool
+    collections: list[str] = Field(default_factory=list)  # db collections the body reads
+    singletons: list[str] = Field(default_factory=list)
+    body: list[ToolStmt] | None = None
+    python: str | None = None
+    line: int
+
+
+class CapabilityIR(IRModel):
+    ir_version: int = IR_VERSION
+    name: str
+    description: str
+    domain: str
+    max_turns: int
+    hint: str
+    spec_path: str
+    spec_sha256: str
+    seed: list[SeedStep] = Field(default_factory=list)
+    tasks: list[TaskIR] = Field(default_factory=list)
+    tools: list[ToolIR] = Field(default_factory=list)
+    rules: list[RuleIR] = Field(default_factory=list)
+    levels: list[float] = Field(default_factory=list)
+    distractors: list[str] = Field(default_factory=list)
+
+
+def ir_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the IR (what `tracec schema` prints)."""
+    schema = CapabilityIR.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "tracec capability IR"
+    return schema

@@ -1,0 +1,103 @@
+"""The contract every domain offers: entity kinds (schemas + generators) and tools.
+
+A *domain* is the target's world: its database layout, its tools with the target's exact
+names and JSON schemas, and its policy. Compiled capability environments generate a world
+in the domain's layout and let the agent act on it through the domain's tools, so that
+what is learned transfers to the target.
+
+Databases are plain JSON-like dicts. A collection is ``db[collection][record_id] = record``
+(or ``db[collection] = record`` for a singleton kind such as phone settings).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from tracec.lang.types import T
+
+
+class ToolError(Exception):
+    """Raised by a tool for a user-visible failure; the agent sees ``Error: <message>``."""
+
+
+ToolFunc = Callable[..., Any]  # func(db, **arguments) -> JSON-serialisable result
+Generator = Callable[[random.Random, dict, Mapping[str, Any]], dict]
+"""generate(rng, db, overrides) -> a new, consistent record (not yet inserted).
+
+``overrides`` are the field values the spec fixed; the generator must build the other fields
+consistently with them (e.g. payment history from the fixed user's payment methods)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool of a domain, named and typed exactly as the target names and types it."""
+
+    name: str
+    description: str
+    parameters: dict  # JSON Schema: {"type": "object", "properties": {...}, "required": [...]}
+    func: ToolFunc
+    writes: bool  # mutates the database
+
+    def openai_schema(self) -> dict:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def _default_insert(kind: "EntityKind", db: dict, record: dict) -> None:
+    if kind.singleton:
+        db[kind.collection] = record
+    else:
+        db.setdefault(kind.collection, {})[record[kind.id_field]] = record
+
+
+@dataclass(frozen=True)
+class EntityKind:
+    """A kind of record in the domain's database (user, flight, reservation, order...)."""
+
+    name: str  # the name used in specs: user[3..5]
+    collection: str  # key in the db: "users"
+    id_field: str  # "user_id" ("" for singletons)
+    fields: Mapping[str, T]  # static schema for the spec checker
+    generate: Generator
+    new_id: Callable[[random.Random, dict], str] | None = None  # fresh unused id
+    insert: Callable[["EntityKind", dict, dict], None] = _default_insert  # keeps back-links
+    singleton: bool = False
+    description: str = ""
+
+    def add(self, db: dict, record: dict) -> None:
+        self.insert(self, db, record)
+
+    def records(self, db: dict) -> list[dict]:
+        coll = db.get(self.collection)
+        if coll is None:
+            return []
+        return [coll] if self.singleton else list(coll.values())
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A target world: entity kinds, tools, policy, and named Python functions for specs."""
+
+    name: str
+    description: str
+    policy: str
+    tools: Mapping[str, Tool]
+    entities: Mapping[str, EntityKind]
+    empty_db: Callable[[], dict]
+    functions: Mapping[str, ToolFunc] = field(default_factory=dict)  # spec escape hatch
+    ends_episode: frozenset[str] = frozenset()  # tools that end the conversation
+
+    def tool_schemas(self) -> list[dict]:
+        return [t.openai_schema() for t in self.tools.values()]
+
+    def call(self, db: dict, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Run a tool (raises ToolError on a tool-level failure, KeyError if unknown)."""
+        return self.tools[name].func(db, **arguments)

@@ -1,0 +1,622 @@
+"""τ²-bench's retail domain: its 16 tools (same names, schemas, semantics, error texts) over a
+plain-dict database in τ²'s ``db.json`` layout, and generators for users, products and orders.
+
+Semantics follow ``tau2/domains/retail/tools.py`` (sierra-research/tau2-bench at a2c0247, MIT),
+quirks included (``modify_pending_order_items`` prices every changed item with the *last* new
+variant; unrounded price differences), so that world states hash like τ²-bench's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import BaseModel
+
+from tracec.domains import tau2_common as common
+from tracec.domains.base import Domain, EntityKind
+from tracec.lang.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
+
+TOOLKIT = "RetailTools"
+
+# ----------------------------------------------------------------------------- layout
+
+NAME = obj("retail_name", first_name=STR, last_name=STR)
+ADDRESS = obj(
+    "retail_address", address1=STR, address2=STR, city=STR, country=STR, state=STR, zip=STR
+)
+PAYMENT_METHOD = obj(
+    "retail_payment_method", source=STR, id=STR, brand=STR, last_four=STR, balance=FLOAT
+)
+VARIANT = obj("variant", item_id=STR, options=MapT(STR), available=BOOL, price=FLOAT)
+ORDER_ITEM = ObjT(
+    (("name", STR), ("product_id", STR), ("item_id", STR), ("price", FLOAT), ("options", MapT(STR))),
+    "order_item",
+)
+FULFILLMENT = obj("fulfillment", tracking_id=ListT(STR), item_ids=ListT(STR))
+ORDER_PAYMENT = obj("order_payment", transaction_type=STR, amount=FLOAT, payment_method_id=STR)
+
+USER_FIELDS = {
+    "user_id": STR,
+    "name": NAME,
+    "address": ADDRESS,
+    "email": STR,
+    "payment_methods": MapT(PAYMENT_METHOD),
+    "orders": ListT(STR),
+}
+PRODUCT_FIELDS = {"name": STR, "product_id": STR, "variants": MapT(VARIANT)}
+ORDER_FIELDS = {
+    "order_id": STR,
+    "user_id": STR,
+    "address": ADDRESS,
+    "items": ListT(ORDER_ITEM),
+    "status": STR,
+    "fulfillments": ListT(FULFILLMENT),
+    "payment_history": ListT(ORDER_PAYMENT),
+    "cancel_reason": STR,
+    "exchange_items": ListT(STR),
+    "exchange_new_items": ListT(STR),
+    "exchange_payment_method_id": STR,
+    "exchange_price_difference": FLOAT,
+    "return_items": ListT(STR),
+    "return_payment_method_id": STR,
+}
+ORDER_OPTIONAL = frozenset(list(ORDER_FIELDS)[7:])
+LAYOUT = common.Layout(
+    nullable={"order": ORDER_OPTIONAL},
+    optional={"retail_payment_method": frozenset({"brand", "last_four", "balance"})},
+)
+RECORD_TYPES = {
+    "products": ObjT(tuple(PRODUCT_FIELDS.items()), "product"),
+    "users": ObjT(tuple(USER_FIELDS.items()), "user"),
+    "orders": ObjT(tuple(ORDER_FIELDS.items()), "order"),
+}
+ORDER_STATUSES = ("pending", "processed", "delivered", "cancelled")
+
+
+def empty_db() -> dict:
+    return {"products": {}, "users": {}, "orders": {}}
+
+
+def conform_db(db: Mapping[str, Any]) -> dict:
+    """``db`` in the exact shape of τ²'s ``RetailDB.model_dump()``."""
+    return {
+        coll: {k: common.conform(r, RECORD_TYPES[coll], LAYOUT) for k, r in db.get(coll, {}).items()}
+        for coll in ("products", "users", "orders")
+    }
+
+
+def load_db(path: str | Path) -> dict:
+    """A τ² retail ``db.json`` as a plain dict in ``model_dump()`` shape."""
+    return conform_db(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+class UserAddress(BaseModel):
+    """τ² validates new addresses with this model (same name, same messages)."""
+
+    address1: str
+    address2: str
+    city: str
+    country: str
+    state: str
+    zip: str
+
+
+# ----------------------------------------------------------------------------- lookups
+
+
+def _order(db: dict, order_id: str) -> dict:
+    if order_id not in db["orders"]:
+        raise ValueError("Order not found")
+    return db["orders"][order_id]
+
+
+def _user(db: dict, user_id: str) -> dict:
+    if user_id not in db["users"]:
+        raise ValueError("User not found")
+    return db["users"][user_id]
+
+
+def _product(db: dict, product_id: str) -> dict:
+    if product_id not in db["products"]:
+        raise ValueError("Product not found")
+    return db["products"][product_id]
+
+
+def _variant(db: dict, product_id: str, variant_id: str) -> dict:
+    product = _product(db, product_id)
+    if variant_id not in product["variants"]:
+        raise ValueError("Variant not found")
+    return product["variants"][variant_id]
+
+
+def _payment_method(db: dict, user_id: str, payment_method_id: str) -> dict:
+    user = _user(db, user_id)
+    if payment_method_id not in user["payment_methods"]:
+        raise ValueError("Payment method not found")
+    return user["payment_methods"][payment_method_id]
+
+
+def _gift(method: dict) -> bool:
+    return method["source"] == "gift_card"
+
+
+def _check_items(order: dict, item_ids: list, message) -> None:
+    all_ids = [item["item_id"] for item in order["items"]]
+    for item_id in item_ids:
+        if item_ids.count(item_id) > all_ids.count(item_id):
+            raise ValueError(message(item_id))
+
+
+def _address(**fields: Any) -> dict:
+    return UserAddress(**fields).model_dump()
+
+
+# ----------------------------------------------------------------------------- tools
+
+
+def cancel_pending_order(db: dict, order_id: str, reason: str) -> dict:
+    order = _order(db, order_id)
+    if order["status"] != "pending":
+        raise ValueError("Non-pending order cannot be cancelled")
+    if reason not in {"no longer needed", "ordered by mistake"}:
+        raise ValueError("Invalid reason")
+    refunds = []
+    for payment in order["payment_history"]:
+        pid = payment["payment_method_id"]
+        refunds.append(
+            {"transaction_type": "refund", "amount": payment["amount"], "payment_method_id": pid}
+        )
+        user = _user(db, order["user_id"])
+        method = _payment_method(db, user["user_id"], pid)
+        if _gift(method):
+            method["balance"] = round(method["balance"] + payment["amount"], 2)
+    order["status"] = "cancelled"
+    order["cancel_reason"] = reason
+    order["payment_history"].extend(refunds)
+    return copy.deepcopy(order)
+
+
+def exchange_delivered_order_items(
+    db: dict, order_id: str, item_ids: list, new_item_ids: list, payment_method_id: str
+) -> dict:
+    order = _order(db, order_id)
+    if order["status"] != "delivered":
+        raise ValueError("Non-delivered order cannot be exchanged")
+    _check_items(order, item_ids, lambda i: f"Number of {i} not found.")
+    if len(item_ids) != len(new_item_ids):
+        raise ValueError("The number of items to be exchanged should match.")
+    diff_price = 0
+    for item_id, new_item_id in zip(item_ids, new_item_ids):
+        item = next((it for it in order["items"] if it["item_id"] == item_id), None)
+        if item is None:
+            raise ValueError(f"Item {item_id} not found")
+        variant = _variant(db, item["product_id"], new_item_id)
+        if not variant["available"]:
+            raise ValueError(f"New item {new_item_id} not found or available")
+        diff_price += variant["price"] - item["price"]
+    diff_price = round(diff_price, 2)
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    if _gift(method) and method["balance"] < diff_price:
+        raise ValueError("Insufficient gift card balance to pay for the price difference")
+    order["status"] = "exchange requested"
+    order["exchange_items"] = sorted(item_ids)
+    order["exchange_new_items"] = sorted(new_item_ids)
+    order["exchange_payment_method_id"] = payment_method_id
+    order["exchange_price_difference"] = diff_price
+    return copy.deepcopy(order)
+
+
+def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str) -> str:  # noqa: A002
+    for user_id, user in db["users"].items():
+        if (
+            user["name"]["first_name"].lower() == first_name.lower()
+            and user["name"]["last_name"].lower() == last_name.lower()
+            and user["address"]["zip"] == zip
+        ):
+            return user_id
+    raise ValueError("User not found")
+
+
+def find_user_id_by_email(db: dict, email: str) -> str:
+    for user_id, user in db["users"].items():
+        if user["email"].lower() == email.lower():
+            return user_id
+    raise ValueError("User not found")
+
+
+def get_order_details(db: dict, order_id: str) -> dict:
+    return copy.deepcopy(_order(db, order_id))
+
+
+def get_product_details(db: dict, product_id: str) -> dict:
+    return copy.deepcopy(_product(db, product_id))
+
+
+def get_item_details(db: dict, item_id: str) -> dict:
+    for product in db["products"].values():
+        if item_id in product["variants"]:
+            return copy.deepcopy(product["variants"][item_id])
+    raise ValueError("Item not found")
+
+
+def get_user_details(db: dict, user_id: str) -> dict:
+    return copy.deepcopy(_user(db, user_id))
+
+
+def list_all_product_types(db: dict) -> str:
+    return json.dumps({p["name"]: p["product_id"] for p in db["products"].values()}, sort_keys=True)
+
+
+def modify_pending_order_address(
+    db: dict, order_id: str, address1: str, address2: str, city: str, state: str, country: str,
+    zip: str,  # noqa: A002
+) -> dict:
+    order = _order(db, order_id)
+    if "pending" not in order["status"]:
+        raise ValueError("Non-pending order cannot be modified")
+    order["address"] = _address(
+        address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
+    )
+    return copy.deepcopy(order)
+
+
+def modify_pending_order_items(
+    db: dict, order_id: str, item_ids: list, new_item_ids: list, payment_method_id: str
+) -> dict:
+    order = _order(db, order_id)
+    if order["status"] != "pending":
+        raise ValueError("Non-pending order cannot be modified")
+    _check_items(order, item_ids, lambda i: f"{i} not found")
+    if len(item_ids) != len(new_item_ids):
+        raise ValueError("The number of items to be exchanged should match")
+    diff_price = 0
+    variant = None
+    for item_id, new_item_id in zip(item_ids, new_item_ids):
+        if item_id == new_item_id:
+            raise ValueError("The new item id should be different from the old item id")
+        item = next((it for it in order["items"] if it["item_id"] == item_id), None)
+        if item is None:
+            raise ValueError(f"Item {item_id} not found")
+        variant = _variant(db, item["product_id"], new_item_id)
+        if not variant["available"]:
+            raise ValueError(f"New item {new_item_id} not found or available")
+        diff_price += variant["price"] - item["price"]
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    if _gift(method) and method["balance"] < diff_price:
+        raise ValueError("Insufficient gift card balance to pay for the new item")
+    order["payment_history"].append(
+        {
+            "transaction_type": "payment" if diff_price > 0 else "refund",
+            "amount": float(abs(diff_price)),
+            "payment_method_id": payment_method_id,
+        }
+    )
+    if _gift(method):
+        method["balance"] = round(method["balance"] - diff_price, 2)
+    for item_id, new_item_id in zip(item_ids, new_item_ids):
+        item = next((it for it in order["items"] if it["item_id"] == item_id), None)
+        if item is None:
+            raise ValueError(f"Item {item_id} not found")
+        item["item_id"] = new_item_id
+        # τ² quirk: every changed item takes the price and options of the last new variant
+        item["price"] = variant["price"]
+        item["options"] = copy.deepcopy(variant["options"])
+    order["status"] = "pending (item modified)"
+    return copy.deepcopy(order)
+
+
+def modify_pending_order_payment(db: dict, order_id: str, payment_method_id: str) -> dict:
+    order = _order(db, order_id)
+    if "pending" not in order["status"]:
+        raise ValueError("Non-pending order cannot be modified")
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    history = order["payment_history"]
+    if len(history) != 1 or history[0]["transaction_type"] != "payment":
+        raise ValueError("There should be exactly one payment for a pending order")
+    if history[0]["payment_method_id"] == payment_method_id:
+        raise ValueError("The new payment method should be different from the current one")
+    amount = history[0]["amount"]
+    if _gift(method) and method["balance"] < amount:
+        raise ValueError("Insufficient gift card balance to pay for the order")
+    old_id = history[0]["payment_method_id"]
+    history.extend(
+        [
+            {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
+            {"transaction_type": "refund", "amount": amount, "payment_method_id": old_id},
+        ]
+    )
+    if _gift(method):
+        method["balance"] = round(method["balance"] - amount, 2)
+    old = _payment_method(db, order["user_id"], old_id)
+    if _gift(old):
+        old["balance"] = round(old["balance"] + amount, 2)
+    return copy.deepcopy(order)
+
+
+def modify_user_address(
+    db: dict, user_id: str, address1: str, address2: str, city: str, state: str, country: str,
+    zip: str,  # noqa: A002
+) -> dict:
+    user = _user(db, user_id)
+    user["address"] = _address(
+        address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
+    )
+    return copy.deepcopy(user)
+
+
+def return_delivered_order_items(
+    db: dict, order_id: str, item_ids: list, payment_method_id: str
+) -> dict:
+    order = _order(db, order_id)
+    if order["status"] != "delivered":
+        raise ValueError("Non-delivered order cannot be returned")
+    user = _user(db, order["user_id"])
+    method = _payment_method(db, user["user_id"], payment_method_id)
+    if not _gift(method) and payment_method_id != order["payment_history"][0]["payment_method_id"]:
+        raise ValueError("Payment method should be the original payment method")
+    _check_items(order, item_ids, lambda i: "Some item not found")
+    order["status"] = "return requested"
+    order["return_items"] = sorted(item_ids)
+    order["return_payment_method_id"] = payment_method_id
+    return copy.deepcopy(order)
+
+
+TOOL_FUNCS = {
+    f.__name__: f
+    for f in (
+        common.calculate,
+        cancel_pending_order,
+        exchange_delivered_order_items,
+        find_user_id_by_name_zip,
+        find_user_id_by_email,
+        get_order_details,
+        get_product_details,
+        get_item_details,
+        get_user_details,
+        list_all_product_types,
+        modify_pending_order_address,
+        modify_pending_order_items,
+        modify_pending_order_payment,
+        modify_user_address,
+        return_delivered_order_items,
+        common.transfer_to_human_agents,
+    )
+}
+
+
+# ----------------------------------------------------------------------------- generators
+
+# product name -> (option name -> values, price range)
+CATALOG: dict[str, tuple[dict[str, tuple[str, ...]], tuple[float, float]]] = {
+    "T-Shirt": ({"color": ("black", "blue", "red", "white"), "size": ("S", "M", "L", "XL"),
+                 "material": ("cotton", "polyester")}, (40, 60)),
+    "Laptop": ({"screen size": ("13-inch", "15-inch"), "processor": ("i5", "i7", "i9"),
+                "ram": ("8GB", "16GB", "32GB"), "color": ("black", "silver")}, (1800, 2800)),
+    "Running Shoes": ({"size": ("8", "9", "10", "11"), "color": ("black", "white", "red"),
+                       "material": ("mesh", "synthetic")}, (140, 170)),
+    "Water Bottle": ({"capacity": ("500ml", "750ml", "1000ml"),
+                      "material": ("glass", "plastic", "stainless steel"),
+                      "color": ("black", "blue", "green")}, (40, 60)),
+    "Desk Lamp": ({"color": ("black", "silver", "white"), "brightness": ("low", "medium", "high"),
+                   "power source": ("USB", "AC adapter", "battery")}, (120, 170)),
+    "Backpack": ({"color": ("black", "grey", "navy"), "size": ("small", "medium", "large"),
+                  "material": ("nylon", "leather")}, (170, 230)),
+    "Coffee Maker": ({"color": ("black", "white"), "capacity": ("1 cup", "4 cups", "8 cups"),
+                      "type": ("drip", "espresso")}, (200, 300)),
+    "Headphones": ({"type": ("in-ear", "on-ear", "over-ear"), "connectivity": ("wired", "wireless"),
+                    "color": ("black", "red", "white")}, (100, 400)),
+    "Yoga Mat": ({"thickness": ("4mm", "5mm", "6mm"), "material": ("PVC", "TPE"),
+                  "color": ("blue", "green", "pink")}, (90, 110)),
+    "Smart Watch": ({"color": ("black", "gold", "silver"), "band material": ("leather", "silicone"),
+                     "display": ("AMOLED", "LCD")}, (300, 400)),
+    "Office Chair": ({"material": ("fabric", "leather", "mesh"), "color": ("black", "gray"),
+                      "armrest": ("fixed", "adjustable")}, (400, 550)),
+    "Notebook": ({"size": ("A4", "A5", "A6"), "cover type": ("hard cover", "soft cover")}, (25, 35)),
+}
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return str(rng.randint(10 ** (n - 1), 10**n - 1))
+
+
+def _all_item_ids(db: dict) -> set[str]:
+    return {i for p in db.get("products", {}).values() for i in p["variants"]}
+
+
+def new_product_id(rng: random.Random, db: dict) -> str:
+    taken = set(db.get("products", {})) | _all_item_ids(db)
+    while (pid := _digits(rng, 10)) in taken:
+        pass
+    return pid
+
+
+def new_order_id(rng: random.Random, db: dict) -> str:
+    while (oid := f"#W{_digits(rng, 7)}") in db.get("orders", {}):
+        pass
+    return oid
+
+
+def new_user_id(rng: random.Random, db: dict) -> str:
+    first, last = common.person_name(rng)
+    return common.user_id_for(rng, first, last, db.get("users", {}))
+
+
+def _payment_methods(rng: random.Random, db: dict) -> dict:
+    taken = {pid for u in db.get("users", {}).values() for pid in u["payment_methods"]}
+    sources = rng.sample(("credit_card", "paypal", "gift_card"), rng.choice((1, 1, 2, 2, 3)))
+    methods = {}
+    for source in sources:
+        pid = common.fresh_payment_id(rng, source, taken)
+        m: dict[str, Any] = {"source": source, "id": pid}
+        if source == "credit_card":
+            m |= {"brand": rng.choice(("visa", "mastercard")), "last_four": f"{rng.randint(0, 9999):04d}"}
+        elif source == "gift_card":
+            m["balance"] = float(rng.randint(0, 200))
+        methods[pid] = m
+    return methods
+
+
+def generate_user(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
+    name = overrides.get("name")
+    if name is None:
+        first, last = common.person_name(rng)
+        name = {"first_name": first, "last_name": last}
+    first, last = name["first_name"], name["last_name"]
+    user = {
+        "user_id": overrides.get("user_id")
+        or common.user_id_for(rng, first, last, db.get("users", {})),
+        "name": dict(name),
+        "address": common.address(rng),
+        "email": common.email_for(rng, first, last),
+        "payment_methods": _payment_methods(rng, db),
+        "orders": [],
+    }
+    user.update(overrides)
+    return common.conform(user, RECORD_TYPES["users"], LAYOUT)
+
+
+def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
+    used = {p["name"] for p in db.get("products", {}).values()}
+    name = overrides.get("name") or rng.choice(sorted(set(CATALOG) - used) or sorted(CATALOG))
+    options, (lo, hi) = CATALOG.get(name, rng.choice(list(CATALOG.values())))
+    combos: dict[tuple, dict] = {}
+    for _ in range(rng.randint(3, 10)):
+        combo = tuple((k, rng.choice(v)) for k, v in options.items())
+        combos.setdefault(combo, dict(combo))
+    taken = set(db.get("products", {})) | _all_item_ids(db)
+    variants = {}
+    for opts in combos.values():
+        while (item_id := _digits(rng, 10)) in taken or item_id in variants:
+            pass
+        variants[item_id] = {
+            "item_id": item_id,
+            "options": opts,
+            "available": rng.random() < 0.65,
+            "price": round(rng.uniform(lo, hi), 2),
+        }
+    product = {
+        "name": name,
+        "product_id": overrides.get("product_id") or new_product_id(rng, db),
+        "variants": variants,
+    }
+    product.update(overrides)
+    return common.conform(product, RECORD_TYPES["products"], LAYOUT)
+
+
+def _ensure_user(rng: random.Random, db: dict, user_id: str | None) -> dict:
+    users = db.setdefault("users", {})
+    if user_id is not None and user_id in users:
+        return users[user_id]
+    if user_id is None and users:
+        return users[rng.choice(sorted(users))]
+    user = generate_user(rng, db, {"user_id": user_id} if user_id else {})
+    USER.add(db, user)
+    return user
+
+
+def _items(rng: random.Random, db: dict) -> list[dict]:
+    products = db.setdefault("products", {})
+    while len(products) < 2:
+        PRODUCT.add(db, generate_product(rng, db, {}))
+    items = []
+    for _ in range(rng.randint(1, 5)):
+        product = products[rng.choice(sorted(products))]
+        variant = product["variants"][rng.choice(sorted(product["variants"]))]
+        items.append(
+            {
+                "name": product["name"],
+                "product_id": product["product_id"],
+                "item_id": variant["item_id"],
+                "price": variant["price"],
+                "options": dict(variant["options"]),
+            }
+        )
+    return items
+
+
+def generate_order(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
+    user = _ensure_user(rng, db, overrides.get("user_id"))
+    items = overrides.get("items") or _items(rng, db)
+    status = overrides.get("status") or rng.choice(
+        ("pending",) * 4 + ("delivered",) * 4 + ("processed", "cancelled")
+    )
+    fulfillments = (
+        []
+        if status.startswith("pending") or status == "cancelled"
+        else [{"tracking_id": [_digits(rng, 12)], "item_ids": [i["item_id"] for i in items]}]
+    )
+    method = rng.choice(sorted(user["payment_methods"]) or ["credit_card_0000000"])
+    amount = round(sum(i["price"] for i in items), 2)
+    history = [{"transaction_type": "payment", "amount": amount, "payment_method_id": method}]
+    if status == "cancelled":
+        history.append({"transaction_type": "refund", "amount": amount, "payment_method_id": method})
+    order = {
+        "order_id": overrides.get("order_id") or new_order_id(rng, db),
+        "user_id": user["user_id"],
+        "address": dict(user["address"]) if rng.random() < 0.8 else common.address(rng),
+        "items": items,
+        "status": status,
+        "fulfillments": fulfillments,
+        "payment_history": history,
+    }
+    order.update(overrides)
+    return common.conform(order, RECORD_TYPES["orders"], LAYOUT)
+
+
+def insert_order(kind: EntityKind, db: dict, record: dict) -> None:
+    """Store the order and add it to its user's ``orders`` (τ²'s back-link)."""
+    db.setdefault("orders", {})[record["order_id"]] = record
+    user = db.get("users", {}).get(record["user_id"])
+    if user is not None and record["order_id"] not in user["orders"]:
+        user["orders"].append(record["order_id"])
+
+
+USER = EntityKind(
+    name="user",
+    collection="users",
+    id_field="user_id",
+    fields=USER_FIELDS,
+    generate=generate_user,
+    new_id=new_user_id,
+    description="A customer: name, default address, email, payment methods, order ids.",
+)
+PRODUCT = EntityKind(
+    name="product",
+    collection="products",
+    id_field="product_id",
+    fields=PRODUCT_FIELDS,
+    generate=generate_product,
+    new_id=new_product_id,
+    description="A product type with variants (item ids) keyed by item id: options, stock, price.",
+)
+ORDER = EntityKind(
+    name="order",
+    collection="orders",
+    id_field="order_id",
+    fields=ORDER_FIELDS,
+    generate=generate_order,
+    new_id=new_order_id,
+    insert=insert_order,
+    description="An order ('#W1234567'): items, status, fulfillments, payments, exchange/return.",
+)
+
+
+def order_total(order: Mapping[str, Any]) -> float:
+    """Sum of the order's item prices (2 decimals)."""
+    return round(sum(i["price"] for i in order["items"]), 2)
+
+
+DOMAIN = Domain(
+    name="retail",
+    description="τ²-bench retail customer service: orders, returns, exchanges, addresses.",
+    policy=common.read_data("retail_policy.md"),
+    tools=common.build_tools("retail", TOOLKIT, TOOL_FUNCS),
+    entities={"user": USER, "product": PRODUCT, "order": ORDER},
+    empty_db=empty_db,
+    functions={"order_total": order_total, "db_hash": common.db_hash},
+    ends_episode=frozenset({"transfer_to_human_agents"}),
+)

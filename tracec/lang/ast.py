@@ -1,0 +1,318 @@
+"""The spec language's syntax tree (pydantic models with source spans).
+
+The same expression nodes are reused by the IR (`tracec.compiler.ir`), so an expression has
+one representation from the parser to the code generator.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracec.lang.diagnostics import Span
+
+
+class Node(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    span: Span = Field(default_factory=Span)
+
+
+# ------------------------------------------------------------------ expressions
+
+
+class Num(Node):
+    node: Literal["num"] = "num"
+    value: Union[int, float]
+
+
+class Str(Node):
+    node: Literal["str"] = "str"
+    value: str
+
+
+class Bool(Node):
+    node: Literal["bool"] = "bool"
+    value: bool
+
+
+class NoneLit(Node):
+    node: Literal["none"] = "none"
+
+
+class Name(Node):
+    node: Literal["name"] = "name"
+    id: str
+
+
+class Attr(Node):
+    node: Literal["attr"] = "attr"
+    obj: "Expr"
+    name: str
+
+
+class Index(Node):
+    node: Literal["index"] = "index"
+    obj: "Expr"
+    index: "Expr"
+
+
+class KwArg(Node):
+    name: str
+    value: "Expr"
+
+
+class Call(Node):
+    node: Literal["call"] = "call"
+    func: str
+    args: list["Expr"] = Field(default_factory=list)
+    kwargs: list[KwArg] = Field(default_factory=list)
+
+
+class Comprehension(Node):
+    """`for VAR in ITER if COND` (shared by generator calls, list and dict comprehensions)."""
+
+    var: str
+    iter: "Expr"
+    cond: "Expr | None" = None
+
+
+class CallGen(Node):
+    """`sum(f.price for f in r.flights)`"""
+
+    node: Literal["call_gen"] = "call_gen"
+    func: str
+    elt: "Expr"
+    comp: Comprehension
+
+
+class ListLit(Node):
+    node: Literal["list"] = "list"
+    items: list["Expr"] = Field(default_factory=list)
+
+
+class ListComp(Node):
+    node: Literal["list_comp"] = "list_comp"
+    elt: "Expr"
+    comp: Comprehension
+
+
+class Pair(Node):
+    key: "Expr"
+    value: "Expr"
+
+
+class DictLit(Node):
+    node: Literal["dict"] = "dict"
+    pairs: list[Pair] = Field(default_factory=list)
+
+
+class DictComp(Node):
+    node: Literal["dict_comp"] = "dict_comp"
+    pair: Pair
+    comp: Comprehension
+
+
+class Unary(Node):
+    node: Literal["unary"] = "unary"
+    op: Literal["-", "not"]
+    operand: "Expr"
+
+
+class BinOp(Node):
+    node: Literal["binop"] = "binop"
+    op: Literal["+", "-", "*", "/", "//", "%"]
+    left: "Expr"
+    right: "Expr"
+
+
+class Compare(Node):
+    node: Literal["compare"] = "compare"
+    op: Literal["==", "!=", "<", "<=", ">", ">=", "in", "not in"]
+    left: "Expr"
+    right: "Expr"
+
+
+class BoolOp(Node):
+    node: Literal["boolop"] = "boolop"
+    op: Literal["and", "or"]
+    left: "Expr"
+    right: "Expr"
+
+
+class IfElse(Node):
+    node: Literal["ifelse"] = "ifelse"
+    body: "Expr"
+    test: "Expr"
+    orelse: "Expr"
+
+
+class Range(Node):
+    node: Literal["range"] = "range"
+    lo: "Expr"
+    hi: "Expr"
+
+
+Expr = Annotated[
+    Union[
+        Num, Str, Bool, NoneLit, Name, Attr, Index, Call, CallGen, ListLit, ListComp, DictLit,
+        DictComp, Unary, BinOp, Compare, BoolOp, IfElse, Range,
+    ],
+    Field(discriminator="node"),
+]
+
+
+class Text(Node):
+    """An interpolated text: literal strings and `{expr}` parts, in order."""
+
+    parts: list[Union[str, Expr]] = Field(default_factory=list)
+
+    def literal(self) -> str:
+        return "".join(p if isinstance(p, str) else "{...}" for p in self.parts)
+
+
+# ------------------------------------------------------------------ statements
+
+
+class FieldAssign(Node):
+    name: str
+    value: Expr
+
+
+class SeedStmt(Node):
+    """`name = expr { field = expr ... }`; a spawn when expr is `kind[count]`."""
+
+    name: str
+    value: Expr
+    fields: list[FieldAssign] | None = None
+
+
+class ToolCallAst(Node):
+    name: str
+    args: list[KwArg] = Field(default_factory=list)
+
+
+class Let(Node):
+    kind: Literal["let"] = "let"
+    name: str
+    value: Expr
+
+
+class Forbid(Node):
+    tool: str
+    args: list[KwArg] | None = None  # None: any call of the tool
+
+
+class ReplyStmt(Node):
+    text: Text
+    keywords: list[str] = Field(default_factory=list)
+
+
+class Clone(Node):
+    op: Literal["clone"] = "clone"
+    source: Expr
+    fields: list[FieldAssign] = Field(default_factory=list)
+
+
+class AddRecord(Node):
+    op: Literal["add"] = "add"
+    kind: str
+    fields: list[FieldAssign] = Field(default_factory=list)
+
+
+class Say(Node):
+    op: Literal["say"] = "say"
+    text: Text
+
+
+DistractorStmt = Annotated[Union[Clone, AddRecord, Say], Field(discriminator="op")]
+
+
+class Distractor(Node):
+    name: str
+    stmts: list[DistractorStmt] = Field(default_factory=list)
+
+
+class Task(Node):
+    name: str
+    weight: float = 1.0
+    lets: list[Let] = Field(default_factory=list)
+    user: Text | None = None
+    gold: list[ToolCallAst] = Field(default_factory=list)
+    gold_span: Span | None = None
+    communicate: list[Expr] = Field(default_factory=list)
+    forbid: list[Forbid] = Field(default_factory=list)
+    replies: list[ReplyStmt] = Field(default_factory=list)
+    hint: Text | None = None
+    distractors: list[Distractor] = Field(default_factory=list)
+
+
+class Rule(Node):
+    value: Expr
+    cond: Expr | None = None  # None: `otherwise`
+
+
+class Reward(Node):
+    rules: list[Rule] = Field(default_factory=list)
+
+
+class TypeRef(Node):
+    name: str
+    arg: "TypeRef | None" = None
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.arg}]" if self.arg else self.name
+
+
+class Param(Node):
+    name: str
+    type: TypeRef
+    default: Expr | None = None
+
+
+class Require(Node):
+    kind: Literal["require"] = "require"
+    cond: Expr
+    message: str
+
+
+class SetStmt(Node):
+    kind: Literal["set"] = "set"
+    target: Expr
+    value: Expr
+
+
+class Return(Node):
+    kind: Literal["return"] = "return"
+    value: Expr
+
+
+ToolStmt = Annotated[Union[Let, Require, SetStmt, Return], Field(discriminator="kind")]
+
+
+class ToolDecl(Node):
+    name: str
+    params: list[Param] = Field(default_factory=list)
+    writes: bool = False
+    description: str = ""
+    body: list[ToolStmt] | None = None
+    python: str | None = None  # named function of the domain module
+
+
+class Capability(Node):
+    name: str
+    description: Text | None = None
+    domain: str | None = None
+    domain_span: Span | None = None
+    max_turns: int | None = None
+    hint: Text | None = None
+    seed: list[SeedStmt] = Field(default_factory=list)
+    tasks: list[Task] = Field(default_factory=list)
+    distractors: list[Distractor] = Field(default_factory=list)
+    reward: Reward | None = None
+    tools: list[ToolDecl] = Field(default_factory=list)
+
+
+for _model in list(globals().values()):
+    if isinstance(_model, type) and issubclass(_model, BaseModel) and _model is not BaseModel:
+        _model.model_rebuild()

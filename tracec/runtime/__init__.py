@@ -1,0 +1,1 @@
+"""Runtime for compiled capability environments: world helpers, tool-call parsing, the env base."""

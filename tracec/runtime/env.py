@@ -1,0 +1,382 @@
+"""The Gymnasium base class of compiled capability environments (see "Episode semantics").
+
+A generated module defines a :class:`Capability` (world builder, weighted task templates,
+reward rules) and ``class XEnv(CapabilityEnv): capability = CAPABILITY``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import gymnasium as gym
+
+from tracec.domains.base import Domain, Tool, ToolError
+from tracec.runtime.lib import Unsatisfiable
+from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
+from tracec.runtime.spaces import UnicodeText
+from tracec.runtime.toolcall import ToolCallParseError, parse_turn
+from tracec.runtime.user import STOP, ScriptedUser
+from tracec.runtime.validate import Validator, compile_validator
+from tracec.runtime.world import copy_json, state_hash
+
+__all__ = [
+    "Call", "Reply", "Rule", "Outcome", "TaskInstance", "TaskDef", "Capability", "CapabilityEnv",
+    "SpecRuntimeError", "register_capability_envs", "MAX_WORLD_DRAWS",
+]
+
+MAX_WORLD_DRAWS = 50
+
+INSTRUCTIONS = (
+    "<instructions>\n"
+    "You are a customer service agent that helps the user according to the <policy> provided below.\n"
+    "In each turn you can either:\n"
+    "- Send a message to the user.\n"
+    "- Make a tool call.\n"
+    "You cannot do both at the same time.\n\n"
+    "Try to be helpful and always follow the policy. Always make sure you generate valid JSON only.\n"
+    "</instructions>\n"
+)
+
+
+class SpecRuntimeError(RuntimeError):
+    """Generated code failed at run time (a bug in the spec or its domain), naming task and seed."""
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    """One drawn task: what the user says, the gold actions and what must be communicated."""
+
+    task: str
+    user: str
+    gold: Sequence[Call] = ()
+    communicate: Mapping[str, Any] = field(default_factory=dict)
+    forbid: Sequence[Call] = ()
+    replies: Sequence[Reply] = ()
+    hint: str = ""
+    values: Mapping[str, Any] = field(default_factory=dict)
+    distractors: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class TaskDef:
+    """A weighted task template: ``fn(rng, db, seed_vars) -> TaskInstance``."""
+
+    name: str
+    weight: float
+    fn: Callable[[random.Random, dict, dict], TaskInstance]
+
+
+@dataclass(frozen=True)
+class Capability:
+    """Everything a compiled spec defines."""
+
+    name: str
+    description: str
+    domain: Domain
+    max_turns: int
+    build_world: Callable[[random.Random, dict], dict]
+    tasks: Sequence[TaskDef]
+    rules: Sequence[Rule]
+    tools: Sequence[Tool] = ()
+    hint: str = ""
+    spec_path: str = ""
+    spec_sha256: str = ""
+
+    @property
+    def levels(self) -> list[float]:
+        """Declared reward levels, in rule order."""
+        return [float(r.level) for r in self.rules]
+
+    def all_tools(self) -> dict[str, Tool]:
+        """Domain tools followed by the inline tools (an inline tool overrides a domain one)."""
+        tools = dict(self.domain.tools)
+        tools.update({t.name: t for t in self.tools})
+        return tools
+
+
+class _Toolbox:
+    """Tools, validators and schemas of a capability, built once per class."""
+
+    def __init__(self, cap: Capability):
+        self.tools = cap.all_tools()
+        self.validators: dict[str, Validator] = {
+            n: compile_validator(n, t.parameters) for n, t in self.tools.items()
+        }
+        self.schemas = [t.openai_schema() for t in self.tools.values()]
+        self.writes = frozenset(n for n, t in self.tools.items() if t.writes)
+        self.ends = frozenset(cap.domain.ends_episode)
+        self.names = ", ".join(self.tools)
+
+    def run(self, db: dict, name: str, args: Mapping[str, Any]) -> tuple[str, bool, str | None]:
+        """(observation, success, domain bug message or None)."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return f"Error: unknown tool `{name}` (available: {self.names})", False, None
+        err = self.validators[name](args)
+        if err is not None:
+            return f"Error: {err}", False, None
+        try:
+            result = tool.func(db, **args)
+        except ToolError as exc:
+            return f"Error: {exc}", False, None
+        except Exception as exc:  # a bug in the domain or an inline tool: report, don't crash
+            bug = f"tool `{name}` raised {type(exc).__name__}: {exc}"
+            return f"Error: internal error in {bug}", False, bug
+        if isinstance(result, str):
+            return result, True, None
+        return json.dumps(result, ensure_ascii=False, default=str), True, None
+
+
+def _describe_call(c: Call) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in (c.args or {}).items())
+    return f"{c.name}({args})"
+
+
+class CapabilityEnv(gym.Env[str, str]):
+    """A text environment: observations are tool results or user replies, actions are raw turns."""
+
+    capability: ClassVar[Capability]
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    _toolboxes: ClassVar[dict[int, tuple[Capability, _Toolbox]]] = {}  # holds cap: ids stay unique
+
+    def __init__(self, render_mode: str | None = None, max_text_length: int = 1 << 20):
+        if getattr(type(self), "capability", None) is None:
+            raise TypeError(f"{type(self).__name__} must set the class attribute `capability`")
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(max_text_length)
+        self.action_space = UnicodeText(max_text_length)
+        cap = self.capability
+        key = id(cap)
+        cached = CapabilityEnv._toolboxes.get(key)
+        if cached is None:
+            cached = CapabilityEnv._toolboxes[key] = (cap, _Toolbox(cap))
+        self._box = cached[1]
+        self._task_names = [t.name for t in cap.tasks]
+        self._done = True
+        self.instance: TaskInstance | None = None
+        self.messages: list[dict] = []
+        self.tool_bugs: list[str] = []
+        self.turn = 0
+        self._resets = 0
+
+    # ------------------------------------------------------------ prompts
+
+    def system_prompt(self, hint: str | None = None) -> str:
+        """The system prompt: instructions, domain policy, and the hint when given."""
+        text = f"{INSTRUCTIONS}<policy>\n{self.capability.domain.policy}\n</policy>"
+        if hint:
+            text += f"\n<hint>\n{hint}\n</hint>"
+        return text
+
+    @property
+    def tools(self) -> list[dict]:
+        """OpenAI function schemas of every tool the agent may call."""
+        return self._box.schemas
+
+    # ------------------------------------------------------------ reset
+
+    def _choose_task(self, rng: random.Random, forced: str | None) -> TaskDef:
+        tasks = self.capability.tasks
+        if forced is not None:
+            for t in tasks:
+                if t.name == forced:
+                    return t
+            raise ValueError(f"unknown task {forced!r}; tasks: {', '.join(self._task_names)}")
+        total = sum(t.weight for t in tasks)
+        x = rng.random() * total
+        for t in tasks:
+            x -= t.weight
+            if x < 0:
+                return t
+        return tasks[-1]
+
+    def _draw(self, rng: random.Random, tdef: TaskDef, where: str) -> tuple[dict, TaskInstance]:
+        cap = self.capability
+        for _ in range(MAX_WORLD_DRAWS):
+            db = cap.domain.empty_db()
+            try:
+                seed_vars = cap.build_world(rng, db)
+                inst = tdef.fn(rng, db, seed_vars)
+            except Unsatisfiable:
+                continue
+            except Exception as exc:
+                raise SpecRuntimeError(
+                    f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
+                ) from exc
+            return db, inst
+        raise SpecRuntimeError(
+            f"{cap.name}: task `{tdef.name}` is unsatisfiable at {where}: "
+            f"{MAX_WORLD_DRAWS} worlds drawn, a `pick`/`sample` was always empty"
+        )
+
+    def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
+        for call in inst.gold:
+            obs, ok, bug = self._box.run(db, call.name, call.arguments)
+            if not ok:
+                raise SpecRuntimeError(
+                    f"{self.capability.name}: task `{inst.task}` at {where}: gold action "
+                    f"{_describe_call(call)} fails: {bug or obs}"
+                )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        options = options or {}
+        self._resets += 1
+        where = f"seed {seed}" if seed is not None else f"unseeded reset #{self._resets}"
+        rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+        tdef = self._choose_task(rng, options.get("task"))
+        initial, inst = self._draw(rng, tdef, where)
+        gold_db = copy_json(initial)
+        self._replay_gold(gold_db, inst, where)
+        self.initial_db = initial  # the task's records (inst.values) point into this copy
+        self.gold_db = gold_db
+        self.gold_hash = state_hash(gold_db)
+        self.db = copy_json(initial)
+        self.instance = inst
+        self.hint = inst.hint or self.capability.hint
+        self.show_hint = bool(options.get("hint"))
+        self.user = ScriptedUser(inst.replies)
+        self.calls: list[Call] = []
+        self.texts: list[str] = []
+        self.tool_bugs = []
+        self.turn = 0
+        self._done = False
+        self.messages = [
+            {"role": "system", "content": self.system_prompt(self.hint if self.show_hint else None)},
+            {"role": "user", "content": inst.user},
+        ]
+        info = {"messages": list(self.messages), "tools": self._box.schemas, "hint": self.hint, "task": inst.task}
+        return inst.user, info
+
+    # ------------------------------------------------------------ step
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if self._done:
+            raise RuntimeError("the episode is over: call reset() first")
+        if not isinstance(action, str):
+            raise TypeError(f"action must be a str (one raw assistant turn), got {type(action).__name__}")
+        self.turn += 1
+        ended_by: str | None = None
+        try:
+            parsed = parse_turn(action)
+        except ToolCallParseError as exc:
+            obs = f"Error: {exc}"
+            self.messages.append({"role": "assistant", "content": action})
+            self.messages.append({"role": "user", "content": obs})
+        else:
+            if parsed.calls:
+                obs, ended_by = self._tool_turn(parsed.text, parsed.calls)
+            else:
+                obs, ended_by = self._text_turn(parsed.text)
+        terminated = ended_by is not None
+        truncated = not terminated and self.turn >= self.capability.max_turns
+        reward = 0.0
+        info: dict[str, Any] = {"messages": list(self.messages), "task": self.instance.task}
+        if terminated or truncated:
+            self._done = True
+            reward, breakdown = self._final(ended_by or "max_turns", truncated)
+            info["reward_breakdown"] = breakdown
+        return obs, reward, terminated, truncated, info
+
+    def _tool_turn(self, text: str, calls: Sequence[Any]) -> tuple[str, str | None]:
+        turn = self.turn
+        ids = [f"call_{turn}_{i}" for i in range(len(calls))]
+        self.messages.append({
+            "role": "assistant",
+            "content": text,
+            "tool_calls": [
+                {"id": cid, "type": "function",
+                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                for cid, c in zip(ids, calls)
+            ],
+        })
+        if text:
+            self.texts.append(text)
+        results = []
+        ended_by = None
+        for cid, c in zip(ids, calls):
+            obs, ok, bug = self._box.run(self.db, c.name, c.arguments)
+            if bug is not None:
+                self.tool_bugs.append(bug)
+            if ok:
+                self.calls.append(Call(c.name, c.arguments))
+                if c.name in self._box.ends:
+                    ended_by = "tool"
+            self.messages.append({"role": "tool", "tool_call_id": cid, "name": c.name, "content": obs})
+            results.append(obs)
+            if ended_by:
+                break
+        return "\n".join(results), ended_by
+
+    def _text_turn(self, text: str) -> tuple[str, str | None]:
+        self.messages.append({"role": "assistant", "content": text})
+        self.texts.append(text)
+        if STOP in text:
+            return "", "agent"
+        reply = self.user.respond(text)
+        if reply is None:
+            self.messages.append({"role": "user", "content": STOP})
+            return STOP, "user"
+        self.messages.append({"role": "user", "content": reply})
+        return reply, None
+
+    # ------------------------------------------------------------ reward
+
+    def outcome(self) -> Outcome:
+        """The outcome of the episode so far (what the rules are evaluated on)."""
+        inst = self.instance
+        return Outcome.from_calls(
+            state_matches=state_hash(self.db) == self.gold_hash,
+            gold=inst.gold,
+            calls=self.calls,
+            forbid=inst.forbid,
+            writes=self._box.writes,
+            texts=self.texts,
+            v=dict(inst.values),
+        )
+
+    def _final(self, ended_by: str, truncated: bool) -> tuple[float, dict]:
+        o = self.outcome()
+        comm = all(mentioned(v, o.texts) for v in self.instance.communicate.values())
+        if truncated:
+            reward, index = 0.0, None
+        else:
+            try:
+                reward, index = judge(self.capability.rules, o)
+            except Exception as exc:
+                raise SpecRuntimeError(
+                    f"{self.capability.name}: task `{self.instance.task}`: a reward rule failed: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        rule = self.capability.rules[index] if index is not None else None
+        return reward, {
+            "reward": reward,
+            "rule": index,
+            "rule_text": rule.text if rule else ("truncated at max_turns" if truncated else "no rule holds"),
+            "state_matches": o.state_matches,
+            "communicated": comm,
+            "progress": o.progress,
+            "forbidden_called": o.forbidden_called,
+            "ended_by": ended_by,
+        }
+
+    # ------------------------------------------------------------ render
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return "\n".join(f"[{m['role']}] {m.get('content') or ''}" for m in self.messages)
+
+
+def register_capability_envs(envs: Mapping[str, str]) -> list[str]:
+    """Register ``tracec/<name>-v0`` for each ``name -> "module:Class"`` (idempotent)."""
+    ids = []
+    for name, entry in envs.items():
+        env_id = f"tracec/{name}-v0"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry, disable_env_checker=True)
+        ids.append(env_id)
+    return ids

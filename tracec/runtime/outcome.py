@@ -1,0 +1,177 @@
+"""Calls, rules and the outcome of an episode (what reward rules are evaluated on)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from tracec.runtime.lib import fmt
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call: gold action, agent action, or (``args=None``: any args) forbidden action."""
+
+    name: str
+    args: Mapping[str, Any] | None = None
+
+    @property
+    def arguments(self) -> dict:
+        return dict(self.args or {})
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted user reply, given once, to the first agent message containing a keyword."""
+
+    keywords: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``level when cond``; ``value(o)`` gives the reward of fractional rules."""
+
+    level: float
+    text: str
+    cond: Callable[["Outcome"], Any]
+    value: Callable[["Outcome"], float] | None = None
+
+
+# ---------------------------------------------------------------- value comparison
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Deep equality where numbers compare numerically (``100 == 100.0``, 1e-6 tolerance)."""
+    if _is_num(a) and _is_num(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def args_match(want: Mapping[str, Any] | None, got: Mapping[str, Any]) -> bool:
+    """``got`` has every argument of ``want`` with an equal value (``None``: anything)."""
+    if want is None:
+        return True
+    for k, v in want.items():
+        if k not in got or not values_equal(v, got[k]):
+            return False
+    return True
+
+
+def matched_count(gold: Sequence[Call], calls: Sequence[Call]) -> int:
+    """How many gold calls are matched by distinct agent calls (multiset, greedy in order)."""
+    used = [False] * len(calls)
+    n = 0
+    for g in gold:
+        for i, c in enumerate(calls):
+            if not used[i] and c.name == g.name and args_match(g.args or {}, c.args or {}):
+                used[i] = True
+                n += 1
+                break
+    return n
+
+
+# ---------------------------------------------------------------- communication
+
+
+def _normalize(text: str) -> str:
+    return text.replace(",", "").replace("$", "").lower()
+
+
+def _number_pattern(x: float) -> re.Pattern[str]:
+    s = f"{round(float(x), 2):.2f}"
+    ip, fp = s.split(".")
+    fp = fp.rstrip("0")
+    body = re.escape(ip) + (r"\." + fp + "0*" if fp else r"(?:\.0+)?")
+    return re.compile(r"(?<![\d.])" + body + r"(?!\d|\.\d)")
+
+
+def mentioned(value: Any, texts: Sequence[str]) -> bool:
+    """τ²-style: ``value`` rendered appears (case-insensitively, commas and $ removed) in a text.
+
+    Numbers match at digit boundaries in any of their renderings (``1234``, ``1,234.00``,
+    ``$12.5`` for 12.50); lists need every element; strings are substrings.
+    """
+    if isinstance(value, (list, tuple)):
+        return all(mentioned(v, texts) for v in value)
+    if _is_num(value):
+        pat = _number_pattern(value)
+        return any(pat.search(_normalize(t)) for t in texts)
+    needle = _normalize(fmt(value)).strip()
+    if not needle:
+        return True
+    return any(needle in _normalize(t) for t in texts)
+
+
+# ---------------------------------------------------------------- outcome
+
+
+@dataclass
+class Outcome:
+    """What the reward rules see. Construct directly (probes) or with :meth:`from_calls`."""
+
+    state_matches: bool = False
+    progress: float = 0.0
+    forbidden_called: bool = False
+    v: dict = field(default_factory=dict)
+    texts: Sequence[str] = ()  # the assistant's messages (content)
+    calls: Sequence[Call] = ()  # the agent's successful tool calls, in order
+
+    def communicated(self, *vals: Any) -> bool:
+        """Every value was told to the user (see :func:`mentioned`)."""
+        return all(mentioned(v, self.texts) for v in vals)
+
+    def called(self, name: str, args: Mapping[str, Any] | None = None) -> bool:
+        """A successful call of ``name`` whose arguments include ``args``."""
+        return any(c.name == name and args_match(args, c.args or {}) for c in self.calls)
+
+    @classmethod
+    def from_calls(
+        cls,
+        *,
+        state_matches: bool,
+        gold: Sequence[Call],
+        calls: Sequence[Call],
+        forbid: Iterable[Call],
+        writes: frozenset[str] | set[str],
+        texts: Sequence[str],
+        v: dict,
+    ) -> "Outcome":
+        """Derive progress and forbidden_called from the gold, agent and forbidden calls."""
+        return cls(
+            state_matches=state_matches,
+            progress=progress(gold, calls, writes),
+            forbidden_called=any(
+                c.name == f.name and args_match(f.args, c.args or {}) for f in forbid for c in calls
+            ),
+            v=v,
+            texts=tuple(texts),
+            calls=tuple(calls),
+        )
+
+
+def progress(gold: Sequence[Call], calls: Sequence[Call], writes: frozenset[str] | set[str]) -> float:
+    """Share of gold write calls matched by agent calls (all gold calls when none writes)."""
+    target = [g for g in gold if g.name in writes] or list(gold)
+    if not target:
+        return 1.0
+    return matched_count(target, calls) / len(target)
+
+
+def judge(rules: Sequence[Rule], o: Outcome) -> tuple[float, int | None]:
+    """(reward, index of the first rule that holds); ``(0.0, None)`` when none holds."""
+    for i, rule in enumerate(rules):
+        if rule.cond(o):
+            r = rule.value(o) if rule.value is not None else rule.level
+            return float(r), i
+    return 0.0, None

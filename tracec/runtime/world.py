@@ -1,0 +1,118 @@
+"""World helpers: create records through the domain contract, copy and hash databases."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from typing import Any, Callable, Iterable, Mapping
+
+from tracec.domains.base import Domain, EntityKind, ToolError
+
+FieldsFn = Callable[[], Mapping[str, Any]]
+
+
+def copy_json(x: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``deepcopy``."""
+    if isinstance(x, dict):
+        return {k: copy_json(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [copy_json(v) for v in x]
+    if isinstance(x, tuple):
+        return [copy_json(v) for v in x]
+    return x
+
+
+def _entity(domain: Domain, kind: str) -> EntityKind:
+    try:
+        return domain.entities[kind]
+    except KeyError:
+        known = ", ".join(sorted(domain.entities))
+        raise KeyError(f"domain {domain.name!r} has no entity kind {kind!r} (known: {known})") from None
+
+
+def _fresh_id(rng: random.Random, kind: EntityKind, db: dict) -> str:
+    if kind.new_id is not None:
+        return kind.new_id(rng, db)
+    taken = db.get(kind.collection) or {}
+    prefix = kind.name[:3].lower() + "_"
+    while True:
+        candidate = prefix + "".join(str(rng.randrange(10)) for _ in range(6))
+        if candidate not in taken:
+            return candidate
+
+
+def add(rng: random.Random, domain: Domain, db: dict, kind: str, fields: Mapping[str, Any] | None = None) -> dict:
+    """Generate one ``kind`` record consistent with ``fields``, insert it, and return it."""
+    ek = _entity(domain, kind)
+    overrides = dict(fields or {})
+    record = ek.generate(rng, db, overrides)
+    record.update(overrides)
+    ek.add(db, record)
+    return record
+
+
+def spawn(
+    rng: random.Random,
+    domain: Domain,
+    db: dict,
+    kind: str,
+    count: int,
+    fields_fn: FieldsFn | None = None,
+) -> list[dict]:
+    """``count`` new records of ``kind``; ``fields_fn()`` gives each one's fixed fields."""
+    return [add(rng, domain, db, kind, fields_fn() if fields_fn else None) for _ in range(int(count))]
+
+
+def clone(
+    rng: random.Random,
+    domain: Domain,
+    db: dict,
+    kind: str,
+    record: Mapping[str, Any],
+    fields: Mapping[str, Any] | None = None,
+) -> dict:
+    """A copy of ``record`` with ``fields`` changed and a fresh id unless ``fields`` gives one."""
+    ek = _entity(domain, kind)
+    new = copy_json(dict(record))
+    new.update(fields or {})
+    if ek.id_field and ek.id_field not in (fields or {}):
+        new[ek.id_field] = _fresh_id(rng, ek, db)
+    ek.add(db, new)
+    return new
+
+
+def _canonical(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _canonical(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    if isinstance(x, float):
+        if math.isfinite(x) and x == int(x):
+            return int(x)
+        return round(x, 6)
+    if x is None or isinstance(x, (str, int, bool)):
+        return x
+    return str(x)
+
+
+def state_hash(db: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``db`` (sorted keys; 100.0 and 100 hash alike)."""
+    data = json.dumps(_canonical(db), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def require(cond: Any, msg: str) -> None:
+    """Inline-tool precondition: raise ``ToolError(msg)`` unless ``cond`` holds."""
+    if not cond:
+        raise ToolError(msg)
+
+
+def find(records: Iterable[Any] | Mapping[str, Any], pred: Callable[[Any], Any], msg: str) -> Any:
+    """The first record satisfying ``pred`` (``ToolError(msg)`` when none does)."""
+    items = records.values() if isinstance(records, Mapping) else records
+    for r in items:
+        if pred(r):
+            return r
+    raise ToolError(msg)

@@ -1,0 +1,157 @@
+"""``tracec eval`` (run an agent on τ² targets or compiled envs) and ``tracec grade``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracec.targets.data import DataError
+from tracec.targets.results import ResultsError
+
+
+def _client(spec: str | None, what: str):
+    """``MODEL@URL`` → ChatClient (None when not given)."""
+    if not spec:
+        return None
+    model, at, url = spec.rpartition("@")
+    if not at or not model or not url.startswith(("http://", "https://")):
+        raise click.ClickException(f"bad {what} {spec!r}: expected MODEL@http://host:port/v1")
+    from tracec.llm.client import ChatClient
+
+    return ChatClient(url, model)
+
+
+def _split_ids(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _print_table(rows: list, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    max_k = max((max(r.pass_hat_k, default=0) for r in rows), default=0)
+    table = Table(title=title)
+    for col in ("env", "tasks", "episodes", "avg reward", "pass rate"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for k in range(1, max_k + 1):
+        table.add_column(f"pass^{k}", justify="right")
+    for r in rows:
+        cells = [r.group, str(r.tasks), str(r.episodes), f"{r.avg_reward:.3f}", f"{r.pass_rate:.3f}"]
+        cells += [f"{r.pass_hat_k[k]:.3f}" if k in r.pass_hat_k else "-" for k in range(1, max_k + 1)]
+        table.add_row(*cells)
+    Console().print(table)
+
+
+@click.command("eval")
+@click.option("--agent", "agent_spec", required=True,
+              help="openai:MODEL@URL | local:PATH_OR_ID[+adapter:DIR] | composed:DIR | oracle | scripted[:FILE]")
+@click.option("--target", "targets", multiple=True, help="τ² target: tau2:airline or tau2:retail (repeatable)")
+@click.option("--env", "envs", multiple=True,
+              help="compiled env: tracec/<name>-v0, generated_envs/<name>.py or a module (repeatable)")
+@click.option("--split", default="test", show_default=True, type=click.Choice(["base", "train", "test"]),
+              help="τ² task split")
+@click.option("--task-ids", default=None, help="comma-separated τ² task ids (overrides --split)")
+@click.option("--tasks", "num_tasks", type=int, default=None,
+              help="number of tasks (τ²: first N of the split; compiled envs: N seeds, default 10)")
+@click.option("--trials", type=int, default=1, show_default=True, help="trials per task (k of pass^k)")
+@click.option("--user", "user_spec", default="scripted", show_default=True,
+              help="simulated user for τ² targets: scripted | llm:MODEL@URL")
+@click.option("--judge", default=None, help="MODEL@URL: judge τ²'s NL assertions with this model")
+@click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
+              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
+@click.option("--max-turns", type=int, default=30, show_default=True, help="agent turns per τ² episode")
+@click.option("--max-errors", type=int, default=10, show_default=True, help="tool errors before τ² stops an episode")
+@click.option("--batch-size", type=int, default=4, show_default=True, help="episodes in flight at once")
+@click.option("--seed", type=int, default=0, show_default=True, help="base seed (trial t uses seed+t)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/eval", show_default=True,
+              help="output directory (trajectories.jsonl, τ² results, summary.json); reruns resume")
+@click.option("--fresh", is_flag=True, help="discard earlier episodes in --out instead of resuming")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], split: str,
+             task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
+             judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
+             batch_size: int, seed: int, out_dir: str, fresh: bool, as_json: bool) -> None:
+    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k."""
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
+    if not targets and not envs:
+        raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
+    if trials < 1 or (num_tasks is not None and num_tasks < 1):
+        raise click.ClickException("--trials and --tasks must be at least 1")
+    out = Path(out_dir)
+    if fresh and out.exists():
+        shutil.rmtree(out)
+    cfg = EvalConfig(
+        agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
+        task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
+        tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
+        batch_size=batch_size, seed=seed, out_dir=str(out),
+    )
+    try:
+        summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json)
+    except (DataError, ResultsError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except RuntimeError as exc:  # LLMError, ModelNotPrepared
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        from tracec.targets.metrics import GroupMetrics
+
+        _print_table([GroupMetrics.model_validate(r) for r in summary["metrics"]],
+                     f"{agent_spec}: {summary['episodes']} episodes")
+        click.echo(f"trajectories: {summary['trajectories']}")
+        for path in summary["tau2_results"]:
+            click.echo(f"τ² results:   {path}")
+
+
+@click.command("grade")
+@click.argument("results", type=click.Path(dir_okay=False))
+@click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
+              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
+@click.option("--domain", default=None, type=click.Choice(["airline", "retail"]),
+              help="domain (default: from the results file)")
+@click.option("--judge", default=None, help="MODEL@URL: judge NL assertions with this model")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="write the results back with tracec's reward_info")
+@click.option("--json", "as_json", is_flag=True, help="print per-simulation grades as JSON")
+def grade_cmd(results: str, tau2_data: str | None, domain: str | None, judge: str | None,
+              out_path: str | None, as_json: bool) -> None:
+    """Re-grade saved τ²-bench results (Results JSON) with tracec's τ²-compatible grader."""
+    from tracec.targets.regrade import regrade
+
+    try:
+        report = regrade(results, tau2_data, domain, _client(judge, "--judge"), out_path)
+    except (DataError, ResultsError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    _print_grades(report)
+
+
+def _print_grades(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{report['file']} ({report['domain']})")
+    for col in ("simulation", "task", "trial", "ended", "recorded", "tracec", "DB", "COMM", "notes"):
+        table.add_column(col)
+    for g in report["grades"]:
+        bd = g["reward_breakdown"]
+        rec = g["recorded_reward"]
+        table.add_row(
+            g["simulation_id"][:12], g["task_id"], str(g["trial"]), g["termination_reason"],
+            "-" if rec is None else f"{rec:.2f}", f"{g['reward']:.2f}",
+            str(bd.get("DB", "-")), str(bd.get("COMMUNICATE", "-")), g["note"][:60],
+        )
+    Console().print(table)
+    click.echo(
+        f"mean reward {report['mean_reward']:.3f} over {report['n']} simulations; "
+        f"agrees with the recorded reward on {report['agree']}/{report['comparable']}"
+        + (f" (NL assertions not judged: {report['nl_unjudged']} simulations)" if report["nl_unjudged"] else "")
+    )

@@ -1,0 +1,147 @@
+"""``tracec eval`` as a library call: build jobs, run them resumably, write every output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from tracec.targets import data as tdata
+from tracec.targets.grading import Grade
+from tracec.targets.metrics import summarize
+from tracec.targets.results import (
+    EpisodeWriter,
+    build_tau2_results,
+    read_episodes,
+    write_json_atomic,
+)
+from tracec.targets.runner import Job, dedupe, pending_jobs, run_jobs
+
+TRAJECTORIES = "trajectories.jsonl"
+
+
+class EvalConfig(BaseModel):
+    agent: str
+    targets: list[str] = []
+    envs: list[str] = []
+    split: str = "test"
+    task_ids: list[str] | None = None
+    num_tasks: int | None = None
+    trials: int = 1
+    user: str = "scripted"
+    tau2_data: str | None = None
+    max_turns: int = 30
+    max_errors: int = 10
+    batch_size: int = 4
+    seed: int = 0
+    out_dir: str = "runs/eval"
+
+
+def _tau2_domain(target: str) -> str:
+    kind, _, domain = target.partition(":")
+    if kind != "tau2" or domain not in tdata.DOMAINS:
+        raise ValueError(f"bad --target {target!r}: expected tau2:airline or tau2:retail")
+    return domain
+
+
+def _tau2_reward_info(env: Any, info: dict) -> dict:
+    bd = {k: v for k, v in (info.get("reward_breakdown") or {}).items() if k != "ended_by"}
+    if "reward" not in bd:
+        return {}
+    return {"reward_info": Grade.model_validate(bd).to_tau2_reward_info(),
+            "domain": info.get("domain")}
+
+
+def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
+    """``(jobs, env constructors by env name, τ² worlds by env name)``."""
+    from tracec.targets.envs import resolve_env
+    from tracec.targets.tau2 import Tau2Env
+    from tracec.targets.users import make_user_factory
+    from tracec.targets.world import load_world
+
+    jobs: list[Job] = []
+    makers: dict[str, Callable[[], Any]] = {}
+    worlds: dict[str, Any] = {}
+    user = make_user_factory(cfg.user) if cfg.targets else None
+    for target in cfg.targets:
+        domain = _tau2_domain(target)
+        name = f"tau2:{domain}"
+        world = load_world(domain, cfg.tau2_data)
+        tasks = tdata.select_tasks(tdata.resolve_data_dir(cfg.tau2_data), domain, cfg.split,
+                                   cfg.task_ids, cfg.num_tasks)
+        worlds[name] = (world, tasks)
+        makers[name] = (lambda w=world: Tau2Env(world=w, task_ids=list(w.tasks), user=user,
+                                                 max_turns=cfg.max_turns,
+                                                 max_errors=cfg.max_errors, judge=judge))
+        for trial in range(cfg.trials):
+            jobs += [Job(name, t.id, trial, cfg.seed + trial, {"task_id": t.id}) for t in tasks]
+    for spec in cfg.envs:
+        name, ctor = resolve_env(spec)
+        makers[name] = ctor
+        n = cfg.num_tasks or 10
+        for trial in range(cfg.trials):
+            jobs += [Job(name, str(cfg.seed + i), trial, cfg.seed + i) for i in range(n)]
+    return jobs, makers, worlds
+
+
+def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
+    """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
+    from tracec.llm.agents import make_agent
+
+    jobs, makers, worlds = build_jobs(cfg, judge)
+    out = Path(cfg.out_dir)
+    traj_path = out / TRAJECTORIES
+    agent = agent or make_agent(cfg.agent)
+    agent_name = getattr(agent, "name", cfg.agent)
+    done = read_episodes(traj_path)
+    other = {e.info.get("agent") for e in done} - {agent_name, None}
+    if other:
+        raise ValueError(
+            f"{traj_path} holds episodes of another agent ({', '.join(sorted(other))}); "
+            "use another --out or --fresh"
+        )
+    todo = pending_jobs(jobs, done)
+
+    with EpisodeWriter(traj_path) as writer:
+        if progress and todo:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("reward {task.fields[avg]:.3f}"), TimeRemainingColumn()) as bar:
+                rewards: list[float] = []
+                task = bar.add_task("eval", total=len(jobs), completed=len(jobs) - len(todo), avg=0.0)
+
+                def tick(ep: Any) -> None:
+                    rewards.append(ep.reward)
+                    bar.update(task, advance=1, avg=sum(rewards) / len(rewards))
+
+                run_jobs(todo, lambda n: makers[n](), agent, writer, cfg.batch_size, tick,
+                         _tau2_reward_info)
+        else:
+            run_jobs(todo, lambda n: makers[n](), agent, writer, cfg.batch_size, None,
+                     _tau2_reward_info)
+
+    wanted = {j.key for j in jobs}
+    episodes = [e for e in dedupe(read_episodes(traj_path)) if (e.env, e.task_id, e.trial) in wanted]
+    tau2_paths = []
+    for name, (world, tasks) in worlds.items():
+        eps = [e for e in episodes if e.env == name]
+        payload = build_tau2_results(
+            eps, [t.model_dump(mode="json", exclude_none=True) for t in tasks], world.domain_name,
+            world.policy, agent_name, cfg.user, cfg.trials, cfg.max_turns, cfg.max_errors, cfg.seed,
+        )
+        path = out / f"tau2_{world.domain_name}_results.json"
+        write_json_atomic(path, payload)
+        tau2_paths.append(str(path))
+    summary = {
+        "agent": agent_name,
+        "episodes": len(episodes),
+        "resumed": len(jobs) - len(todo),
+        "metrics": [m.model_dump() for m in summarize(episodes)],
+        "trajectories": str(traj_path),
+        "tau2_results": tau2_paths,
+        "config": cfg.model_dump(),
+    }
+    write_json_atomic(out / "summary.json", summary)
+    return summary

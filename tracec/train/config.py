@@ -1,0 +1,50 @@
+"""Training configuration (pydantic): what `tracec train` records in checkpoints and tracec.json."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LoraSettings(BaseModel):
+    """LoRA adapter shape."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    targets: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+class TrainConfig(BaseModel):
+    """GRPO hyper-parameters. Defaults follow the TRACE reference where it states them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "smollm2"
+    env: str = ""
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    group_size: int = Field(8, ge=2, description="G rollouts per env seed")
+    groups_per_step: int = Field(4, ge=1, description="kept groups wanted per optimiser step")
+    steps: int = Field(50, ge=1)
+    learning_rate: float = Field(2e-5, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, ge=0)
+    max_turns: int | None = Field(None, ge=1, description="cap on assistant turns (env's own if None)")
+    max_new_tokens: int = Field(256, ge=1, description="per assistant turn")
+    max_total_tokens: int = Field(4096, ge=16, description="per episode, prompt included")
+    hint_share: float = Field(0.0, ge=0.0, le=1.0, description="share of each group shown the hint")
+    epsilon: float = Field(0.2, ge=0)
+    epsilon_high: float = Field(0.28, ge=0)
+    beta: float = Field(0.0, ge=0, description="KL weight to the adapter-disabled model")
+    resample_dropped: bool = Field(False, description="DAPO: draw new seeds for dropped groups")
+    max_resample_rounds: int = Field(2, ge=0)
+    updates_per_batch: int = Field(1, ge=1, description="optimiser passes over each rollout batch")
+    micro_batch: int = Field(4, ge=1, description="sequences per forward/backward")
+    gen_batch: int = Field(32, ge=1, description="sequences per generate() call")
+    checkpoint_every: int = Field(10, ge=1)
+    seed: int = 0
+    device: str = "cpu"

@@ -1,0 +1,165 @@
+"""One routing decision per trajectory, and weighted merges of adapters into one.
+
+A per-trajectory decision picks one slot (an adapter, or none) from the prompt, so the chosen
+adapter can be served by any engine that serves a single LoRA (vLLM ``--lora-modules``). Two
+routers: ``gate`` (mean of the trained gates' probabilities over the prompt tokens and layers)
+and ``describe`` (cosine similarity between the prompt and each capability's description under
+the base model's mean-pooled last hidden state; needs no training).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel
+
+from tracec.train.moe import ComposedModel, ComposeError, describe_adapter, load_base
+
+Method = Literal["gate", "describe"]
+
+
+class RouteDecision(BaseModel):
+    """The slot chosen for one trajectory, with the router's scores over all slots."""
+
+    slot: int
+    name: str
+    adapter_path: str | None
+    scores: list[float]
+
+
+def prompt_messages(messages: list[dict]) -> list[dict]:
+    """The task prompt: every message before the first assistant turn."""
+    out = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            break
+        out.append(m)
+    return out
+
+
+@torch.no_grad()
+def gate_scores(cm: ComposedModel, messages: list[dict], tools: list[dict] | None = None) -> list[float]:
+    """Mean gate probability per slot over the prompt's tokens and all layers."""
+    ids = torch.tensor([cm.render(prompt_messages(messages), tools)], device=_device(cm))
+    with cm.collect_routing() as records:
+        cm(ids, use_cache=False)
+    probs = torch.stack([r.probs[0].mean(0) for r in records]).mean(0)
+    return [float(p) for p in probs]
+
+
+@torch.no_grad()
+def _embed(cm: ComposedModel, text: str) -> torch.Tensor:
+    tok = cm._require_tokenizer()
+    ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"] or [tok.pad_token_id]],
+                       device=_device(cm))
+    with cm.forced(0):
+        out = cm(ids, output_hidden_states=True, use_cache=False)
+    return out.hidden_states[-1][0].float().mean(0)
+
+
+@torch.no_grad()
+def describe_scores(cm: ComposedModel, messages: list[dict]) -> list[float]:
+    """Cosine similarity of the prompt to each capability description (slot 0 scores 0)."""
+    text = "\n".join(str(m.get("content") or "") for m in prompt_messages(messages) if m.get("role") == "user")
+    query = _embed(cm, text)
+    scores = [0.0]
+    for ref in cm.config.adapters:
+        desc = ref.description or ref.capability or ref.name
+        scores.append(float(torch.cosine_similarity(query, _embed(cm, desc), dim=0)))
+    return scores
+
+
+def decide(cm: ComposedModel, messages: list[dict], tools: list[dict] | None = None,
+           method: Method = "gate", min_score: float | None = None) -> RouteDecision:
+    """Route one trajectory; ``min_score``: fall back to "no adapter" below this top score."""
+    scores = gate_scores(cm, messages, tools) if method == "gate" else describe_scores(cm, messages)
+    slot = max(range(len(scores)), key=lambda i: (scores[i], -i))
+    if method == "describe":
+        slot = max(range(1, len(scores)), key=lambda i: (scores[i], -i))
+    if min_score is not None and scores[slot] < min_score:
+        slot = 0
+    ref = cm.config.adapters[slot - 1] if slot > 0 else None
+    return RouteDecision(slot=slot, name=cm.slots[slot], adapter_path=ref.path if ref else None,
+                         scores=[round(s, 6) for s in scores])
+
+
+def generate_per_trajectory(cm: ComposedModel, batch_messages: list[list[dict]],
+                            tools: list[dict] | None = None, max_new_tokens: int = 256,
+                            temperature: float = 0.0, seed: int | None = None,
+                            method: Method = "gate") -> list[str]:
+    """Like ``ComposedModel.generate``, but every conversation uses the one adapter its prompt picks."""
+    groups: dict[int, list[int]] = {}
+    for i, messages in enumerate(batch_messages):
+        groups.setdefault(decide(cm, messages, tools, method).slot, []).append(i)
+    out = [""] * len(batch_messages)
+    for slot, idx in sorted(groups.items()):
+        with cm.forced(slot):
+            texts = cm.generate_tokenwise([batch_messages[i] for i in idx], tools, max_new_tokens,
+                                          temperature, seed)
+        for i, t in zip(idx, texts):
+            out[i] = t
+    return out
+
+
+def _device(cm: ComposedModel) -> torch.device:
+    return next(cm.gates.parameters()).device
+
+
+# ---------------------------------------------------------------------------------------------
+# weighted merge
+
+
+def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir: str | Path,
+                   base: str | None = None) -> Path:
+    """Merge adapters into one peft LoRA folder: ΔW = Σ_i w_i · ΔW_i (peft ``cat``, exact)."""
+    from peft import PeftModel
+
+    from tracec.train.moe import _check_adapter_config, adapter_base_model
+
+    dirs = [Path(d).expanduser() for d in adapter_dirs]
+    if len(weights) != len(dirs):
+        raise ComposeError(f"{len(dirs)} adapters but {len(weights)} weights")
+    if any(w < 0 for w in weights):
+        raise ComposeError("merge weights must be non-negative")
+    refs = [describe_adapter(d) for d in dirs]
+    for d in dirs:
+        _check_adapter_config(d)
+    if base is None:
+        bases = {adapter_base_model(d) for d in dirs}
+        if None in bases or len(bases) != 1:
+            raise ComposeError("adapters name different or no base models; pass --base")
+        base = bases.pop()
+    model, _, _ = load_base(base)
+    peft_model = PeftModel.from_pretrained(model, str(dirs[0]), adapter_name="e0")
+    for i, d in enumerate(dirs[1:], start=1):
+        peft_model.load_adapter(str(d), adapter_name=f"e{i}")
+    names = [f"e{i}" for i in range(len(dirs))]
+    peft_model.add_weighted_adapter(names, [float(w) for w in weights], "default", combination_type="cat")
+    for n in names:
+        peft_model.delete_adapter(n)
+    out = Path(out_dir)
+    peft_model.save_pretrained(str(out), selected_adapters=["default"])
+    cfg_path = out / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["base_model_name_or_path"] = base
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    meta: dict[str, Any] = {
+        "capability": "+".join(r.name for r in refs),
+        "description": "Weighted merge of " + ", ".join(f"{w:g}×{r.name}" for r, w in zip(refs, weights)),
+        "base_model": base,
+        "merged_from": [r.model_dump() for r in refs],
+        "weights": [float(w) for w in weights],
+        "combination_type": "cat",
+    }
+    (out / "tracec.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return out
+
+
+def weights_from_routing(routing_json: str | Path) -> list[float]:
+    """Merge weights from a composed model's ``routing.json``: each adapter's token share."""
+    data = json.loads(Path(routing_json).read_text())
+    overall = data["overall"]
+    return [float(x) for x in overall[1:]]

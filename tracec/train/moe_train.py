@@ -1,0 +1,286 @@
+"""Train the gates of a composed model on successful trajectories.
+
+Loss = next-token cross-entropy on assistant tokens + α · Switch load balancing (+ β · z-loss).
+Only gate parameters train; the base model and the experts stay frozen (asserted).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+from pydantic import BaseModel, Field
+
+from tracec.train.moe import ComposedModel, ComposeError, load_balancing_loss, z_loss
+
+
+class ComposeTrainConfig(BaseModel):
+    """Gate-training options (saved in moe.json under ``training``)."""
+
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    batch_size: int = Field(4, ge=1)
+    lr: float = Field(5e-3, gt=0)
+    alpha: float = Field(1e-2, ge=0, description="load-balancing loss weight")
+    z_coef: float = Field(0.0, ge=0, description="router z-loss weight")
+    max_length: int = Field(1024, ge=8)
+    seed: int = 0
+    min_reward: float | None = None
+
+
+@dataclass
+class Example:
+    """One rendered trajectory: token ids and which of them are assistant tokens (trained)."""
+
+    id: str
+    env: str
+    ids: list[int]
+    train: list[bool]
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+
+def read_trajectories(paths: Iterable[str | Path]) -> list[dict]:
+    """JSONL trajectories; a bad line is a :class:`ComposeError` naming file and line."""
+    out: list[dict] = []
+    for path in paths:
+        p = Path(path)
+        try:
+            lines = p.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ComposeError(f"{p}: cannot read ({exc.strerror or exc})") from None
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ComposeError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+                raise ComposeError(f"{p}:{n}: expected an object with a `messages` list")
+            out.append(row)
+    return out
+
+
+def select_successful(rows: list[dict], min_reward: float | None = None) -> list[dict]:
+    """Trajectories to imitate: ``success`` true (or reward ≥ ``min_reward`` when given)."""
+    if min_reward is not None:
+        return [r for r in rows if float(r.get("reward") or 0.0) >= min_reward]
+    return [r for r in rows if r.get("success") is True]
+
+
+def _plain(messages: list[dict]) -> list[dict]:
+    from tracec.llm.agents import _plain_messages
+
+    return _plain_messages(messages, args_as_dict=True)
+
+
+def encode(tokenizer: Any, row: dict, max_length: int) -> Example | None:
+    """Render with the chat template; mark assistant turns' tokens. None when nothing to train."""
+    messages = _plain(row["messages"])
+    tools = (row.get("info") or {}).get("tools") or None
+
+    def text(msgs: list[dict], gen: bool) -> str:
+        return tokenizer.apply_chat_template(msgs, tools=tools, tokenize=False, add_generation_prompt=gen)
+
+    full = text(messages, False)
+    spans = []
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant":
+            continue
+        start, end = text(messages[:i], True), text(messages[: i + 1], False)
+        if not full.startswith(end) or not end.startswith(start):
+            return None  # the template is not prefix-stable for this conversation
+        spans.append((len(start), len(end)))
+    if not spans:
+        return None
+    enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    ids = enc["input_ids"][:max_length]
+    train = [any(s <= a < e for s, e in spans) for a, _ in enc["offset_mapping"][: len(ids)]]
+    if not any(train[1:]):
+        return None
+    return Example(str(row.get("id", "")), str(row.get("env", "")), ids, train)
+
+
+def encode_all(tokenizer: Any, rows: list[dict], max_length: int) -> tuple[list[Example], int]:
+    """Encode rows; returns ``(examples, skipped)``."""
+    examples = [encode(tokenizer, r, max_length) for r in rows]
+    kept = [e for e in examples if e is not None]
+    return kept, len(examples) - len(kept)
+
+
+def batches(examples: list[Example], batch_size: int, pad_id: int, rng: random.Random | None = None
+            ) -> list[dict[str, torch.Tensor]]:
+    """Right-padded batches of similar lengths (shuffled batch order when ``rng`` is given)."""
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].ids))
+    groups = [order[i: i + batch_size] for i in range(0, len(order), batch_size)]
+    if rng is not None:
+        rng.shuffle(groups)
+    out = []
+    for g in groups:
+        width = max(len(examples[i].ids) for i in g)
+        ids = torch.full((len(g), width), pad_id, dtype=torch.long)
+        attn = torch.zeros((len(g), width), dtype=torch.long)
+        train = torch.zeros((len(g), width), dtype=torch.bool)
+        for row, i in enumerate(g):
+            e = examples[i]
+            n = len(e.ids)
+            ids[row, :n] = torch.tensor(e.ids)
+            attn[row, :n] = 1
+            train[row, :n] = torch.tensor(e.train)
+        out.append({"input_ids": ids, "attention_mask": attn, "train_mask": train})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# losses and statistics
+
+
+def token_ce(logits: torch.Tensor, input_ids: torch.Tensor, train_mask: torch.Tensor
+             ) -> tuple[torch.Tensor, int]:
+    """Mean next-token cross-entropy over trained positions, and their count."""
+    target = input_ids[:, 1:]
+    mask = train_mask[:, 1:]
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    n = int(mask.sum())
+    return (nll * mask).sum() / max(n, 1), n
+
+
+@dataclass
+class RoutingStats:
+    """Tokens per slot per layer (non-padding tokens)."""
+
+    slots: list[str]
+    counts: list[list[int]] = field(default_factory=list)
+
+    def add(self, records: list, mask: torch.Tensor) -> None:
+        if not self.counts:
+            self.counts = [[0] * len(self.slots) for _ in records]
+        m = mask.bool()
+        for li, rec in enumerate(records):
+            chosen = rec.chosen[m]  # [n, k]
+            binc = torch.bincount(chosen.flatten(), minlength=len(self.slots)).tolist()
+            self.counts[li] = [a + b for a, b in zip(self.counts[li], binc)]
+
+    def shares(self) -> list[list[float]]:
+        return [[c / max(sum(row), 1) for c in row] for row in self.counts]
+
+    def overall(self) -> list[float]:
+        tot = [sum(row[s] for row in self.counts) for s in range(len(self.slots))]
+        return [t / max(sum(tot), 1) for t in tot]
+
+    def to_json(self) -> dict:
+        return {"slots": self.slots, "counts": self.counts, "shares": self.shares(),
+                "overall": self.overall()}
+
+
+def assert_only_gates_train(cm: ComposedModel) -> None:
+    """Fail loudly if anything other than the gate parameters would train."""
+    gate_ids = {id(p) for p in cm.gate_parameters()}
+    wrong = [n for n, p in cm.named_parameters() if p.requires_grad and id(p) not in gate_ids]
+    if wrong:
+        raise AssertionError(f"non-gate parameters are trainable: {wrong[:5]}")
+    leaked = [n for n, p in cm.named_parameters() if id(p) not in gate_ids and p.grad is not None]
+    if leaked:
+        raise AssertionError(f"non-gate parameters received gradients: {leaked[:5]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# training and evaluation
+
+
+def _device(cm: ComposedModel) -> torch.device:
+    return next(cm.gates.parameters()).device
+
+
+def train_gates(cm: ComposedModel, examples: list[Example], cfg: ComposeTrainConfig, pad_id: int,
+                on_step: Callable[[dict], None] | None = None) -> tuple[list[dict], RoutingStats]:
+    """AdamW on the gates; returns per-step metrics and the routing statistics of training."""
+    if not examples:
+        raise ComposeError("no trainable trajectories (need successful ones with assistant turns)")
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    device = _device(cm)
+    assert_only_gates_train(cm)
+    opt = torch.optim.AdamW(cm.gate_parameters(), lr=cfg.lr, weight_decay=0.0)
+    per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    total = cfg.max_steps or per_epoch * cfg.epochs
+    stats = RoutingStats(cm.slots)
+    metrics: list[dict] = []
+    step = 0
+    cm.train()
+    t0 = time.perf_counter()
+    while step < total:
+        for batch in batches(examples, cfg.batch_size, pad_id, rng):
+            if step >= total:
+                break
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with cm.collect_routing() as records:
+                out = cm(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False)
+            ce, n_tok = token_ce(out.logits, batch["input_ids"], batch["train_mask"])
+            lb = load_balancing_loss(records, batch["attention_mask"])
+            zl = z_loss(records, batch["attention_mask"]) if cfg.z_coef > 0 else torch.zeros(())
+            loss = ce + cfg.alpha * lb + cfg.z_coef * zl
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if step == 0:
+                assert_only_gates_train(cm)
+            opt.step()
+            stats.add(records, batch["attention_mask"])
+            step += 1
+            row = {"step": step, "epoch": (step - 1) // per_epoch + 1, "loss": float(loss.detach()),
+                   "ce": float(ce.detach()), "lb": float(lb.detach()), "z": float(zl.detach()), "tokens": n_tok,
+                   "share": _share(records, batch["attention_mask"], len(cm.slots)),
+                   "seconds": round(time.perf_counter() - t0, 3)}
+            metrics.append(row)
+            if on_step:
+                on_step(row)
+    cm.eval()
+    return metrics, stats
+
+
+def _share(records: list, mask: torch.Tensor, n_slots: int) -> list[float]:
+    m = mask.bool()
+    chosen = torch.cat([r.chosen[m].flatten() for r in records])
+    counts = torch.bincount(chosen, minlength=n_slots).float()
+    return [round(float(c), 4) for c in counts / counts.sum().clamp_min(1)]
+
+
+@torch.no_grad()
+def evaluate_ce(cm: ComposedModel, examples: list[Example], pad_id: int, batch_size: int = 4,
+                force: int | None = None) -> float:
+    """Token-mean assistant cross-entropy (``force``: route everything to one slot)."""
+    device = _device(cm)
+    total, count = 0.0, 0
+    for batch in batches(examples, batch_size, pad_id):
+        batch = {k: v.to(device) for k, v in batch.items()}
+        if force is None:
+            logits = cm(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
+        else:
+            with cm.forced(force):
+                logits = cm(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
+        ce, n = token_ce(logits, batch["input_ids"], batch["train_mask"])
+        total += float(ce) * n
+        count += n
+    return total / max(count, 1)
+
+
+def split(examples: list[Example], holdout: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """``(train, held-out)``; no hold-out below 10 examples."""
+    if holdout <= 0 or len(examples) < 10:
+        return examples, []
+    order = list(range(len(examples)))
+    random.Random(seed).shuffle(order)
+    n = max(1, int(round(len(examples) * holdout)))
+    held = set(order[:n])
+    return ([e for i, e in enumerate(examples) if i not in held],
+            [e for i, e in enumerate(examples) if i in held])

@@ -1,0 +1,189 @@
+"""Multi-turn rollouts of a chat model in tracec envs, as token sequences with a model/env mask.
+
+An episode is kept as TRL's rollout contract: ``prompt_ids`` (system + first user turn + the
+assistant header), ``completion_ids`` (everything after: model turns and environment turns),
+``env_mask`` (1 = model token, trained; 0 = tool result / user reply, not trained). The model's
+own tokens are never re-tokenised: environment turns are rendered with the chat template as a
+text delta and appended as tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tracec.llm.local import generate_ids
+
+END_OF_TURN = "<|im_end|>"
+
+
+@dataclass
+class Episode:
+    """One rollout. ``base_prompt_ids`` is the hint-free prompt used for the loss."""
+
+    seed: int
+    group: int
+    hinted: bool
+    prompt_ids: list[int]
+    base_prompt_ids: list[int]
+    messages: list[dict]
+    tools: list[dict] | None
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    reward: float = 0.0
+    done: bool = False
+    turns: int = 0
+    ended_by: str = ""
+    breakdown: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return len(self.prompt_ids) + len(self.completion_ids)
+
+    @property
+    def model_tokens(self) -> int:
+        return sum(self.env_mask)
+
+    def to_trl(self) -> dict[str, Any]:
+        """The episode in TRL's ``rollout_func`` field names (prompt is the hint-free one)."""
+        return {"prompt_ids": self.base_prompt_ids, "completion_ids": self.completion_ids,
+                "env_mask": self.env_mask, "reward": self.reward}
+
+
+class ChatRenderer:
+    """Renders chat messages with the tokenizer's template, as text and token deltas."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tok = tokenizer
+
+    def text(self, messages: list[dict], tools: list[dict] | None, gen: bool) -> str:
+        return self.tok.apply_chat_template(messages, tools=tools or None, tokenize=False,
+                                            add_generation_prompt=gen)
+
+    def ids(self, text: str) -> list[int]:
+        return self.tok(text, add_special_tokens=False)["input_ids"]
+
+    def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
+        return self.ids(self.text(messages, tools, gen=True))
+
+    def env_delta(self, before: list[dict], after: list[dict], tools: list[dict] | None,
+                  ended_turn: bool) -> str:
+        """Text that follows the model's last token: the end of its turn, the new env messages and
+        the next assistant header. ``before`` ends with the assistant message just generated."""
+        prev = self.text(before, tools, gen=False)
+        nxt = self.text(after, tools, gen=True)
+        if not nxt.startswith(prev):  # template not prefix-stable: render the new turns alone
+            prev = self.text(before[:1] + before[-1:], tools, gen=False)
+            nxt = self.text(before[:1] + after[len(before) - 1:], tools, gen=True)
+            common = 0
+            while common < min(len(prev), len(nxt)) and prev[common] == nxt[common]:
+                common += 1
+            delta = nxt[common:]
+        else:
+            delta = nxt[len(prev):]
+        cut = prev.rfind(END_OF_TURN)
+        tail = prev[cut + len(END_OF_TURN):] if cut >= 0 else ""
+        return ("" if ended_turn else END_OF_TURN) + tail + delta
+
+
+def _assistant_index(messages: list[dict], start: int) -> int:
+    """Index of the assistant turn the env appended at/after ``start`` (or -1)."""
+    for i in range(start, len(messages)):
+        if messages[i].get("role") == "assistant":
+            return i
+    return -1
+
+
+def _split_messages(old_len: int, new: list[dict], text: str) -> tuple[list[dict], list[dict]]:
+    """(messages up to and incl. the assistant turn, all messages) after an env step."""
+    idx = _assistant_index(new, old_len)
+    if idx < 0:  # env did not record the assistant turn: add it ourselves
+        msgs = new[:old_len] + [{"role": "assistant", "content": text}] + new[old_len:]
+        return msgs[: old_len + 1], msgs
+    return new[: idx + 1], new
+
+
+def start_group(make_env: Callable[[], Any], seed: int, group: int, size: int, n_hinted: int,
+                renderer: ChatRenderer) -> tuple[list[Episode], list[Any]]:
+    """Reset ``size`` envs on one seed; the first ``n_hinted`` see the hint in the system prompt."""
+    episodes, envs = [], []
+    base_env = make_env()
+    _, base_info = base_env.reset(seed=seed, options={"hint": False})
+    base_ids = renderer.prompt_ids(base_info["messages"], base_info.get("tools"))
+    base_env.close()
+    for k in range(size):
+        hinted = k < n_hinted
+        env = make_env()
+        _, info = env.reset(seed=seed, options={"hint": hinted})
+        tools = info.get("tools")
+        ids = renderer.prompt_ids(info["messages"], tools) if hinted else list(base_ids)
+        episodes.append(Episode(seed, group, hinted, ids, base_ids, list(info["messages"]), tools))
+        envs.append(env)
+    return episodes, envs
+
+
+@dataclass
+class RolloutStats:
+    gen_seconds: float = 0.0
+    gen_tokens: int = 0
+
+
+def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
+                 max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
+                 temperature: float, gen_batch: int, device: str = "cpu",
+                 stats: RolloutStats | None = None) -> None:
+    """Play all episodes to the end, batching generation across every active episode."""
+    renderer = ChatRenderer(tokenizer)
+    stats = stats if stats is not None else RolloutStats()
+    while True:
+        active = [i for i, ep in enumerate(episodes) if not ep.done]
+        if not active:
+            return
+        for chunk_start in range(0, len(active), gen_batch):
+            chunk = active[chunk_start: chunk_start + gen_batch]
+            prompts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in chunk]
+            budget = min(max_new_tokens, max(1, max_total_tokens - max(len(p) for p in prompts)))
+            t0 = time.perf_counter()
+            outs = generate_ids(model, tokenizer, prompts, stop_ids, budget, temperature, None, device)
+            stats.gen_seconds += time.perf_counter() - t0
+            stats.gen_tokens += sum(len(o) for o in outs)
+            for i, out in zip(chunk, outs):
+                _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
+
+
+def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],
+             max_turns: int | None, max_total_tokens: int) -> None:
+    """Append one model turn, step the env, append its reply tokens (masked)."""
+    tok = renderer.tok
+    ended_turn = bool(out) and out[-1] in stop_ids
+    text = tok.decode([t for t in out if t not in stop_ids], skip_special_tokens=False)
+    ep.completion_ids += out
+    ep.env_mask += [1] * len(out)
+    ep.turns += 1
+    old_len = len(ep.messages)
+    _, reward, terminated, truncated, info = env.step(text)
+    before, after = _split_messages(old_len, list(info.get("messages", ep.messages)), text)
+    ep.messages = after
+    if terminated or truncated:
+        ep.reward = float(reward)
+        ep.done = True
+        ep.ended_by = "terminated" if terminated else "truncated"
+        ep.breakdown = dict(info.get("reward_breakdown") or {})
+        if not ended_turn:
+            _append_env(ep, renderer.ids(END_OF_TURN))
+        env.close()
+        return
+    delta = renderer.env_delta(before, after, ep.tools, ended_turn)
+    _append_env(ep, renderer.ids(delta))
+    over_turns = max_turns is not None and ep.turns >= max_turns
+    if over_turns or ep.length >= max_total_tokens - 1:
+        ep.reward = 0.0  # cut short, like tau2's max-turn truncation
+        ep.done = True
+        ep.ended_by = "max_turns" if over_turns else "max_tokens"
+        env.close()
+
+
+def _append_env(ep: Episode, ids: list[int]) -> None:
+    ep.completion_ids += ids
+    ep.env_mask += [0] * len(ids)

@@ -1,0 +1,324 @@
+"""The GRPO LoRA training loop: rollouts → advantages → clipped surrogate → AdamW, with
+checkpoints that resume bit-for-bit (adapter, optimiser, RNG states, seed cursor).
+
+A compact loop on TRL's data contract (see docs/training.md for why not ``GRPOTrainer``). It runs
+under ``accelerate launch``: each process plays its own groups (seeds offset by process index),
+gradients are averaged by DDP and the token normaliser is summed across processes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
+from tracec.train.config import TrainConfig
+from tracec.train.envs import EnvTarget
+from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
+from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
+
+SEED_STRIDE = 1_000_003
+CHECKPOINTS = "checkpoints"
+
+
+class ResumeError(RuntimeError):
+    """A checkpoint that cannot continue this run."""
+
+
+@dataclass
+class StepResult:
+    metrics: dict[str, Any]
+    episodes: list[Episode]
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_policy(config: TrainConfig):
+    """Tokenizer and the base model wrapped with a fresh LoRA adapter (seeded init)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model(config.model)
+    tokenizer = load_tokenizer(path)
+    base = AutoModelForCausalLM.from_pretrained(path)
+    lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
+                      lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
+                      task_type="CAUSAL_LM")
+    _seed_everything(config.seed)
+    model = get_peft_model(base, lora)
+    return tokenizer, model, path
+
+
+class GRPOTrainer:
+    """One capability's GRPO run. ``out_dir`` receives the adapter, metrics and checkpoints."""
+
+    def __init__(self, config: TrainConfig, env: EnvTarget, out_dir: str | Path,
+                 accelerator: Any | None = None) -> None:
+        self.config = config
+        self.env = env
+        self.out = Path(out_dir)
+        self.accelerator = accelerator
+        self.tokenizer, model, self.model_path = build_policy(config)
+        self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                           lr=config.learning_rate,
+                                           weight_decay=config.weight_decay)
+        if accelerator is not None:
+            model, self.optimizer = accelerator.prepare(model, self.optimizer)
+        self.model = model
+        self.device = str(accelerator.device) if accelerator is not None else config.device
+        if accelerator is None:
+            self.model.to(self.device)
+        self.stop_ids = stop_token_ids(self.tokenizer)
+        self.step = 0
+        self.seed_cursor = 0
+        self.metrics_path = self.out / "metrics.jsonl"
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def policy(self):
+        """The peft model itself (unwrapped from DDP)."""
+        return self.accelerator.unwrap_model(self.model) if self.accelerator else self.model
+
+    @property
+    def _rank(self) -> tuple[int, int]:
+        if self.accelerator is None:
+            return 0, 1
+        return self.accelerator.process_index, self.accelerator.num_processes
+
+    def _next_seed(self) -> int:
+        rank, world = self._rank
+        seed = self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank
+        self.seed_cursor += 1
+        return seed
+
+    # ------------------------------------------------------------------ rollouts
+    def collect(self, n_groups: int, first_group: int, stats: RolloutStats) -> list[Episode]:
+        """Play ``n_groups`` groups of G episodes (one new env seed each)."""
+        cfg = self.config
+        renderer = ChatRenderer(self.tokenizer)
+        n_hint = round(cfg.hint_share * cfg.group_size)
+        episodes, envs = [], []
+        for g in range(n_groups):
+            eps, es = start_group(self.env.factory, self._next_seed(), first_group + g,
+                                  cfg.group_size, n_hint, renderer)
+            episodes += eps
+            envs += es
+        policy = self.policy
+        policy.eval()
+        run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
+                     max_new_tokens=cfg.max_new_tokens, max_total_tokens=cfg.max_total_tokens,
+                     max_turns=cfg.max_turns, temperature=cfg.temperature, gen_batch=cfg.gen_batch,
+                     device=self.device, stats=stats)
+        return episodes
+
+    # ------------------------------------------------------------------ one step
+    def train_step(self) -> StepResult:
+        """Roll out, drop flat groups (optionally resample), take one optimiser step."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        _seed_everything(cfg.seed * SEED_STRIDE + 7919 * (self.step + 1))
+        stats = RolloutStats()
+        episodes = self.collect(cfg.groups_per_step, 0, stats)
+        sampled = list(episodes)
+        adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
+        rounds = 0
+        while (cfg.resample_dropped and adv.kept_groups // cfg.group_size < cfg.groups_per_step
+               and rounds < cfg.max_resample_rounds):
+            rounds += 1
+            missing = cfg.groups_per_step - adv.kept_groups // cfg.group_size
+            more = self.collect(missing, max(e.group for e in episodes) + 1, stats)
+            sampled += more
+            episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
+            adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
+        kept = [(e, a) for e, a, k in zip(episodes, adv.advantages, adv.kept) if k]
+        update = self.update(kept)
+        self.step += 1
+        rewards = [e.reward for e in sampled]
+        n_groups = len({e.group for e in sampled})
+        kept_groups = len({e.group for e, _ in kept})
+        mean = sum(rewards) / len(rewards)
+        elapsed = time.perf_counter() - t0
+        metrics = {
+            "step": self.step,
+            "reward_mean": mean,
+            "reward_std": (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5,
+            "success_rate": sum(r >= 1.0 for r in rewards) / len(rewards),
+            "groups": n_groups,
+            "kept_groups": kept_groups,
+            "dropped_groups": n_groups - kept_groups,
+            "kept_share": kept_groups / n_groups,
+            "resample_rounds": rounds,
+            "episodes": len(sampled),
+            "mean_turns": sum(e.turns for e in sampled) / len(sampled),
+            "model_tokens": sum(e.model_tokens for e in sampled),
+            "gen_tokens_per_s": stats.gen_tokens / stats.gen_seconds if stats.gen_seconds else 0.0,
+            "gen_seconds": stats.gen_seconds,
+            "step_seconds": elapsed,
+            **update,
+        }
+        return StepResult(metrics, sampled)
+
+    def update(self, kept: list[tuple[Episode, float]]) -> dict[str, float]:
+        """The policy-gradient step on kept episodes (hint-free prompts, env tokens masked)."""
+        cfg = self.config
+        if not kept:
+            return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
+        rows = [(e.base_prompt_ids + e.completion_ids, [0] * len(e.base_prompt_ids) + e.env_mask, a)
+                for e, a in kept]
+        normaliser = float(sum(sum(m) for _, m, _ in rows))
+        if self.accelerator is not None and self.accelerator.num_processes > 1:
+            total = torch.tensor([normaliser], device=self.device)
+            normaliser = float(self.accelerator.reduce(total, "sum").item())
+            normaliser /= self.accelerator.num_processes  # DDP averages gradients over processes
+        batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
+        olds = [None] * len(batches)
+        refs = [None] * len(batches)
+        if cfg.updates_per_batch > 1 or cfg.beta > 0:
+            with torch.no_grad():
+                for b, rows_b in enumerate(batches):
+                    ids, attn, _, _ = self._pad(rows_b)
+                    if cfg.updates_per_batch > 1:
+                        olds[b] = token_logprobs(self.model, ids, attn)
+                    if cfg.beta > 0:
+                        with self.policy.disable_adapter():
+                            refs[b] = token_logprobs(self.model, ids, attn)
+        self.model.train()
+        totals = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
+        grad_norm = 0.0
+        for _ in range(cfg.updates_per_batch):
+            self.optimizer.zero_grad(set_to_none=True)
+            for b, rows_b in enumerate(batches):
+                ids, attn, mask, advs = self._pad(rows_b)
+                logp = token_logprobs(self.model, ids, attn)
+                old = olds[b] if olds[b] is not None else logp.detach()
+                loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
+                                             refs[b], cfg.beta, normaliser)
+                if self.accelerator is not None:
+                    self.accelerator.backward(loss)
+                else:
+                    loss.backward()
+                totals["loss"] += loss.item() / cfg.updates_per_batch
+                w = st["tokens"] / max(normaliser, 1.0) / cfg.updates_per_batch
+                totals["clip_frac"] += st["clip_frac"] * w
+                totals["kl"] += st["kl"] * w
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return {**totals, "trained_tokens": int(normaliser), "grad_norm": grad_norm}
+
+    def _pad(self, rows: list[tuple[list[int], list[int], float]]):
+        width = max(len(r[0]) for r in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
+        attn = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in rows],
+                            device=self.device)
+        mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
+                            dtype=torch.float32)
+        advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
+        return ids, attn, mask, advs
+
+    # ------------------------------------------------------------------ checkpoints
+    def _ckpt_dir(self) -> Path:
+        return self.out / CHECKPOINTS / "last"
+
+    def save_checkpoint(self) -> Path:
+        """Adapter, optimiser, RNG states and the seed cursor; written atomically."""
+        final = self._ckpt_dir()
+        tmp = final.with_name("last.partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.policy.save_pretrained(tmp)
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save({"torch": torch.get_rng_state(), "python": random.getstate()}, tmp / "rng.pt")
+        state = {"step": self.step, "seed_cursor": self.seed_cursor,
+                 "config": self.config.model_dump(mode="json")}
+        (tmp / "state.json").write_text(json.dumps(state, indent=1) + "\n")
+        old = final.with_name("last.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def load_checkpoint(self) -> bool:
+        """Continue from the last checkpoint (False when there is none)."""
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        ckpt = self._ckpt_dir()
+        if not (ckpt / "state.json").exists():
+            return False
+        state = json.loads((ckpt / "state.json").read_text())
+        saved = {k: v for k, v in state["config"].items() if k != "steps"}
+        now = {k: v for k, v in self.config.model_dump(mode="json").items() if k != "steps"}
+        diff = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+        if diff:
+            raise ResumeError(f"checkpoint in {ckpt} was made with different settings: "
+                              f"{', '.join(diff)} (only --steps may change on --resume)")
+        set_peft_model_state_dict(self.policy, load_file(str(ckpt / "adapter_model.safetensors")))
+        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=False))
+        rng = torch.load(ckpt / "rng.pt", weights_only=False)
+        torch.set_rng_state(rng["torch"])
+        random.setstate(rng["python"])
+        self.step = int(state["step"])
+        self.seed_cursor = int(state["seed_cursor"])
+        self._truncate_metrics(self.step)
+        return True
+
+    def _truncate_metrics(self, step: int) -> None:
+        if not self.metrics_path.exists():
+            return
+        lines = [ln for ln in self.metrics_path.read_text().splitlines()
+                 if ln.strip() and json.loads(ln).get("step", 0) <= step]
+        self.metrics_path.write_text("".join(ln + "\n" for ln in lines))
+
+    # ------------------------------------------------------------------ the run
+    def fit(self, resume: bool = False,
+            on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Train to ``config.steps``; returns the last step's metrics."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        if resume:
+            self.load_checkpoint()
+        elif self.metrics_path.exists():
+            self.metrics_path.unlink()
+        last: dict[str, Any] = {}
+        is_main = self.accelerator is None or self.accelerator.is_main_process
+        while self.step < self.config.steps:
+            last = self.train_step().metrics
+            if is_main:
+                with self.metrics_path.open("a") as fh:
+                    fh.write(json.dumps(last) + "\n")
+                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                    self.save_checkpoint()
+            if on_step:
+                on_step(last)
+        if is_main:
+            self.save_adapter(last)
+        return last
+
+    def save_adapter(self, final_metrics: dict[str, Any]) -> Path:
+        """The stock peft folder plus ``tracec.json``."""
+        self.policy.save_pretrained(self.out)
+        meta = {
+            "capability": self.env.capability,
+            "env": self.env.name,
+            "base_model": self.config.model,
+            "base_model_path": self.model_path,
+            "config": self.config.model_dump(mode="json"),
+            "steps_done": self.step,
+            "metrics": final_metrics,
+        }
+        (self.out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
+        return self.out
