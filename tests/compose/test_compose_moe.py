@@ -199,7 +199,7 @@ def test_kv_cache_equals_no_cache(composed):
     with torch.no_grad():
         full = composed(IDS).logits
         prefix = composed(IDS[:, :5], use_cache=True)
-        step = composed(IDS[:, 5:], past_key_values=prefix.past_key_values, use_cache=True).logits
+        step = composed(IDS[:, 5:], cache=prefix.cache, use_cache=True).logits
     torch.testing.assert_close(step, full[:, 5:], rtol=1e-4, atol=1e-5)
     messages = [{"role": "user", "content": "Hi, what did I pay for reservation ABC123?"}]
     prompt = torch.tensor([composed.render(messages)])
@@ -223,3 +223,17 @@ def test_batched_equals_unbatched(composed):
     single = [composed.generate([c], tools=tools, max_new_tokens=10, temperature=0.0, seed=0)[0]
               for c in convs]
     assert len(batched) == 2 and batched == single
+    # the logits behind them agree too (left padding, position ids, per-token routing)
+    prompts = [composed.render(c, tools) for c in convs]
+    width = max(len(p) for p in prompts)
+    pad = composed.tokenizer.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    kw = {"max_new_tokens": 3, "do_sample": False, "pad_token_id": pad, "output_scores": True,
+          "return_dict_in_generate": True}
+    with torch.no_grad():
+        both = composed.model.generate(input_ids=ids, attention_mask=mask, **kw).scores
+        for row, p in enumerate(prompts):
+            alone = composed.model.generate(input_ids=torch.tensor([p]), **kw).scores
+            for step in range(3):
+                torch.testing.assert_close(both[step][row], alone[step][0], rtol=1e-4, atol=1e-4)

@@ -534,7 +534,7 @@ def conforms(value, t: T) -> bool:
     raise AssertionError(f"unexpected field type {t}")
 
 
-def build_world(seed: int, n_contacts: int = 5, n_messages: int = 8, n_reminders: int = 6):
+def build_world(seed: int, n_contacts: int = 12, n_messages: int = 8, n_reminders: int = 6):
     rng = random.Random(seed)
     world = D.empty_db()
     kinds = D.entities
@@ -574,6 +574,8 @@ def test_generated_records_validate_and_are_consistent(seed):
     assert sum(c["is_self"] for c in contacts.values()) == 1
     phones = [c["phone_number"] for c in contacts.values()]
     assert len(set(phones)) == len(phones)
+    names = [c["name"] for c in contacts.values()]
+    assert len(set(names)) == len(names)
     for phone in phones:
         assert ts.normalize_phone_number(phone) == phone
     owner = next(c for c in contacts.values() if c["is_self"])

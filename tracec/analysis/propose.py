@@ -136,7 +136,7 @@ capability {name} {{
   task main weight 1 {{
     # TODO: pick the records the task is about, compute what the agent must find, e.g.
     # let r = pick reservations where len(r.flights) >= 2
-    user  "TODO: the user's request, with {{interpolation}}"
+    user  "TODO: the user's request"   # {{expr}} inside the text inserts a value
     gold  {{
       # TODO: the tool calls that solve the task, e.g. get_reservation_details(reservation_id = r.id)
     }}

@@ -56,7 +56,7 @@ def _check_determinism(cls: EnvClass, seeds: list[int], problems: ProblemLog) ->
                 env = cls()
                 env.reset(seed=seed)
                 probe = build_probes(env.instance, env._box.writes, env._box.ends)[0]
-                ep = run_turns(env, probe.turns)
+                ep = run_turns(env, probe.turns, hash_state=True)
                 runs.append((ep.observations, ep.rewards, ep.final_hash))
             if runs[0] != runs[1]:
                 problems.add("det-step", f"determinism: seed {seed}: the same actions gave different "
@@ -120,7 +120,7 @@ def run_checks(
             promised = [expected(env, probe) for probe in probes]
             for k, (probe, (want, want_rule)) in enumerate(zip(probes, promised)):
                 if k:
-                    env.reset(seed=seed, options={"task": tdef.name})
+                    env.restart()
                 ep = run_turns(env, probe.turns)
                 report.probe_runs += 1
                 all_rewards.append(ep.reward)

@@ -220,6 +220,43 @@ class Writer:
         return re.sub(r"\n{4,}", "\n\n\n", out)
 
 
+def _bool_chain(e: Any, op: str) -> list[Any]:
+    if isinstance(e, A.BoolOp) and e.op == op:
+        return _bool_chain(e.left, op) + [e.right]
+    return [e]
+
+
+def wrap_expr(gen: "ExprGen", e: Any, indent: int, room: int) -> list[str]:
+    """Lines for an expression: one line when it fits, else split at top-level and/or."""
+    code = gen.gen(e)
+    if len(code) + 4 * indent <= room or not (isinstance(e, A.BoolOp)):
+        return [code]
+    parts = _bool_chain(e, e.op)
+    lines = ["("]
+    for i, part in enumerate(parts):
+        text = gen.gen(part, _PREC[e.op] + (1 if i else 0))
+        lines.append(("    " if i == 0 else f"    {e.op} ") + text)
+    lines.append(")")
+    return lines
+
+
+def wrap_str(s: str, indent: int) -> list[str]:
+    """A long string literal as implicit concatenation over several lines."""
+    room = max(LINE - 4 * indent - 4, 20)
+    lit_ = pystr(s)
+    if len(lit_) + 4 * indent <= LINE:
+        return [lit_]
+    chunks, cur = [], ""
+    for word in re.split(r"(?<= )", s):
+        if cur and len(pystr(cur + word)) > room:
+            chunks.append(cur)
+            cur = ""
+        cur += word
+    if cur:
+        chunks.append(cur)
+    return ["("] + [f"    {pystr(c)}" for c in chunks] + [")"]
+
+
 def _dict_block(w: Writer, head: str, value: dict, indent: int) -> None:
     """A dict literal over several lines, one key per line (nested when long)."""
     w(head + "{", indent)
@@ -353,7 +390,14 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)
-                w(f"return {_fields_dict(gen, step.fields)}", 2)
+                one = f"return {_fields_dict(gen, step.fields)}"
+                if len(one) + 8 <= LINE:
+                    w(one, 2)
+                else:
+                    w("return {", 2)
+                    for f in step.fields:
+                        w(f"{pystr(f.name)}: {gen.gen(f.value)},", 3)
+                    w("}", 2)
                 w()
                 args.append(fn)
             w.call_block(f"{step.name} = rt.spawn(", args, 1)
@@ -461,8 +505,32 @@ def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
         args = [repr(rule.level), pystr(rule.text), f"lambda o: {cond}"]
         if rule.fractional:
             args.append(f"value=lambda o: {gen.gen(rule.value)}")
-        w.call_block("Rule(", args, 1, tail="),")
+        one = f"Rule({', '.join(args)}),"
+        if len(one) + 4 <= LINE:
+            w(one, 1)
+            continue
+        w("Rule(", 1)
+        w(f"{rule.level!r},", 2)
+        _emit_lines(w, "", wrap_str(rule.text, 2), 2, ",")
+        if rule.cond is None:
+            w("lambda o: True,", 2)
+        else:
+            _emit_lines(w, "lambda o: ", wrap_expr(gen, rule.cond, 2, LINE - 12), 2, ",")
+        if rule.fractional:
+            w(f"value=lambda o: {gen.gen(rule.value)},", 2)
+        w("),", 1)
     w(")")
+
+
+def _emit_lines(w: Writer, prefix: str, lines: list[str], indent: int, suffix: str) -> None:
+    """Emit a possibly multi-line expression: prefix on the first line, suffix on the last."""
+    if len(lines) == 1:
+        w(f"{prefix}{lines[0]}{suffix}", indent)
+        return
+    w(f"{prefix}{lines[0]}", indent)
+    for line in lines[1:-1]:
+        w(line, indent)
+    w(f"{lines[-1]}{suffix}", indent)
 
 
 def generate_package_init(package: str, modules: list[tuple[str, str]]) -> str:

@@ -1130,8 +1130,14 @@ REMINDER_CONTENTS = (
 )
 
 
-def _full_name(rng: random.Random) -> str:
-    return f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+def _fresh_name(rng: random.Random, db: dict) -> str:
+    """A full name no contact of the world has yet (duplicates only when names run out)."""
+    used = {c.get("name") for c in (db.get(CONTACTS) or {}).values()}
+    for _ in range(100):
+        name = f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+        if name not in used:
+            break
+    return name
 
 
 def _fresh_phone(rng: random.Random, db: dict) -> str:
@@ -1177,7 +1183,7 @@ def gen_contact(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> d
         raise ValueError("the world already has an owner contact (is_self = true)")
     record = {
         "person_id": overrides.get("person_id") or _new_id_in(CONTACTS)(rng, db),
-        "name": _full_name(rng),
+        "name": _fresh_name(rng, db),
         "phone_number": _fresh_phone(rng, db),
         "relationship": None if is_self else rng.choice(RELATIONSHIPS),
         "is_self": bool(is_self),

@@ -359,7 +359,7 @@ class _Builder:
     def tool_call(self, tree: Tree) -> A.ToolCallAst:
         name, *args = tree.children
         kwargs = [self.kwarg(a) for a in args if a is not None]
-        return A.ToolCallAst(name=str(name), args=kwargs, span=_span_of(tree))
+        return A.ToolCallAst(name=str(name), args=kwargs, span=_span_of(name))
 
     def kwarg(self, tree: Tree) -> A.KwArg:
         name, value = tree.children

@@ -80,6 +80,7 @@ class Checker:
         self.tools: dict[str, dict[str, Any]] = {}  # name -> {"parameters", "writes"}
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
+        self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
 
     # ------------------------------------------------------------------ helpers
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
@@ -195,6 +196,14 @@ class Checker:
             return ANY
         candidates = scope.all_names() + (list(PREDICATE_NAMES) if root == "reward" else [])
         hint = did_you_mean(e.id, candidates)
+        if root == "reward" and e.id in self.partial_names:
+            self.error(f"`{e.id}` is not defined by every task", e.span,
+                       f"reward rules use names every task defines with `let`; missing in "
+                       f"{', '.join(f'`{t}`' for t in self.partial_names[e.id])}", code="E124")
+            return ANY
+        if root == "reward" and e.id in self.seed_types:
+            hint = ("seed variables are not visible in reward rules; bind what a rule needs "
+                    "with `let` in every task")
         if e.id in ("true", "false", "null", "none"):
             hint = f"did you mean `{ {'true': 'True', 'false': 'False'}.get(e.id, 'None') }`?"
         self.error(f"unknown name `{e.id}`", e.span, hint, code="E123")
@@ -615,6 +624,9 @@ class Checker:
             name = value.obj.id
             if self.domain is not None and name in self.domain.entities:
                 return name, value.index
+            if self.domain is None and isinstance(value.index, (A.Range, A.Num)) \
+                    and name not in self.seed_types:
+                return name, value.index  # the domain failed to load: already reported
             if self.domain is not None and isinstance(value.index, (A.Range, A.Num)) \
                     and name not in self.seed_types:
                 self.error(f"unknown entity kind `{name}` in domain {self.domain.name}",
@@ -740,6 +752,12 @@ class Checker:
             common = set(task_scopes[0])
             for names in task_scopes[1:]:
                 common &= set(names)
+            for i, names in enumerate(task_scopes):
+                for n in names:
+                    if n not in common:
+                        lacking = [t.name for t, s in zip(self.cap.tasks, task_scopes)
+                                   if n not in s]
+                        self.partial_names[n] = lacking
             for n in sorted(common):
                 types = {s[n] for s in task_scopes}
                 scope.names[n] = types.pop() if len(types) == 1 else ANY

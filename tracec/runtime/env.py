@@ -233,11 +233,32 @@ class CapabilityEnv(gym.Env[str, str]):
         self._replay_gold(gold_db, inst, where)
         self.initial_db = initial  # the task's records (inst.values) point into this copy
         self.gold_db = gold_db
-        self.gold_hash = state_hash(gold_db)
-        self.db = copy_json(initial)
+        self._gold_hash: str | None = None
         self.instance = inst
         self.hint = inst.hint or self.capability.hint
         self.show_hint = bool(options.get("hint"))
+        return self._start()
+
+    @property
+    def gold_hash(self) -> str:
+        """:func:`state_hash` of the world after the gold actions."""
+        if self._gold_hash is None:
+            self._gold_hash = state_hash(self.gold_db)
+        return self._gold_hash
+
+    def matches_gold(self, db: dict) -> bool:
+        """``db`` equals the gold world (exactly, or after canonical hashing: 100.0 == 100)."""
+        return db == self.gold_db or state_hash(db) == self.gold_hash
+
+    def restart(self) -> tuple[str, dict]:
+        """Start the current task again from its initial world (no redraw; cheap)."""
+        if self.instance is None:
+            raise RuntimeError("restart() needs a task: call reset() first")
+        return self._start()
+
+    def _start(self) -> tuple[str, dict]:
+        inst = self.instance
+        self.db = copy_json(self.initial_db)
         self.user = ScriptedUser(inst.replies)
         self.calls: list[Call] = []
         self.texts: list[str] = []
@@ -329,7 +350,7 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            state_matches=state_hash(self.db) == self.gold_hash,
+            state_matches=self.matches_gold(self.db),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
+import pickle
+import re
 import random
 from typing import Any, Callable, Iterable, Mapping
 
@@ -14,14 +15,8 @@ FieldsFn = Callable[[], Mapping[str, Any]]
 
 
 def copy_json(x: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars); much faster than ``deepcopy``."""
-    if isinstance(x, dict):
-        return {k: copy_json(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [copy_json(v) for v in x]
-    if isinstance(x, tuple):
-        return [copy_json(v) for v in x]
-    return x
+    """A deep copy of JSON-like data (dicts, lists, scalars); several times faster than ``deepcopy``."""
+    return pickle.loads(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
 
 
 def _entity(domain: Domain, kind: str) -> EntityKind:
@@ -83,23 +78,20 @@ def clone(
     return new
 
 
-def _canonical(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _canonical(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_canonical(v) for v in x]
-    if isinstance(x, float):
-        if math.isfinite(x) and x == int(x):
-            return int(x)
-        return round(x, 6)
-    if x is None or isinstance(x, (str, int, bool)):
-        return x
-    return str(x)
+# a JSON number token with a fraction or exponent (outside strings: after : [ , and before , ] })
+_FLOAT = re.compile(r"(?<=[:\[,])-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)(?=[,\]}])")
+
+
+def _canon_float(m: re.Match[str]) -> str:
+    x = round(float(m.group()), 6)
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 def state_hash(db: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``db`` (sorted keys; 100.0 and 100 hash alike)."""
-    data = json.dumps(_canonical(db), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """sha256 of the canonical JSON of ``db``: sorted keys, floats rounded to 6 decimals and
+    integral floats written as ints (so ``100.0`` and ``100``, ``0.1 + 0.2`` and ``0.3`` hash alike)."""
+    data = json.dumps(db, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    data = _FLOAT.sub(_canon_float, data)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from tracec.targets.data import Action, Task
 from tracec.targets.messages import all_tool_calls, assistant_texts
-from tracec.targets.world import Tau2World, delta_hash
+from tracec.targets.world import Tau2World, db_delta, delta_hash
 
 ENDED_OK = ("agent_stop", "user_stop")
 
@@ -101,8 +101,13 @@ def grade(
     messages: list[dict],
     termination_reason: str,
     judge: Judge | None = None,
+    final_db: dict | None = None,
 ) -> Grade:
-    """Grade one conversation (OpenAI or τ² message format) against ``task``."""
+    """Grade one conversation (OpenAI or τ² message format) against ``task``.
+
+    ``final_db``: the database the conversation ran on, when at hand (the env's); it equals the
+    replay of the conversation's write calls, so the replay is skipped.
+    """
     ec = task.evaluation_criteria
     if termination_reason not in ENDED_OK:
         return Grade(
@@ -116,7 +121,8 @@ def grade(
     basis = list(ec.reward_basis)
     calls = [(c.name, c.arguments) for c in all_tool_calls(messages)]
 
-    pred, gold = world.replay_delta(calls), world.gold_delta(task)
+    pred = world.replay_delta(calls) if final_db is None else db_delta(world.pristine, final_db)
+    gold = world.gold_delta(task)
     db_match = pred == gold
     comm = [
         Check(what=s, met=communicated(messages, s),

@@ -23,7 +23,7 @@ from tracec.targets.grading import Judge, grade
 from tracec.targets.messages import STOP, has_user_stop, openai_tool_call
 from tracec.targets.toolparse import parse_turn
 from tracec.targets.users import UserFactory, make_user_factory
-from tracec.targets.world import Tau2World, load_world
+from tracec.targets.world import Tau2World, clone, load_world
 
 AGENT_INSTRUCTION = (
     "You are a customer service agent. Help the user while following the <policy> below.\n"
@@ -66,6 +66,7 @@ class Tau2Env(gym.Env):
         self.max_turns = max_turns
         self.max_errors = max_errors
         self.judge = judge
+        self._tools = self.world.domain.tool_schemas()
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.db: dict = {}
@@ -86,6 +87,7 @@ class Tau2Env(gym.Env):
                 raise ValueError("no tasks to draw from")
             tid = self.task_ids[int(self.np_random.integers(len(self.task_ids)))]
         self.task = self.world.tasks[tid]
+        self._task_json = self.task.model_dump(mode="json")
         self.db = self.world.fresh_db()
         self.user = self.user_factory(self.task)
         first = self.user.start()
@@ -159,19 +161,21 @@ class Tau2Env(gym.Env):
         if terminated or truncated:
             self._done = True
             self.termination_reason = ended_by
-            g = grade(self.world, self.task, self.messages, ended_by, judge=self.judge)
+            g = grade(self.world, self.task, self.messages, ended_by, judge=self.judge,
+                      final_db=self.db)
             reward = g.reward
             info["reward_breakdown"] = {**g.model_dump(), "ended_by": ended_by}
             info["termination_reason"] = ended_by
         return obs, reward, terminated, truncated, info
 
     def _info(self) -> dict:
+        """Fresh copies every call (gymnasium: infos must not share objects)."""
         assert self.task is not None
         return {
-            "messages": self.messages,
-            "tools": self.world.domain.tool_schemas(),
+            "messages": clone(self.messages),
+            "tools": clone(self._tools),
             "hint": "",
-            "task": self.task.model_dump(mode="json"),
+            "task": clone(self._task_json),
             "task_id": self.task.id,
             "domain": self.world.domain_name,
         }

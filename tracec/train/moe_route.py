@@ -76,9 +76,8 @@ def decide(cm: ComposedModel, messages: list[dict], tools: list[dict] | None = N
            method: Method = "gate", min_score: float | None = None) -> RouteDecision:
     """Route one trajectory; ``min_score``: fall back to "no adapter" below this top score."""
     scores = gate_scores(cm, messages, tools) if method == "gate" else describe_scores(cm, messages)
-    slot = max(range(len(scores)), key=lambda i: (scores[i], -i))
-    if method == "describe":
-        slot = max(range(1, len(scores)), key=lambda i: (scores[i], -i))
+    first = 1 if method == "describe" else 0  # descriptions exist for adapters only
+    slot = max(range(first, len(scores)), key=lambda i: (scores[i], -i))
     if min_score is not None and scores[slot] < min_score:
         slot = 0
     ref = cm.config.adapters[slot - 1] if slot > 0 else None

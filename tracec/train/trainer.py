@@ -59,6 +59,12 @@ def build_policy(config: TrainConfig):
     return tokenizer, model, path
 
 
+def kept_batch(episodes: list[Episode]) -> list[tuple[Episode, float]]:
+    """(episode, advantage) for episodes whose group has reward variance; flat groups vanish."""
+    adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
+    return [(e, a) for e, a, k in zip(episodes, adv.advantages, adv.kept) if k]
+
+
 class GRPOTrainer:
     """One capability's GRPO run. ``out_dir`` receives the adapter, metrics and checkpoints."""
 
@@ -140,7 +146,7 @@ class GRPOTrainer:
             sampled += more
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
-        kept = [(e, a) for e, a, k in zip(episodes, adv.advantages, adv.kept) if k]
+        kept = kept_batch(episodes)
         update = self.update(kept)
         self.step += 1
         rewards = [e.reward for e in sampled]

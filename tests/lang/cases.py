@@ -1,0 +1,73 @@
+"""Broken specs and the diagnostics they must produce (goldens in golden/diagnostics/)."""
+
+BASE = '''capability demo {
+  description "A demo."
+  domain airline
+  seed {
+    users = user[2..3]
+    reservations = reservation[3..4] { user_id = pick(users).user_id }
+  }
+  task look weight 2 {
+    let r = pick(reservations)
+    let total = sum(f.price for f in r.flights)
+    user "Hi, what did reservation {r.reservation_id} cost?"
+    gold { get_reservation_details(reservation_id = r.reservation_id) }
+    communicate total
+  }
+  reward {
+    1.0 when progress == 1 and communicated(total)
+    0.0 otherwise
+  }
+}
+'''
+
+
+def mutate(old: str, new: str) -> str:
+    assert old in BASE, old
+    return BASE.replace(old, new, 1)
+
+
+BROKEN: dict[str, str] = {
+    "syntax_missing_brace": BASE.rstrip().rstrip("}"),
+    "syntax_unexpected_token": mutate("domain airline", "domain airline airline"),
+    "syntax_single_quotes": mutate('description "A demo."', "description 'A demo.'"),
+    "syntax_unclosed_string": mutate('description "A demo."', 'description "A demo.'),
+    "syntax_bad_interpolation": mutate("{r.reservation_id} cost", "{r.reservation_id cost"),
+    "unknown_domain": mutate("domain airline", "domain airlines"),
+    "unknown_field": mutate("f.price for f in r.flights", "f.price for f in r.fligths"),
+    "unknown_name": mutate("communicate total", "communicate totl"),
+    "unknown_tool": mutate("get_reservation_details(reservation_id", "get_reservation_detail(reservation_id"),
+    "wrong_tool_argument": mutate("get_reservation_details(reservation_id = r.reservation_id)",
+                                  "get_reservation_details(reservation = r.reservation_id)"),
+    "tool_argument_type": mutate("get_reservation_details(reservation_id = r.reservation_id)",
+                                 "get_reservation_details(reservation_id = 42)"),
+    "type_error_arith": mutate("let total = sum(f.price for f in r.flights)",
+                               "let total = r.reservation_id + 1"),
+    "type_error_compare": mutate("1.0 when progress == 1", "1.0 when progress == \"all\""),
+    "unknown_entity_field": mutate("{ user_id = pick(users).user_id }", "{ user = pick(users).user_id }"),
+    "unknown_function": mutate("sum(f.price", "summ(f.price"),
+    "duplicate_task": BASE.replace("  reward {", "  task look {\n    user \"again\"\n  }\n  reward {"),
+    "duplicate_let": mutate("let total = sum", "let r = pick(reservations)\n    let total = sum"),
+    "unreachable_rule": mutate("    0.0 otherwise", "    0.0 otherwise\n    0.5 when progress > 0"),
+    "shadowed_rule": mutate("    1.0 when progress == 1 and communicated(total)",
+                            "    0.5 when progress == 1\n    1.0 when progress == 1 and communicated(total)"),
+    "single_level": mutate("    1.0 when progress == 1 and communicated(total)\n", ""),
+    "missing_otherwise": mutate("    0.0 otherwise\n", "    0.0 when progress < 1\n"),
+    "level_out_of_range": mutate("1.0 when", "1.5 when"),
+    "predicate_outside_reward": mutate("let total = sum(f.price for f in r.flights)",
+                                       "let total = state_matches"),
+    "random_in_reward": mutate("communicated(total)", "communicated(pick(users))"),
+    "reserved_name": mutate("let total", "let rng").replace("communicate total", "communicate rng")
+    .replace("communicated(total)", "communicated(rng)"),
+    "missing_user": mutate('    user "Hi, what did reservation {r.reservation_id} cost?"\n', ""),
+    "several_errors": mutate("f.price for f in r.flights", "f.prize for f in r.flights")
+    .replace("get_reservation_details(", "get_reservation(").replace("communicate total", "communicate totall"),
+    "forbid_unknown_tool": mutate("communicate total", "communicate total\n    forbid cancel_reservations"),
+    "clone_non_record": mutate("communicate total", "communicate total\n    distractor d { clone total }"),
+    "python_tool_missing": BASE.replace("  reward {", "  tool lookup(x: str) = python no_such_function\n  reward {"),
+    "inline_tool_bad_type": BASE.replace("  reward {", "  tool lookup(x: strng) {\n    return x\n  }\n  reward {"),
+    "inline_tool_shadows_domain": BASE.replace("  reward {", "  tool cancel_reservation(reservation_id: str) {\n    return reservation_id\n  }\n  reward {"),
+    "true_lowercase": mutate("let r = pick(reservations)", "let r = pick(x for x in reservations if true)"),
+    "spawn_unknown_kind": mutate("users = user[2..3]", "users = passenger[2..3]"),
+    "empty_range": mutate("user[2..3]", "user[3..2]"),
+}

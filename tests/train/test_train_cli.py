@@ -1,0 +1,47 @@
+"""`tracec train` / `tracec report` command behaviour."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from conftest import TOY_ENV
+
+from tracec.train.cli import report_cmd, train_cmd
+
+
+def test_train_then_report(tiny_model_dir, tmp_path):
+    out = tmp_path / "adapters" / "toy"
+    args = [TOY_ENV, "--model", str(tiny_model_dir), "-o", str(out), "--steps", "2", "-G", "3",
+            "--groups-per-step", "1", "--max-new-tokens", "8", "--lora-rank", "2",
+            "--lora-targets", "q_proj", "--checkpoint-every", "1", "--json"]
+    result = CliRunner().invoke(train_cmd, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{"):])
+    assert summary["steps"] == 2 and summary["capability"] == "toy_lookup"
+    assert (out / "adapter_config.json").exists() and (out / "tracec.json").exists()
+    assert json.loads((out / "adapter_config.json").read_text())["r"] == 2
+    rep = CliRunner().invoke(report_cmd, [str(out), "--json"])
+    assert rep.exit_code == 0, rep.output
+    info = json.loads(rep.output)
+    assert info["steps"] == 2
+    assert (out / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_unknown_env_is_a_clear_error(tiny_model_dir, tmp_path):
+    result = CliRunner().invoke(train_cmd, ["no_such_capability", "--model", str(tiny_model_dir),
+                                            "--envs-dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "unknown env 'no_such_capability'" in result.output
+
+
+def test_bad_settings_and_missing_env_are_clear_errors(tiny_model_dir):
+    bad = CliRunner().invoke(train_cmd, [TOY_ENV, "--model", str(tiny_model_dir), "-G", "1"])
+    assert bad.exit_code == 1 and "group_size" in bad.output
+    none = CliRunner().invoke(train_cmd, [])
+    assert none.exit_code == 1 and "missing ENV" in none.output
+
+
+def test_report_without_metrics_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(report_cmd, [str(tmp_path)])
+    assert result.exit_code == 1 and "no metrics.jsonl" in result.output

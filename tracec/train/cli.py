@@ -1,0 +1,171 @@
+"""``tracec train`` (GRPO LoRA per capability) and ``tracec report`` (training curves)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+
+def _config(env_name: str, opts: dict[str, Any]):
+    from tracec.train.config import TrainConfig
+
+    lora = {"rank": opts["lora_rank"], "alpha": opts["lora_alpha"],
+            "targets": [t.strip() for t in opts["lora_targets"].split(",") if t.strip()]}
+    fields = {k: opts[k] for k in (
+        "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
+        "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
+        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch")}
+    try:
+        return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
+                           resample_dropped=opts["resample"], **fields)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise click.ClickException(f"bad training settings: {msgs}") from None
+
+
+def _accelerator(mode: str):
+    use = mode == "on" or (mode == "auto" and "LOCAL_RANK" in os.environ)
+    if not use:
+        return None
+    from accelerate import Accelerator
+
+    return Accelerator()
+
+
+def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tracec.llm.local import ModelNotPrepared
+    from tracec.train.envs import EnvNotFound, resolve_env
+    from tracec.train.trainer import GRPOTrainer, ResumeError
+
+    try:
+        env = resolve_env(env_spec, opts["envs_dir"])
+    except EnvNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    config = _config(env.name, opts)
+    try:
+        trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
+    except ModelNotPrepared as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
+    console = Console(stderr=True, quiet=as_json)
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=as_json) as progress:
+        task = progress.add_task(env.capability, total=config.steps, info="rolling out…")
+
+        def on_step(m: dict[str, Any]) -> None:
+            info = (f"reward {m['reward_mean']:.3f}±{m['reward_std']:.3f} kept {m['kept_share']:.0%} "
+                    f"loss {m['loss']:+.4f} {m['gen_tokens_per_s']:.0f} tok/s")
+            progress.update(task, completed=m["step"], info=info)
+
+        try:
+            if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
+                console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
+            final = trainer.fit(resume=opts["resume"], on_step=on_step)
+        except ResumeError as exc:
+            raise click.ClickException(str(exc)) from None
+    return {"capability": env.capability, "env": env.name, "adapter": str(out),
+            "steps": trainer.step, "final": final}
+
+
+@click.command("train")
+@click.argument("env", required=False)
+@click.option("--all", "all_dir", type=click.Path(file_okay=False), default=None,
+              help="Train every capability registered in this generated_envs/ dir, in turn.")
+@click.option("--model", default="smollm2", show_default=True, help="Base model: smollm2, a path or HF id.")
+@click.option("-o", "--out", type=click.Path(file_okay=False), default=None,
+              help="Adapter dir (default adapters/<capability>); with --all, the parent dir.")
+@click.option("--envs-dir", default="generated_envs", show_default=True, help="Where capability names are looked up.")
+@click.option("--lora-rank", default=16, show_default=True)
+@click.option("--lora-alpha", default=32, show_default=True)
+@click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
+@click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
+@click.option("--groups-per-step", default=4, show_default=True)
+@click.option("--steps", default=50, show_default=True)
+@click.option("--lr", default=2e-5, show_default=True, help="Learning rate.")
+@click.option("--temperature", default=1.0, show_default=True)
+@click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
+@click.option("--max-new-tokens", default=256, show_default=True, help="Per assistant turn.")
+@click.option("--max-total-tokens", default=4096, show_default=True, help="Per episode.")
+@click.option("--hint-share", default=0.0, show_default=True, help="Share of each group shown the hint.")
+@click.option("--epsilon", default=0.2, show_default=True)
+@click.option("--epsilon-high", default=0.28, show_default=True)
+@click.option("--beta", default=0.0, show_default=True, help="KL weight to the adapter-disabled model.")
+@click.option("--resample/--no-resample", default=False, show_default=True,
+              help="DAPO: replace dropped groups with fresh seeds.")
+@click.option("--updates-per-batch", default=1, show_default=True)
+@click.option("--micro-batch", default=4, show_default=True)
+@click.option("--gen-batch", default=32, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--checkpoint-every", default=10, show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Use accelerate (auto: when started by `accelerate launch`).")
+@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoints/last.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of a progress bar.")
+def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bool, **opts: Any) -> None:
+    """Train a LoRA adapter with GRPO on ENV.
+
+    ENV is a gym id (tracec/<name>-v0), a capability name in --envs-dir, a generated module
+    path (generated_envs/foo.py) or MODULE:Class.
+    """
+    opts["resume"] = opts.get("resume", False)
+    if all_dir:
+        if env:
+            raise click.ClickException("give either ENV or --all DIR, not both")
+        from tracec.train.envs import list_capabilities
+
+        opts["envs_dir"] = all_dir
+        caps = list_capabilities(all_dir)
+        if not caps:
+            raise click.ClickException(f"no capabilities registered in {all_dir} (run tracec compile first)")
+        parent = Path(out or "adapters")
+        results = [_train_one(cap, parent / cap, opts, as_json) for cap in caps]
+    elif env:
+        target = Path(out) if out else None
+        if target is None:
+            from tracec.train.envs import EnvNotFound, resolve_env
+
+            try:
+                target = Path("adapters") / resolve_env(env, opts["envs_dir"]).capability
+            except EnvNotFound as exc:
+                raise click.ClickException(str(exc)) from None
+        results = [_train_one(env, target, opts, as_json)]
+    else:
+        raise click.ClickException("missing ENV (or --all generated_envs/)")
+    if as_json:
+        click.echo(json.dumps(results if all_dir else results[0], indent=1))
+    else:
+        for r in results:
+            f = r["final"]
+            click.echo(f"{r['capability']}: {r['adapter']} ({r['steps']} steps, last reward "
+                       f"{f.get('reward_mean', float('nan')):.3f}, kept {f.get('kept_share', 0):.0%})")
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
+              help="PNG path (default RUN_DIR/training_curves.png).")
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
+    """Draw reward and kept-group curves of a `tracec train` run."""
+    from tracec.train.plots import NoMetrics, report_training
+
+    try:
+        summary = report_training(run_dir, out)
+    except NoMetrics as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(f"{summary['png']}: {summary['steps']} steps, reward {summary['reward_first']:.3f} → "
+                   f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")
