@@ -244,7 +244,10 @@ def test_new_ids_are_fresh(name):
     for kind in d.entities.values():
         ids = {kind.new_id(rng, db) for _ in range(20)}
         assert not ids & set(db[kind.collection])
-    assert "HATHAT" not in {d.entities["reservation"].new_id(rng, db) for _ in range(50)} or name != "airline"
+    if name == "airline":  # ids τ²'s book_reservation hands out are never generated
+        assert not {"HATHAT", "HATHAU", "HATHAV"} & {
+            d.entities["reservation"].new_id(rng, db) for _ in range(50)
+        }
 
 
 @pytest.mark.parametrize("name", ["airline", "retail"])

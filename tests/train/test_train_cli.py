@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from conftest import TOY_ENV
+from train_helpers import TOY_ENV
 
 from tracec.train.cli import report_cmd, train_cmd
 
@@ -45,3 +45,23 @@ def test_bad_settings_and_missing_env_are_clear_errors(tiny_model_dir):
 def test_report_without_metrics_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(report_cmd, [str(tmp_path)])
     assert result.exit_code == 1 and "no metrics.jsonl" in result.output
+
+
+def test_train_all_trains_every_registered_capability(tiny_model_dir, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    pkg = tmp_path / "my_envs"
+    pkg.mkdir()
+    shutil.copy(Path(__file__).with_name("toy_env.py"), pkg / "toy.py")
+    (pkg / "__init__.py").write_text(
+        'ENVS = {"toy_a": "my_envs.toy:ToyToolEnv", "toy_b": "my_envs.toy:ToyToolEnv"}\n')
+    args = ["--all", str(pkg), "--model", str(tiny_model_dir), "-o", str(tmp_path / "out"),
+            "--steps", "1", "-G", "2", "--groups-per-step", "1", "--max-new-tokens", "4",
+            "--lora-rank", "2", "--lora-targets", "q_proj", "--json"]
+    result = CliRunner().invoke(train_cmd, args)
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.output[result.output.index("["):])
+    assert [r["capability"] for r in runs] == ["toy_a", "toy_b"]
+    for cap in ("toy_a", "toy_b"):
+        assert json.loads((tmp_path / "out" / cap / "tracec.json").read_text())["capability"] == cap

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import TOY_ENV
+from train_helpers import TOY_ENV
 
 from tracec.llm.local import load_tokenizer, stop_token_ids
 from tracec.train.envs import resolve_env

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import small_config
+from train_helpers import small_config
 
 from tracec.train.rollout import Episode
 from tracec.train.trainer import GRPOTrainer, ResumeError, kept_batch

@@ -42,7 +42,7 @@ def _parser() -> Lark:
         start=["start", "expr"],
         propagate_positions=True,
         maybe_placeholders=True,
-        cache=False,
+        cache=True,  # lark caches the LALR tables in the temp dir, keyed by grammar hash
     )
 
 

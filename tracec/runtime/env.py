@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 MAX_WORLD_DRAWS = 50
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 INSTRUCTIONS = (
     "<instructions>\n"
@@ -127,7 +128,7 @@ class _Toolbox:
             return f"Error: internal error in {bug}", False, bug
         if isinstance(result, str):
             return result, True, None
-        return json.dumps(result, ensure_ascii=False, default=str), True, None
+        return _encode(result), True, None
 
 
 def _describe_call(c: Call) -> str:
@@ -310,7 +311,7 @@ class CapabilityEnv(gym.Env[str, str]):
             "content": text,
             "tool_calls": [
                 {"id": cid, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                 "function": {"name": c.name, "arguments": _encode(c.arguments)}}
                 for cid, c in zip(ids, calls)
             ],
         })

@@ -86,6 +86,14 @@ def _strip_think(text: str) -> str:
 def parse_turn(raw: str) -> ParsedTurn:
     """Split ``raw`` into text and tool calls (``ToolCallParseError`` when malformed)."""
     text = _strip_think(raw)
+    start = text.find(OPEN)
+    if start >= 0 and text.count(OPEN) == 1:  # fast path: one block
+        body_start = start + len(OPEN)
+        end = text.find(CLOSE, body_start)
+        if end >= 0 and text.find(CLOSE, end + len(CLOSE)) < 0 and CLOSE not in text[:start]:
+            call = _parse_block(text[body_start:end], 1)
+            outside = (text[:start] + text[end + len(CLOSE):]).strip()
+            return ParsedTurn(outside, [call])
     if OPEN not in text:
         if CLOSE in text:
             raise ToolCallParseError("found </tool_call> without an opening <tool_call>")

@@ -94,13 +94,36 @@ def check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str,
     return None
 
 
+_SIMPLE = {"string": (str,), "boolean": (bool,), "object": (dict,), "array": (list,)}
+
+
+def _fast_check(schema: Mapping[str, Any]) -> tuple | None:
+    """Python types for a schema that is a bare simple ``type`` (the common case), else None."""
+    if set(schema) - {"type", "description", "title"}:
+        return None
+    return _SIMPLE.get(schema.get("type"))  # type: ignore[arg-type]
+
+
 def compile_validator(tool_name: str, parameters: Mapping[str, Any]) -> Validator:
     """A validator for a tool's top-level arguments (unknown arguments are errors)."""
     schema = parameters or {}
     strict = schema.get("additionalProperties", False) is not True
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    required = tuple(schema.get("required") or ())
+    fast = {name: _fast_check(sub) for name, sub in props.items()}
 
-    def validate(args: Mapping[str, Any]) -> str | None:
+    def slow(args: Mapping[str, Any]) -> str | None:
         err = check_object(schema, args, "", strict)
         return f"{err} for tool `{tool_name}`" if err else None
+
+    def validate(args: Mapping[str, Any]) -> str | None:
+        for name in required:
+            if name not in args:
+                return slow(args)
+        for name, value in args.items():
+            types = fast.get(name)
+            if types is None or type(value) not in types:
+                return slow(args)  # unknown, complex or wrong: let the full checker decide/explain
+        return None
 
     return validate

@@ -87,8 +87,10 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
 
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
-    from tracec.llm.agents import make_agent
+    from tracec.llm.agents import make_agent, parse_agent_spec
 
+    if agent is None:
+        parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
     traj_path = out / TRAJECTORIES

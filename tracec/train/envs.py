@@ -99,22 +99,28 @@ def resolve_env(spec: str, envs_dir: str | Path = "generated_envs") -> EnvTarget
 
 
 def _import_registry(envs_dir: str | Path) -> dict[str, str]:
-    """Import ``generated_envs`` (registers gym ids) and return its ``ENVS`` map."""
+    """Import the ``generated_envs``-style package at ``envs_dir`` (registers gym ids) and return
+    its ``ENVS`` map; ``{}`` when there is none."""
     path = Path(envs_dir)
-    init = path / "__init__.py"
-    if init.exists():
-        parent = str(path.resolve().parent)
-        if parent not in sys.path:
-            sys.path.insert(0, parent)
-        try:
-            module = importlib.import_module(path.name)
-        except ImportError:
-            return {}
-        return dict(getattr(module, "ENVS", {}))
+    if not (path / "__init__.py").exists():
+        path = Path("generated_envs")
+        if not (path / "__init__.py").exists():
+            try:
+                return dict(getattr(importlib.import_module("generated_envs"), "ENVS", {}))
+            except ImportError:
+                return {}
+    name, parent = path.resolve().name, str(path.resolve().parent)
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != \
+            (path / "__init__.py").resolve():
+        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+            del sys.modules[key]  # a different dir of the same name was imported before
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
     try:
-        module = importlib.import_module("generated_envs")
-    except ImportError:
-        return {}
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise EnvNotFound(f"cannot import {path}: {exc}") from None
     return dict(getattr(module, "ENVS", {}))
 
 
