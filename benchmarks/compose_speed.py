@@ -60,32 +60,38 @@ def make_adapters(base: str, n: int, rank: int, tmp: Path) -> list[Path]:
 
 
 @torch.no_grad()
-def decode_tps(model, prompt_len: int, new_tokens: int, batch: int, repeats: int) -> float:
-    """Median generated tokens per second (greedy, fixed length, KV cache)."""
-    ids = torch.randint(10, 1000, (batch, prompt_len))
-    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, pad_token_id=0,
-              eos_token_id=None)
-    model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **{**kw, "max_new_tokens": 4,
-                                                                          "min_new_tokens": 4})
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kw)
-        times.append(time.perf_counter() - t)
-    return batch * new_tokens / statistics.median(times)
+def decode_once(model, ids: torch.Tensor, new_tokens: int) -> float:
+    """Seconds for greedy, fixed-length generation with the KV cache."""
+    t = time.perf_counter()
+    model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                   min_new_tokens=new_tokens, do_sample=False, pad_token_id=0, eos_token_id=None)
+    return time.perf_counter() - t
 
 
 @torch.no_grad()
-def prefill_tps(model, prompt_len: int, batch: int, repeats: int) -> float:
-    """Median prompt tokens per second of one forward pass (no cache)."""
-    ids = torch.randint(10, 1000, (batch, prompt_len))
+def prefill_once(model, ids: torch.Tensor) -> float:
+    """Seconds for one forward pass without cache."""
+    t = time.perf_counter()
     model(ids, use_cache=False)
-    times = []
+    return time.perf_counter() - t
+
+
+def measure(models: dict, prompt_len: int, new_tokens: int, batch: int, repeats: int) -> dict:
+    """Median tok/s per model; repeats are interleaved round-robin so load noise hits all alike."""
+    torch.manual_seed(0)
+    dec_ids = torch.randint(10, 1000, (batch, prompt_len))
+    pre_ids = torch.randint(10, 1000, (4, prompt_len))
+    times: dict = {n: {"decode": [], "prefill": []} for n in models}
+    for n, m in models.items():  # warm-up
+        decode_once(m, dec_ids, 2)
+        prefill_once(m, pre_ids)
     for _ in range(repeats):
-        t = time.perf_counter()
-        model(ids, use_cache=False)
-        times.append(time.perf_counter() - t)
-    return batch * prompt_len / statistics.median(times)
+        for n, m in models.items():
+            times[n]["decode"].append(decode_once(m, dec_ids, new_tokens))
+            times[n]["prefill"].append(prefill_once(m, pre_ids))
+    return {n: {"decode_tok_s": batch * new_tokens / statistics.median(t["decode"]),
+                "prefill_tok_s": pre_ids.numel() / statistics.median(t["prefill"])}
+            for n, t in times.items()}
 
 
 def main() -> None:
@@ -96,7 +102,7 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -122,12 +128,7 @@ def main() -> None:
             for p in cm.gate_parameters():
                 p.normal_(0, 1.0)
         models[f"composed k=1 ({args.experts} experts)"] = cm.model
-        results = {}
-        for name, model in models.items():
-            results[name] = {
-                "decode_tok_s": decode_tps(model, args.prompt_len, args.new_tokens, args.batch, args.repeats),
-                "prefill_tok_s": prefill_tps(model, args.prompt_len, 4, args.repeats),
-            }
+        results = measure(models, args.prompt_len, args.new_tokens, args.batch, args.repeats)
     ref = results["peft adapter (unmerged)"]
     print(f"model: {described}; LoRA rank {args.rank} on {', '.join(TARGETS)}; batch {args.batch}, "
           f"prompt {args.prompt_len}, {args.new_tokens} new tokens; OMP_NUM_THREADS=1\n")

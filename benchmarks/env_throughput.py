@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracec.runtime.loader import resolve_env  # noqa: E402
-from tracec.runtime.toolcall import hermes, parse_turn  # noqa: E402
+from tracec.runtime.loader import resolve_env
+from tracec.runtime.toolcall import hermes, parse_turn
 
 
 def _default_env() -> str:

@@ -17,7 +17,7 @@ IDS = torch.tensor([[5, 17, 42, 99, 3, 64, 120, 7]])
 
 @pytest.fixture(scope="module")
 def trajectories(world, tmp_path_factory):
-    from compose_helpers import make_trajectories
+    from tests.compose.compose_helpers import make_trajectories
 
     return make_trajectories(tmp_path_factory.mktemp("traj") / "t.jsonl", n=12)
 
@@ -30,7 +30,7 @@ def composed_dir(world, trajectories, tmp_path_factory):
                                               "-o", str(out), "--max-steps", "3", "--lr", "0.05",
                                               "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output.strip().splitlines()[-1])
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 3 and set(summary["ce"]) == {"composed", "<none>", "alpha_skill", "beta_skill"}
     return out
 
@@ -125,12 +125,12 @@ def test_cli_merge_with_weights_from_routing(world, composed_dir, tmp_path):
                                               str(composed_dir), "-o", str(tmp_path / "m"), "--json"])
     assert result.exit_code == 0, result.output
     shares = json.loads((composed_dir / "routing.json").read_text())["overall"]
-    assert json.loads(result.output.strip().splitlines()[-1])["weights"] == pytest.approx(shares[1:])
+    assert json.loads(result.stdout.strip().splitlines()[-1])["weights"] == pytest.approx(shares[1:])
 
 
 def test_cli_route_json(composed_dir, trajectories):
     result = CliRunner().invoke(compose_cmd, ["--route", str(composed_dir), "--data", str(trajectories), "--json"])
     assert result.exit_code == 0, result.output
-    decisions = json.loads(result.output.strip().splitlines()[-1])
+    decisions = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(decisions) == 12
     assert all(d["name"] in ("<none>", "alpha_skill", "beta_skill") for d in decisions)

@@ -22,7 +22,7 @@ from tracec.train.moe_train import (
 
 @pytest.fixture(scope="module")
 def trajectories(world, tmp_path_factory):
-    from compose_helpers import make_trajectories
+    from tests.compose.compose_helpers import make_trajectories
 
     return make_trajectories(tmp_path_factory.mktemp("traj") / "t.jsonl", n=10)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tau2_fixture_data import fixture_db
+from tests.domains.tau2_fixture_data import fixture_db
 
 from tracec.domains import ToolError, get_domain
 

@@ -16,7 +16,7 @@ from tracec.domains.airline import RECORD_TYPES as AIRLINE_TYPES
 from tracec.domains.retail import LAYOUT as RETAIL_LAYOUT
 from tracec.domains.retail import RECORD_TYPES as RETAIL_TYPES
 
-from tau2_fixture_data import expected, fixture_db, fixture_tasks
+from tests.domains.tau2_fixture_data import expected, fixture_db, fixture_tasks
 
 # τ²-bench (sierra-research/tau2-bench a2c0247) AirlineTools / RetailTools, in class order
 TAU2_AIRLINE = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tau2_fixture_data import fixture_db
+from tests.domains.tau2_fixture_data import fixture_db
 
 from tracec.domains import ToolError, get_domain
 

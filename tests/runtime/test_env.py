@@ -10,8 +10,17 @@ from gymnasium.utils.env_checker import check_env
 
 from tests.runtime import tiny_capability as tc
 from tracec.runtime import lib as rt
-from tracec.runtime.env import (Call, Capability, CapabilityEnv, Outcome, Rule, SpecRuntimeError, TaskDef,
-                                TaskInstance, register_capability_envs)
+from tracec.runtime.env import (
+    Call,
+    Capability,
+    CapabilityEnv,
+    Outcome,
+    Rule,
+    SpecRuntimeError,
+    TaskDef,
+    TaskInstance,
+    register_capability_envs,
+)
 from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import DEFAULT_YES, STOP
 

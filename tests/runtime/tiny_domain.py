@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tracec.domains.base import Domain, EntityKind, Tool, ToolError
 from tracec.lang.types import FLOAT, INT, STR, ListT

@@ -148,12 +148,17 @@ def test_action_matching_follows_tau2():
     assert action_matches(b, "f", {"x": 1, "note": "b"})
 
 
-def test_copy_on_access_never_touches_the_pristine_db(airline):
-    before = json.dumps(airline.pristine, sort_keys=True)
+def test_copy_on_access_never_touches_the_pristine_db(airline, retail):
+    for world in (airline, retail):  # every gold call: reads run on views, writes on copies
+        before = json.dumps(world.pristine, sort_keys=True)
+        for tid in world.tasks:
+            db = world.fresh_db()
+            for name, args in gold(world, tid):
+                world.call(db, name, args)
+        assert json.dumps(world.pristine, sort_keys=True) == before
     db = airline.fresh_db()
     for name, args in gold(airline, "23"):
         airline.call(db, name, args)
-    assert json.dumps(airline.pristine, sort_keys=True) == before
     delta = db_delta(airline.pristine, db)
     assert set(delta) >= {"reservations", "users"}
     plain = json.loads(json.dumps(db))  # a CowTable serialises like a dict
@@ -171,3 +176,26 @@ def test_cow_table_behaves_like_a_dict():
     assert t.get("b") is None and "b" not in t and len(t) == 2
     assert t.pop("c") == {"v": 3} and t.setdefault("d", {"v": 4}) == {"v": 4}
     assert db_delta({"x": base}, {"x": t}) == {"x": {"a": {"v": 10}, "b": "__deleted__", "d": {"v": 4}}}
+
+
+def test_nl_assertions_are_judged_when_a_judge_is_given(retail):
+    from tests.support.openai_server import OpenAIServer
+    from tracec.llm.client import ChatClient
+
+    task = retail.tasks["47"]
+    assert task.evaluation_criteria.nl_assertions
+    n = len(task.evaluation_criteria.nl_assertions)
+    msgs, _ = convo(retail, gold(retail, "47"), say="Exchanged.")
+    verdicts = [json.dumps({"results": [{"expectedOutcome": "x", "reasoning": "ok", "metExpectation": True}] * n}),
+                "Sure! " + json.dumps({"results": [{"reasoning": "no", "metExpectation": False}] * n}),
+                "I cannot grade this."]
+    with OpenAIServer(verdicts) as srv:
+        judge = ChatClient(srv.base_url, "judge")
+        yes = grade(retail, task, msgs, "user_stop", judge=judge)
+        no = grade(retail, task, msgs, "user_stop", judge=judge)
+        junk = grade(retail, task, msgs, "user_stop", judge=judge)
+        prompt = srv.requests[0]["messages"][1]["content"]
+    assert yes.nl_judged and yes.reward == 1.0 and yes.reward_breakdown["NL_ASSERTION"] == 1.0
+    assert no.reward == 0.0 and no.reward_breakdown == {"DB": 1.0, "NL_ASSERTION": 0.0}
+    assert junk.reward == 0.0  # an unreadable verdict counts as not met
+    assert task.evaluation_criteria.nl_assertions[0] in prompt and "Exchanged." in prompt

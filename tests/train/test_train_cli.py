@@ -17,7 +17,7 @@ def test_train_then_report(tiny_model_dir, tmp_path):
             "--lora-targets", "q_proj", "--checkpoint-every", "1", "--json"]
     result = CliRunner().invoke(train_cmd, args)
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output[result.output.index("{"):])
+    summary = json.loads(result.stdout)
     assert summary["steps"] == 2 and summary["capability"] == "toy_lookup"
     assert (out / "adapter_config.json").exists() and (out / "tracec.json").exists()
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 2
@@ -61,7 +61,14 @@ def test_train_all_trains_every_registered_capability(tiny_model_dir, tmp_path):
             "--lora-rank", "2", "--lora-targets", "q_proj", "--json"]
     result = CliRunner().invoke(train_cmd, args)
     assert result.exit_code == 0, result.output
-    runs = json.loads(result.output[result.output.index("["):])
+    runs = json.loads(result.stdout)
     assert [r["capability"] for r in runs] == ["toy_a", "toy_b"]
     for cap in ("toy_a", "toy_b"):
         assert json.loads((tmp_path / "out" / cap / "tracec.json").read_text())["capability"] == cap
+
+
+def test_prompt_longer_than_the_token_budget_is_a_clear_error(tiny_model_dir, tmp_path):
+    args = [TOY_ENV, "--model", str(tiny_model_dir), "-o", str(tmp_path / "o"), "--steps", "1",
+            "-G", "2", "--groups-per-step", "1", "--max-total-tokens", "32"]
+    result = CliRunner().invoke(train_cmd, args)
+    assert result.exit_code == 1 and "raise --max-total-tokens" in result.output

@@ -13,8 +13,8 @@ calls replayed on a copy of the initial world; the actual reward comes from runn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tracec.runtime.env import CapabilityEnv, TaskInstance
 from tracec.runtime.lib import fmt

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gymnasium.utils.env_checker import check_env as gym_check_env
 

@@ -11,6 +11,8 @@ world state reached here hashes like the one τ²-bench reaches.
 from __future__ import annotations
 
 import copy
+import datetime
+import functools
 import json
 import random
 import string
@@ -372,11 +374,11 @@ def cancel_reservation(db: dict, reservation_id: str) -> dict:
 
 
 def get_reservation_details(db: dict, reservation_id: str) -> dict:
-    return copy.deepcopy(_reservation(db, reservation_id))
+    return _reservation(db, reservation_id)
 
 
 def get_user_details(db: dict, user_id: str) -> dict:
-    return copy.deepcopy(_user(db, user_id))
+    return _user(db, user_id)
 
 
 def list_all_airports(db: dict) -> list[dict]:
@@ -591,13 +593,15 @@ def _clock(rng: random.Random) -> tuple[str, str]:
     return hhmm(dep), hhmm(arr) + ("+1" if arr >= 24 * 60 else "")
 
 
+@functools.lru_cache(maxsize=4096)
+def _moment(date: str, clock: str) -> datetime.datetime:
+    day_shift = 1 if clock.endswith("+1") else 0
+    return datetime.datetime.fromisoformat(f"{date}T{clock[:8]}") + datetime.timedelta(days=day_shift)
+
+
 def _timestamp(date: str, clock: str, shift_min: int) -> str:
     """``date`` + ``clock`` (``HH:MM:SS[+1]``) shifted by minutes, as ``YYYY-MM-DDTHH:MM:SS``."""
-    from datetime import datetime, timedelta
-
-    day_shift = 1 if clock.endswith("+1") else 0
-    t = datetime.fromisoformat(f"{date}T{clock[:8]}") + timedelta(days=day_shift, minutes=shift_min)
-    return t.isoformat()
+    return (_moment(date, clock) + datetime.timedelta(minutes=shift_min)).isoformat()
 
 
 def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:

@@ -22,7 +22,9 @@ class ToolError(Exception):
     """Raised by a tool for a user-visible failure; the agent sees ``Error: <message>``."""
 
 
-ToolFunc = Callable[..., Any]  # func(db, **arguments) -> JSON-serialisable result
+ToolFunc = Callable[..., Any]
+"""func(db, **arguments) -> JSON-serialisable result. Read tools may return live records of the
+db (no defensive copy, for speed): callers serialise a result before the db changes again."""
 Generator = Callable[[random.Random, dict, Mapping[str, Any]], dict]
 """generate(rng, db, overrides) -> a new, consistent record (not yet inserted).
 

@@ -229,22 +229,22 @@ def find_user_id_by_email(db: dict, email: str) -> str:
 
 
 def get_order_details(db: dict, order_id: str) -> dict:
-    return copy.deepcopy(_order(db, order_id))
+    return _order(db, order_id)
 
 
 def get_product_details(db: dict, product_id: str) -> dict:
-    return copy.deepcopy(_product(db, product_id))
+    return _product(db, product_id)
 
 
 def get_item_details(db: dict, item_id: str) -> dict:
     for product in db["products"].values():
         if item_id in product["variants"]:
-            return copy.deepcopy(product["variants"][item_id])
+            return product["variants"][item_id]
     raise ValueError("Item not found")
 
 
 def get_user_details(db: dict, user_id: str) -> dict:
-    return copy.deepcopy(_user(db, user_id))
+    return _user(db, user_id)
 
 
 def list_all_product_types(db: dict) -> str:

@@ -81,7 +81,7 @@ class RangeT(T):
         return f"range[{self.elem}]"
 
 
-def obj(name: str = "object", **fields: T) -> ObjT:
+def obj(name: str = "object", /, **fields: T) -> ObjT:
     """Build an ObjT from keyword fields: ``obj("address", city=STR, zip=STR)``."""
     return ObjT(tuple(fields.items()), name)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 
 import click
 from rich.console import Console
@@ -65,7 +66,7 @@ def shorthand_call(line: str) -> tuple[str, dict]:
 def to_action(line: str) -> str:
     """The raw assistant turn for what the player typed."""
     text = line.strip()
-    if text.startswith("<tool_call>") or text.startswith("{"):
+    if text.startswith(("<tool_call>", "{")):
         return text
     if _SHORTHAND.match(text):
         name, args = shorthand_call(text)
@@ -121,7 +122,7 @@ def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool) -> None:
         console.print(f"[bold yellow]hint:[/] {escape(info['hint'])}")
     console.print(f"[dim]{escape(HELP)}[/]")
     console.print(f"[bold cyan]user>[/] {escape(obs)}")
-    stdin = click.get_text_stream("stdin")
+    stdin = sys.stdin
     turns = 0
     while True:
         click.echo("agent> ", nl=False)

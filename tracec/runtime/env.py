@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import gymnasium as gym
 
@@ -20,15 +21,47 @@ from tracec.runtime.spaces import UnicodeText
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
-from tracec.runtime.world import copy_json, state_hash
+from tracec.runtime.world import copy_json, same_json, state_hash
 
 __all__ = [
-    "Call", "Reply", "Rule", "Outcome", "TaskInstance", "TaskDef", "Capability", "CapabilityEnv",
-    "SpecRuntimeError", "register_capability_envs", "MAX_WORLD_DRAWS",
+    "MAX_WORLD_DRAWS",
+    "Call",
+    "Capability",
+    "CapabilityEnv",
+    "Outcome",
+    "Reply",
+    "Rule",
+    "SpecRuntimeError",
+    "TaskDef",
+    "TaskInstance",
+    "register_capability_envs",
 ]
 
 MAX_WORLD_DRAWS = 50
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _make_encoder() -> Callable[[Any], str]:
+    """A reusable JSON encoder (json.dumps rebuilds its C encoder on every call)."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+
+        if c_make_encoder is None:
+            raise ImportError
+        enc = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
+        join = "".join
+
+        def encode(obj: Any) -> str:
+            if isinstance(obj, str):
+                return encode_basestring(obj)
+            return join(enc(obj, 0))
+
+        encode({"a": [1, 2.5, None, True, "ü"]})
+        return encode
+    except Exception:  # noqa: BLE001 - pure-Python json: fall back
+        return json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+_encode = _make_encoder()
 
 INSTRUCTIONS = (
     "<instructions>\n"
@@ -123,7 +156,7 @@ class _Toolbox:
             result = tool.func(db, **args)
         except ToolError as exc:
             return f"Error: {exc}", False, None
-        except Exception as exc:  # a bug in the domain or an inline tool: report, don't crash
+        except Exception as exc:  # noqa: BLE001 - a domain/inline-tool bug: report, don't crash
             bug = f"tool `{name}` raised {type(exc).__name__}: {exc}"
             return f"Error: internal error in {bug}", False, bug
         if isinstance(result, str):
@@ -248,8 +281,8 @@ class CapabilityEnv(gym.Env[str, str]):
         return self._gold_hash
 
     def matches_gold(self, db: dict) -> bool:
-        """``db`` equals the gold world (exactly, or after canonical hashing: 100.0 == 100)."""
-        return db == self.gold_db or state_hash(db) == self.gold_hash
+        """``db`` equals the gold world (numbers compared numerically: 100.0 == 100, 0.1+0.2 == 0.3)."""
+        return same_json(db, self.gold_db)
 
     def restart(self) -> tuple[str, dict]:
         """Start the current task again from its initial world (no redraw; cheap)."""

@@ -10,23 +10,54 @@ import builtins
 import datetime as _dt
 import math
 import random
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from tracec.domains.base import ToolError
 from tracec.runtime.world import add, clone, find, require, spawn, state_hash
 
 __all__ = [
-    "Rng", "Unsatisfiable", "ToolError",
-    "pick", "sample", "shuffle", "randint", "money", "uniform", "chance", "date_between",
-    "first_name", "last_name", "fresh_id",
-    "sum_", "len", "min_", "max_", "abs", "round_", "sorted_", "keys", "values", "upper", "lower",
-    "add_days", "days_between", "fmt", "text", "fraction",
-    "spawn", "add", "clone", "state_hash", "require", "find",
+    "Rng",
+    "ToolError",
+    "Unsatisfiable",
+    "abs",
+    "add",
+    "add_days",
+    "chance",
+    "clone",
+    "date_between",
+    "days_between",
+    "find",
+    "first_name",
+    "fmt",
+    "fraction",
+    "fresh_id",
+    "keys",
+    "last_name",
+    "len",
+    "lower",
+    "max_",
+    "min_",
+    "money",
+    "pick",
+    "randint",
+    "require",
+    "round_",
+    "sample",
+    "shuffle",
+    "sorted_",
+    "spawn",
+    "state_hash",
+    "sum_",
+    "text",
+    "uniform",
+    "upper",
+    "values",
 ]
 
 Rng = random.Random
-len = builtins.len  # noqa: A001 - re-exported builtin for generated code
-abs = builtins.abs  # noqa: A001
+len = builtins.len
+abs = builtins.abs
 
 
 class Unsatisfiable(Exception):
@@ -68,7 +99,7 @@ def randint(rng: Rng, lo: int, hi: int) -> int:
 
 def money(rng: Rng, lo: float, hi: float) -> float | int:
     """An amount in ``lo..hi`` with 2 decimals (drawn in whole cents)."""
-    cents = rng.randint(int(round(lo * 100)), int(round(hi * 100)))
+    cents = rng.randint(round(lo * 100), round(hi * 100))
     return cents / 100
 
 

@@ -72,7 +72,7 @@ def import_path(path: Path) -> types.ModuleType:
         return module
     except LoadError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any import failure is the module's problem
+    except Exception as exc:
         raise LoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
 
 
@@ -87,9 +87,11 @@ def compile_specs(paths: list[Path]) -> list[types.ModuleType]:
     except ImportError as exc:
         raise LoadError(f"cannot compile specs: the compiler is unavailable ({exc})") from exc
     try:
-        return list(build_modules([str(p) for p in paths]))
+        return list(build_modules([Path(p) for p in paths]))
     except CompileFailed as exc:
         raise LoadError(str(exc)) from exc
+    except Exception as exc:
+        raise LoadError(f"compiling {', '.join(map(str, paths))} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def load_paths(paths: list[Path]) -> list[tuple[str, Any]]:
@@ -128,12 +130,16 @@ def _load_entry(entry: str) -> EnvClass:
     module_name, _, attr = entry.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise LoadError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
     return env_class(getattr(module, attr)) if attr else env_class(module)
 
 
 def _registered() -> dict[str, str]:
+    """``generated_envs.ENVS`` (importing it registers the gym ids); looks in cwd too."""
+    cwd = str(Path.cwd())
+    if (Path.cwd() / "generated_envs" / "__init__.py").is_file() and cwd not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         pkg = importlib.import_module("generated_envs")
     except ModuleNotFoundError:

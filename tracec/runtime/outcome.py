@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from tracec.runtime.lib import fmt
 
@@ -36,8 +37,8 @@ class Rule:
 
     level: float
     text: str
-    cond: Callable[["Outcome"], Any]
-    value: Callable[["Outcome"], float] | None = None
+    cond: Callable[[Outcome], Any]
+    value: Callable[[Outcome], float] | None = None
 
 
 # ---------------------------------------------------------------- value comparison
@@ -146,7 +147,7 @@ class Outcome:
         writes: frozenset[str] | set[str],
         texts: Sequence[str],
         v: dict,
-    ) -> "Outcome":
+    ) -> Outcome:
         """Derive progress and forbidden_called from the gold, agent and forbidden calls."""
         return cls(
             state_matches=state_matches,

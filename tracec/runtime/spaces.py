@@ -33,7 +33,7 @@ class UnicodeText(Space[str]):
     def __repr__(self) -> str:
         return f"UnicodeText(max_length={self.max_length})"
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length
 
     def to_jsonable(self, sample_n: Any) -> list:

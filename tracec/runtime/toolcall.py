@@ -19,7 +19,7 @@ from typing import Any
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
 _decode = json.JSONDecoder().decode
 

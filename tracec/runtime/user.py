@@ -6,7 +6,7 @@ keywords); else, once, a question gets "Yes, please go ahead."; else the user st
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 DEFAULT_YES = "Yes, please go ahead."
 STOP = "###STOP###"
@@ -15,7 +15,7 @@ STOP = "###STOP###"
 class ScriptedUser:
     """Stateful responder for one episode (``respond`` returns ``None`` when the user stops)."""
 
-    __slots__ = ("_replies", "_used", "_said_yes")
+    __slots__ = ("_replies", "_said_yes", "_used")
 
     def __init__(self, replies: Sequence[object]):
         # Reply objects: .keywords (tuple[str, ...]) and .text

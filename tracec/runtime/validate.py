@@ -7,7 +7,8 @@ Supported: ``type`` (one or a list), ``required``, ``properties``, ``additionalP
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 Validator = Callable[[Mapping[str, Any]], "str | None"]
 
@@ -54,9 +55,8 @@ def json_type(value: Any) -> str:
 def check_value(schema: Mapping[str, Any], value: Any, path: str) -> str | None:
     """Error message for ``value`` at ``path`` against ``schema``, or ``None``."""
     for key in ("anyOf", "oneOf"):
-        if key in schema:
-            if not any(check_value(s, value, path) is None for s in schema[key]):
-                return f"argument '{path}' does not match any allowed form"
+        if key in schema and not any(check_value(s, value, path) is None for s in schema[key]):
+            return f"argument '{path}' does not match any allowed form"
     t = schema.get("type")
     if t is not None:
         types = t if isinstance(t, list) else [t]

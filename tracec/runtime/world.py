@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import pickle
-import re
 import random
-from typing import Any, Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from tracec.domains.base import Domain, EntityKind, ToolError
 
@@ -17,6 +19,22 @@ FieldsFn = Callable[[], Mapping[str, Any]]
 def copy_json(x: Any) -> Any:
     """A deep copy of JSON-like data (dicts, lists, scalars); several times faster than ``deepcopy``."""
     return pickle.loads(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Deep equality of JSON-like data where numbers compare with a 1e-6 tolerance.
+
+    Equal subtrees are compared at C speed (``==``); only differing ones are walked.
+    """
+    if a == b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+    return False
 
 
 def _entity(domain: Domain, kind: str) -> EntityKind:

@@ -141,6 +141,15 @@ class CowTable(dict):
         return self
 
 
+def read_view(db: dict) -> dict:
+    """The current state without copy-on-access, for read-only tools (scans cost nothing).
+
+    Read tools must not mutate what they read (τ²'s READ tools do not); results are serialised
+    before anything else runs.
+    """
+    return {k: dict(v) if isinstance(v, CowTable) else v for k, v in db.items()}
+
+
 def cow_db(pristine: dict) -> dict:
     """A private view of ``pristine``: tables copy their records on first access."""
     return {
@@ -209,6 +218,8 @@ class Tau2World:
         tool = self.domain.tools.get(name)
         if tool is None:
             return f"Error: Tool '{name}' not found.", True
+        if not tool.writes:
+            db = read_view(db)
         try:
             return serialize_result(tool.func(db, **arguments)), False
         except Exception as exc:  # τ² turns every tool exception into an observation

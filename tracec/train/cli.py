@@ -43,7 +43,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 
     from tracec.llm.local import ModelNotPrepared
     from tracec.train.envs import EnvNotFound, resolve_env
-    from tracec.train.trainer import GRPOTrainer, ResumeError
+    from tracec.train.trainer import GRPOTrainer, PromptTooLong, ResumeError
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
@@ -71,7 +71,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step)
-        except ResumeError as exc:
+        except (ResumeError, PromptTooLong) as exc:
             raise click.ClickException(str(exc)) from None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
             "steps": trainer.step, "final": final}

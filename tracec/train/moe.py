@@ -200,6 +200,7 @@ class RoutingRecord:
 @dataclass
 class _RouterState:
     weights: list[torch.Tensor | None]
+    rows: list[dict] = field(default_factory=list)
     records: list[RoutingRecord] | None = None
     force: int | list[float] | None = None
     layer_of: dict[int, int] = field(default_factory=dict)
@@ -266,12 +267,15 @@ class _Experts(nn.Module):
         self.register_buffer("slot", torch.tensor(slot, device=a_cat.device), persistent=False)
         self.register_buffer("scale", torch.tensor(scale, dtype=a_cat.dtype, device=a_cat.device),
                              persistent=False)
+        self.key = (tuple(slot), tuple(scale))  # layers with equal keys share their row weights
 
-    def forward(self, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """``Σ_i w_i s_i B_i A_i x`` for slot weights ``[..., S]`` broadcast over ``x``."""
-        xa = x.to(self.a.dtype) @ self.a.T
-        rows = weights.to(self.a.dtype).index_select(-1, self.slot) * self.scale
-        return (xa * rows) @ self.b.T
+    def rows(self, weights: torch.Tensor) -> torch.Tensor:
+        """Per-rank-row weights ``w_slot(row) · s_row`` from slot weights ``[..., S]``."""
+        return weights.to(self.a.dtype).index_select(-1, self.slot) * self.scale
+
+    def forward(self, x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """``Σ_i w_i s_i B_i A_i x`` given :meth:`rows` (broadcast over ``x``)."""
+        return ((x.to(self.a.dtype) @ self.a.T) * rows) @ self.b.T
 
 
 def _lora_linears(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
@@ -317,7 +321,7 @@ class ComposedModel(nn.Module):
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.model.eval()
-        self._state = _RouterState(weights=[None] * len(layers))
+        self._state = _RouterState(weights=[None] * len(layers), rows=[{} for _ in layers])
         self._handles = []
         layer_index = {id(m): i for i, m in enumerate(layers)}
         for li, layer in enumerate(layers):
@@ -356,10 +360,12 @@ class ComposedModel(nn.Module):
                 else:
                     w = torch.tensor(state.force, dtype=torch.float32, device=hidden.device)
                 state.weights[li] = w.expand(*hidden.shape[:-1], s)
+                state.rows[li] = {}
                 return None
             logits = self.gates[li](hidden)
             probs, chosen, dense = route(logits, self.config.top_k, self.config.weighting)
             state.weights[li] = dense
+            state.rows[li] = {}
             if state.records is not None:
                 state.records.append(RoutingRecord(logits, probs, chosen))
             return None
@@ -371,7 +377,11 @@ class ComposedModel(nn.Module):
             weights = self._state.weights[li]
             if weights is None:
                 return output
-            return output + experts(args[0], weights).to(output.dtype)
+            cache = self._state.rows[li]
+            rows = cache.get(experts.key)
+            if rows is None:
+                rows = cache[experts.key] = experts.rows(weights)
+            return output + experts(args[0], rows).to(output.dtype)
 
         return hook
 

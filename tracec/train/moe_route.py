@@ -10,6 +10,7 @@ the base model's mean-pooled last hidden state; needs no training).
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,8 +138,10 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
         peft_model.load_adapter(str(d), adapter_name=f"e{i}")
     names = [f"e{i}" for i in range(len(dirs))]
     peft_model.add_weighted_adapter(names, [float(w) for w in weights], "default", combination_type="cat")
-    for n in names:
-        peft_model.delete_adapter(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "adapter e0 was active which is now deleted"
+        for n in names:
+            peft_model.delete_adapter(n)
     out = Path(out_dir)
     peft_model.save_pretrained(str(out), selected_adapters=["default"])
     cfg_path = out / "adapter_config.json"

@@ -12,6 +12,7 @@ import json
 import random
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +31,10 @@ CHECKPOINTS = "checkpoints"
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
+
+
+class PromptTooLong(ValueError):
+    """The env's first prompt does not leave room to generate within max_total_tokens."""
 
 
 @dataclass
@@ -55,7 +60,9 @@ def build_policy(config: TrainConfig):
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
     _seed_everything(config.seed)
-    model = get_peft_model(base, lora)
+    with warnings.catch_warnings():  # transformers 5 deprecation noise from inside peft
+        warnings.simplefilter("ignore", FutureWarning)
+        model = get_peft_model(base, lora)
     return tokenizer, model, path
 
 
@@ -119,6 +126,12 @@ class GRPOTrainer:
                                   cfg.group_size, n_hint, renderer)
             episodes += eps
             envs += es
+        longest = max(len(e.prompt_ids) for e in episodes)
+        if longest + 8 > cfg.max_total_tokens:
+            raise PromptTooLong(
+                f"the env's first prompt is {longest} tokens, leaving no room under "
+                f"max_total_tokens={cfg.max_total_tokens}; raise --max-total-tokens "
+                f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
         policy = self.policy
         policy.eval()
         run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
