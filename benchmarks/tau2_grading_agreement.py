@@ -31,13 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import tau2_ref  # noqa: E402
+import tau2_ref
 
-from tracec.targets.data import Task, resolve_data_dir  # noqa: E402
-from tracec.targets.grading import grade  # noqa: E402
-from tracec.targets.messages import openai_tool_call  # noqa: E402
-from tracec.targets.results import to_tau2_messages  # noqa: E402
-from tracec.targets.world import Tau2World, load_world  # noqa: E402
+from tracec.targets.data import Task, resolve_data_dir
+from tracec.targets.grading import grade
+from tracec.targets.messages import openai_tool_call
+from tracec.targets.results import to_tau2_messages
+from tracec.targets.world import Tau2World, load_world
 
 
 def conversation(world: Tau2World, task: Task, calls: list[tuple[str, dict]], say: list[str] | None) -> list[dict]:

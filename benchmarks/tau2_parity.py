@@ -130,8 +130,7 @@ def airline_call(rng: random.Random, db: dict) -> tuple[str, dict]:
     user = db["users"].get(uid) or db["users"][users[0]]
     pids = sorted(user["payment_methods"]) + ["credit_card_0000000"]
     kind = rng.choice(
-        "book book book cancel details user airports direct onestop onestop cert bags bags "
-        "flights flights flights pax pax status calc transfer badargs".split()
+        ["book", "book", "book", "cancel", "details", "user", "airports", "direct", "onestop", "onestop", "cert", "bags", "bags", "flights", "flights", "flights", "pax", "pax", "status", "calc", "transfer", "badargs"]
     )
     if kind == "book":
         fn = rng.choice(flights)
@@ -217,8 +216,7 @@ def retail_call(rng: random.Random, db: dict) -> tuple[str, dict]:
     for oid, o in db["orders"].items():
         by_status.setdefault(o["status"], []).append(oid)
     kind = rng.choice(
-        "cancel items items exchange exchange return return payment payment oaddr uaddr "
-        "name email order product item user list calc transfer".split()
+        ["cancel", "items", "items", "exchange", "exchange", "return", "return", "payment", "payment", "oaddr", "uaddr", "name", "email", "order", "product", "item", "user", "list", "calc", "transfer"]
     )
     want = {"cancel": "pending", "items": "pending", "payment": "pending", "oaddr": "pending",
             "exchange": "delivered", "return": "delivered"}.get(kind)

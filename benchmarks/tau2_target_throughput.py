@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import tau2_ref  # noqa: E402
+import tau2_ref
 
-from tracec.runtime.toolcall import hermes  # noqa: E402
-from tracec.targets.data import resolve_data_dir  # noqa: E402
-from tracec.targets.tau2 import Tau2Env  # noqa: E402
-from tracec.targets.world import load_world  # noqa: E402
+from tracec.runtime.toolcall import hermes
+from tracec.targets.data import resolve_data_dir
+from tracec.targets.tau2 import Tau2Env
+from tracec.targets.world import load_world
 
 
 def bench_tracec(domain: str, data_dir: Path, episodes: list[tuple[str, list]]) -> dict:

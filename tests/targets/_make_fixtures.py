@@ -33,14 +33,14 @@ LINKS = {  # table -> [(field, table it points into)]
 class Tracing(CowTable):
     """Records the keys a tool looks up one by one (full scans do not count)."""
 
-    __slots__ = ("seen", "scanning")
+    __slots__ = ("scanning", "seen")
 
     def __init__(self, base: dict) -> None:
         super().__init__(base)
         self.seen: set = set()
         self.scanning = False
 
-    def _own(self, key):  # noqa: ANN001
+    def _own(self, key):
         if dict.__contains__(self, key) and not self.scanning:
             self.seen.add(key)
         super()._own(key)

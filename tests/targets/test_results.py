@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tracec.runtime.toolcall import parse_turn
 from tracec.targets.messages import hermes_text, tool_calls_of
 from tracec.targets.results import (
     Episode,
@@ -10,7 +11,6 @@ from tracec.targets.results import (
     read_episodes,
     to_tau2_messages,
 )
-from tracec.runtime.toolcall import parse_turn
 
 OPENAI = [
     {"role": "system", "content": "policy"},

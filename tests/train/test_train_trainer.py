@@ -120,3 +120,14 @@ def test_flat_groups_are_dropped_counted_and_resampled(tiny_model_dir, toy_env, 
     assert (m["groups"], m["kept_groups"], m["dropped_groups"], m["resample_rounds"]) == (4, 0, 4, 1)
     assert m["kept_share"] == 0.0 and m["loss"] == 0.0 and m["trained_tokens"] == 0
     assert all(torch.equal(before[k], v) for k, v in trainer.policy.named_parameters() if v.requires_grad)
+
+
+def test_accelerate_single_process_matches_plain_loop(tiny_model_dir, toy_env, tmp_path):
+    from accelerate import Accelerator
+
+    cfg = small_config(tiny_model_dir, micro_batch=3)
+    GRPOTrainer(cfg, toy_env, tmp_path / "plain").fit()
+    m = GRPOTrainer(cfg, toy_env, tmp_path / "acc", accelerator=Accelerator(cpu=True)).fit()
+    assert m["kept_groups"] > 0
+    a, b = _adapter_tensors(tmp_path / "plain"), _adapter_tensors(tmp_path / "acc")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)

@@ -95,7 +95,7 @@ def compile_text(text: str, path: str = "<spec>") -> CompileResult:
 def find_specs(paths: list[Path]) -> list[Path]:
     """Spec files named by paths (files, or folders searched recursively), sorted."""
     out: list[Path] = []
-    for p in paths:
+    for p in map(Path, paths):
         if p.is_dir():
             out.extend(sorted(p.rglob(f"*{SPEC_SUFFIX}")))
         else:
@@ -114,7 +114,8 @@ def display_path(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
-def compile_file(path: Path) -> CompileResult:
+def compile_file(path: Path | str) -> CompileResult:
+    path = Path(path)
     shown = display_path(path)
     try:
         raw = path.read_bytes()

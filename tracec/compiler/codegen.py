@@ -413,8 +413,13 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     gen = ExprGen("task")
     for name in task.seed_vars_used:
         w(f"{name} = v[{pystr(name)}]", 1)
-    for let in task.lets:
-        w(f"{let.name} = {gen.gen(let.value)}", 1)
+    for i in range(len(task.lets) + 1):
+        for setup in task.setup:
+            if setup.after_lets == i:
+                _gen_setup(w, gen, setup)
+        if i < len(task.lets):
+            let = task.lets[i]
+            w(f"{let.name} = {gen.gen(let.value)}", 1)
     _assign_text(w, "user_text", gen, task.user, 1)
     names = []
     for d in task.distractors:
@@ -461,6 +466,19 @@ def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int) 
         return
     parts = [pystr(p) if isinstance(p, str) else gen.gen(p) for p in text.parts]
     w.call_block(f"{name} = rt.text(", parts, indent)
+
+
+def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
+    w(f"# setup (spec line {setup.line})", 1)
+    for op in setup.ops:
+        if isinstance(op, IR.SetOp):
+            w(f"{gen.gen(op.target)} = {gen.gen(op.value)}", 1)
+        elif isinstance(op, IR.CloneOp):
+            w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                       gen.gen(op.source), _fields_dict(gen, op.fields)], 1)
+        elif isinstance(op, IR.AddOp):
+            w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                     _fields_dict(gen, op.fields)], 1)
 
 
 def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:

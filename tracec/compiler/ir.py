@@ -84,6 +84,23 @@ class SayOp(IRModel):
 DistractorOp = Annotated[Union[CloneOp, AddOp, SayOp], Field(discriminator="op")]
 
 
+class SetOp(IRModel):
+    op: Literal["set"] = "set"
+    target: Expr
+    value: Expr
+
+
+SetupStep = Annotated[Union[CloneOp, AddOp, SetOp], Field(discriminator="op")]
+
+
+class SetupIR(IRModel):
+    """Per-task world changes, run after the first `after_lets` lets."""
+
+    after_lets: int
+    ops: list[SetupStep] = Field(default_factory=list)
+    line: int
+
+
 class DistractorIR(IRModel):
     name: str
     ops: list[DistractorOp] = Field(default_factory=list)
@@ -103,6 +120,7 @@ class TaskIR(IRModel):
     replies: list[ReplyIR] = Field(default_factory=list)
     hint: Text | None = None
     distractors: list[DistractorIR] = Field(default_factory=list)
+    setup: list[SetupIR] = Field(default_factory=list)
 
 
 class RuleIR(IRModel):

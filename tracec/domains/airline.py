@@ -664,7 +664,14 @@ def generate_flight(rng: random.Random, db: dict, overrides: Mapping[str, Any]) 
         "dates": _flight_dates(rng, dep, arr),
     }
     flight.update(overrides)
-    return common.conform(flight, RECORD_TYPES["flights"], LAYOUT)
+    if "dates" in overrides:
+        return common.conform(flight, RECORD_TYPES["flights"], LAYOUT)
+    # the generated dates are built in τ²'s layout already; conforming 30 of them per flight
+    # dominated world generation
+    dates = flight.pop("dates")
+    flight = common.conform(flight, RECORD_TYPES["flights"], LAYOUT)
+    flight["dates"] = dates
+    return flight
 
 
 def _ensure_user(rng: random.Random, db: dict, user_id: str | None) -> dict:

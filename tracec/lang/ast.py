@@ -228,6 +228,16 @@ class Say(Node):
 DistractorStmt = Annotated[Union[Clone, AddRecord, Say], Field(discriminator="op")]
 
 
+SetupOp = Annotated[Union[Clone, AddRecord, "SetStmt"], Field(discriminator="op")]
+
+
+class Setup(Node):
+    """`setup { ... }`: world changes for one task, run after the `let`s before it."""
+
+    after_lets: int = 0
+    ops: list[SetupOp] = Field(default_factory=list)
+
+
 class Distractor(Node):
     name: str
     stmts: list[DistractorStmt] = Field(default_factory=list)
@@ -245,6 +255,7 @@ class Task(Node):
     replies: list[ReplyStmt] = Field(default_factory=list)
     hint: Text | None = None
     distractors: list[Distractor] = Field(default_factory=list)
+    setup: list[Setup] = Field(default_factory=list)
 
 
 class Rule(Node):
@@ -278,6 +289,7 @@ class Require(Node):
 
 class SetStmt(Node):
     kind: Literal["set"] = "set"
+    op: Literal["set"] = "set"
     target: Expr
     value: Expr
 

@@ -350,7 +350,16 @@ class _Builder:
                 task.hint = self.text(st.children[0])
             elif kind == "distractor":
                 task.distractors.append(self.distractor(st))
+            elif kind == "setup_stmt":
+                task.setup.append(A.Setup(after_lets=len(task.lets),
+                                          ops=[self.setup_op(o) for o in st.children],
+                                          span=_span_of(st)))
         return task
+
+    def setup_op(self, tree: Tree) -> Any:
+        if tree.data == "set_stmt":
+            return self.tool_stmt(tree)
+        return self.distractor_op(tree)
 
     def let(self, tree: Tree) -> A.Let:
         name, value = tree.children
@@ -368,24 +377,21 @@ class _Builder:
     def distractor(self, tree: Tree) -> A.Distractor:
         name, *stmts = tree.children
         out = A.Distractor(name=str(name), span=_span_of(name))
-        for st in stmts:
-            if st.data == "clone_stmt":
-                src, *fields = st.children
-                out.stmts.append(A.Clone(
-                    source=self.expr(src),
-                    fields=[self.field_assign(f) for f in fields if f is not None],
-                    span=_span_of(st),
-                ))
-            elif st.data == "add_stmt":
-                kind, fields = st.children
-                out.stmts.append(A.AddRecord(
-                    kind=str(kind),
-                    fields=self.field_block(fields) if fields is not None else [],
-                    span=_span_of(kind),
-                ))
-            elif st.data == "say_stmt":
-                out.stmts.append(A.Say(text=self.text(st.children[0]), span=_span_of(st)))
+        out.stmts = [self.distractor_op(st) for st in stmts]
         return out
+
+    def distractor_op(self, st: Tree) -> Any:
+        if st.data == "clone_stmt":
+            src, *fields = st.children
+            return A.Clone(source=self.expr(src),
+                           fields=[self.field_assign(f) for f in fields if f is not None],
+                           span=_span_of(st))
+        if st.data == "add_stmt":
+            kind, fields = st.children
+            return A.AddRecord(kind=str(kind),
+                               fields=self.field_block(fields) if fields is not None else [],
+                               span=_span_of(kind))
+        return A.Say(text=self.text(st.children[0]), span=_span_of(st))
 
     def rule(self, tree: Tree) -> A.Rule:
         if tree.data == "rule_when":

@@ -663,15 +663,15 @@ class Checker:
         if t.weight <= 0:
             self.error(f"task `{t.name}` has weight {t.weight:g}", t.span,
                        "weights must be positive", code="E190")
-        for let in t.lets:
-            self.check_binding(let.name, let.span, "variable")
-            if let.name in scope.names:
-                self.error(f"`{let.name}` is defined twice in task `{t.name}`", let.span,
-                           code="E191")
-            elif let.name in seed_scope.names:
-                self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
-                           "choose another name", code="E191")
-            scope.names[let.name] = self.expr(let.value, scope)
+        setups: list[IR.SetupIR] = []
+        for st in t.setup:
+            if st.after_lets == 0:
+                setups.append(self.setup(st, scope))
+        for i, let in enumerate(t.lets):
+            self._let(t, let, scope, seed_scope)
+            for st in t.setup:
+                if st.after_lets == i + 1:
+                    setups.append(self.setup(st, scope))
         if t.user is None:
             self.error(f"task `{t.name}` has no `user` message", t.span,
                        "add the user's opening line: user \"Hi, ...\"", code="E192")
@@ -702,8 +702,34 @@ class Checker:
             name=t.name, weight=t.weight, line=t.span.line,
             seed_vars_used=[n for n in self.seed_types if n in self.used_seed],
             lets=t.lets, user=t.user, gold=gold, communicate=comms, forbid=forbids,
-            replies=replies, hint=t.hint, distractors=distractors,
+            replies=replies, hint=t.hint, distractors=distractors, setup=setups,
         )
+
+    def _let(self, t: A.Task, let: A.Let, scope: Scope, seed_scope: Scope) -> None:
+        self.check_binding(let.name, let.span, "variable")
+        if let.name in scope.names:
+            self.error(f"`{let.name}` is defined twice in task `{t.name}`", let.span,
+                       code="E191")
+        elif let.name in seed_scope.names:
+            self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
+                       "choose another name", code="E191")
+        scope.names[let.name] = self.expr(let.value, scope)
+
+    def setup(self, st: A.Setup, scope: Scope) -> IR.SetupIR:
+        ops: list[Any] = []
+        for op in st.ops:
+            if isinstance(op, A.SetStmt):
+                if not isinstance(op.target, (A.Attr, A.Index)):
+                    self.error("`set` needs a field: set record.field = value", op.target.span,
+                               code="E174")
+                tt = self.expr(op.target, scope)
+                vt = self.expr(op.value, scope)
+                if not assignable(vt, tt):
+                    self.error(f"cannot set a {tt} field to {vt}", op.value.span, code="E175")
+                ops.append(IR.SetOp(target=op.target, value=op.value))
+            else:
+                ops.extend(self.distractor(A.Distractor(name="setup", stmts=[op]), scope).ops)
+        return IR.SetupIR(after_lets=st.after_lets, ops=ops, line=st.span.line)
 
     def text(self, text: A.Text, scope: Scope) -> None:
         for part in text.parts:

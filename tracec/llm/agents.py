@@ -14,8 +14,9 @@ models, local models and composed models. ``make_agent(spec)`` builds one from a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from tracec.targets.messages import STOP, hermes_text
 

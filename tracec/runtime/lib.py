@@ -17,6 +17,10 @@ from tracec.domains.base import ToolError
 from tracec.runtime.world import add, clone, find, require, spawn, state_hash
 
 __all__ = [
+    "weekday",
+    "date_of",
+    "hour_of",
+    "timestamp_of",
     "Rng",
     "ToolError",
     "Unsatisfiable",
@@ -233,6 +237,37 @@ def add_days(date: Any, n: int) -> str:
 def days_between(a: Any, b: Any) -> int:
     """Days from ``a`` to ``b`` (negative when ``b`` is earlier)."""
     return (_to_date(b) - _to_date(a)).days
+
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _utc(ts: Any) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(float(ts), tz=_dt.timezone.utc)
+
+
+def weekday(x: Any) -> str:
+    """The English weekday of an ISO date or a POSIX timestamp (UTC)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return _WEEKDAYS[_utc(x).weekday()]
+    return _WEEKDAYS[_to_date(x).weekday()]
+
+
+def date_of(ts: Any) -> str:
+    """The ISO date (UTC) of a POSIX timestamp."""
+    return _utc(ts).date().isoformat()
+
+
+def hour_of(ts: Any) -> int:
+    """The hour (UTC, 0-23) of a POSIX timestamp."""
+    return _utc(ts).hour
+
+
+def timestamp_of(date: Any, hour: int = 0, minute: int = 0) -> float:
+    """The POSIX timestamp of an ISO date at hour:minute UTC."""
+    d = _to_date(date)
+    moment = _dt.datetime(d.year, d.month, d.day, int(hour), int(minute), tzinfo=_dt.timezone.utc)
+    return moment.timestamp()
 
 
 def fmt(x: Any) -> str:

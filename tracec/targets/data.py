@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,8 +33,8 @@ class Action(BaseModel):
     requestor: str = "assistant"
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    info: Optional[str] = None
-    compare_args: Optional[list[str]] = None
+    info: str | None = None
+    compare_args: list[str] | None = None
 
 
 class EvaluationCriteria(BaseModel):
@@ -42,10 +42,10 @@ class EvaluationCriteria(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    actions: Optional[list[Action]] = None
-    env_assertions: Optional[list[dict]] = None
-    communicate_info: Optional[list[str]] = None
-    nl_assertions: Optional[list[str]] = None
+    actions: list[Action] | None = None
+    env_assertions: list[dict] | None = None
+    communicate_info: list[str] | None = None
+    nl_assertions: list[str] | None = None
     reward_basis: list[str] = Field(default_factory=lambda: ["DB", "COMMUNICATE"])
 
 
@@ -56,8 +56,8 @@ class UserInstructions(BaseModel):
 
     domain: str = ""
     reason_for_call: str = ""
-    known_info: Optional[str] = None
-    unknown_info: Optional[str] = None
+    known_info: str | None = None
+    unknown_info: str | None = None
     task_instructions: str = ""
 
     def render(self) -> str:
@@ -74,7 +74,7 @@ class UserInstructions(BaseModel):
 class UserScenario(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    persona: Optional[str] = None
+    persona: str | None = None
     instructions: UserInstructions | str
 
 
@@ -84,10 +84,10 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str
-    description: Optional[dict] = None
+    description: dict | None = None
     user_scenario: UserScenario
-    initial_state: Optional[dict] = None
-    evaluation_criteria: Optional[EvaluationCriteria] = None
+    initial_state: dict | None = None
+    evaluation_criteria: EvaluationCriteria | None = None
 
     @property
     def gold_actions(self) -> list[Action]:

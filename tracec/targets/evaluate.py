@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -107,7 +108,13 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
 
     with EpisodeWriter(traj_path) as writer:
         if progress and todo:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("reward {task.fields[avg]:.3f}"), TimeRemainingColumn()) as bar:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -47,7 +47,7 @@ class Grade(BaseModel):
     reward_basis: list[str] = Field(default_factory=list)
     reward_breakdown: dict[str, float] = Field(default_factory=dict)
     termination_reason: str = ""
-    db_match: Optional[bool] = None
+    db_match: bool | None = None
     db_hash: str = ""
     gold_db_hash: str = ""
     communicate_checks: list[Check] = Field(default_factory=list)

@@ -10,7 +10,8 @@ tracec keeps conversations in OpenAI chat format: assistant tool calls are
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from math import comb
-from typing import Iterable
 
 from pydantic import BaseModel
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -96,10 +97,10 @@ class EpisodeWriter:
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> "EpisodeWriter":
+    def __enter__(self) -> EpisodeWriter:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -166,15 +167,15 @@ class Tau2Simulation(BaseModel):
     task_id: str
     messages: list[dict]
     termination_reason: str
-    reward_info: Optional[dict] = None
-    trial: Optional[int] = None
-    seed: Optional[int] = None
+    reward_info: dict | None = None
+    trial: int | None = None
+    seed: int | None = None
 
 
 class Tau2Results(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    timestamp: Optional[str] = None
+    timestamp: str | None = None
     info: dict = Field(default_factory=dict)
     tasks: list[dict] = Field(default_factory=list)
     simulations: list[Tau2Simulation]

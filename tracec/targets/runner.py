@@ -8,8 +8,9 @@ rest, so a killed run continues where it stopped and nothing is counted twice.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from tracec.llm.agents import Agent
 from tracec.targets.results import Episode, EpisodeWriter, now

@@ -17,7 +17,6 @@ from typing import Any
 import gymnasium as gym
 
 from tracec.runtime.spaces import UnicodeText
-
 from tracec.targets.data import Task
 from tracec.targets.grading import Judge, grade
 from tracec.targets.messages import STOP, has_user_stop, openai_tool_call

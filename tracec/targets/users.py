@@ -14,7 +14,8 @@ A user is made per episode by a factory: ``factory(task) -> User``.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from tracec.targets.data import Task
 from tracec.targets.messages import STOP, TRANSFER

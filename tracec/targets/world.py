@@ -54,7 +54,7 @@ class CowTable(dict):
     :func:`db_delta` which records can differ from the pristine ones.
     """
 
-    __slots__ = ("base", "owned", "deleted", "_all")
+    __slots__ = ("_all", "base", "deleted", "owned")
 
     def __init__(self, base: dict) -> None:
         dict.__init__(self, base)
@@ -136,7 +136,7 @@ class CowTable(dict):
     def __or__(self, other: Any) -> dict:
         return {**self.copy(), **other}
 
-    def __ior__(self, other: Any) -> "CowTable":
+    def __ior__(self, other: Any) -> CowTable:
         self.update(other)
         return self
 

@@ -18,9 +18,10 @@ import contextlib
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, Field
@@ -361,14 +362,14 @@ class ComposedModel(nn.Module):
                     w = torch.tensor(state.force, dtype=torch.float32, device=hidden.device)
                 state.weights[li] = w.expand(*hidden.shape[:-1], s)
                 state.rows[li] = {}
-                return None
+                return
             logits = self.gates[li](hidden)
             probs, chosen, dense = route(logits, self.config.top_k, self.config.weighting)
             state.weights[li] = dense
             state.rows[li] = {}
             if state.records is not None:
                 state.records.append(RoutingRecord(logits, probs, chosen))
-            return None
+            return
 
         return hook
 
@@ -386,7 +387,7 @@ class ComposedModel(nn.Module):
         return hook
 
     # -- API -----------------------------------------------------------------------------------
-    def train(self, mode: bool = True) -> "ComposedModel":
+    def train(self, mode: bool = True) -> ComposedModel:
         """Only the gates switch mode; the frozen model stays in eval (no dropout)."""
         self.training = mode
         self.gates.train(mode)

@@ -10,9 +10,10 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from pydantic import BaseModel, Field

@@ -12,6 +12,7 @@ import json
 import random
 import shutil
 import time
+from contextlib import nullcontext
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,16 +191,18 @@ class GRPOTrainer:
     def update(self, kept: list[tuple[Episode, float]]) -> dict[str, float]:
         """The policy-gradient step on kept episodes (hint-free prompts, env tokens masked)."""
         cfg = self.config
-        if not kept:
-            return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
         rows = [(e.base_prompt_ids + e.completion_ids, [0] * len(e.base_prompt_ids) + e.env_mask, a)
                 for e, a in kept]
         normaliser = float(sum(sum(m) for _, m, _ in rows))
-        if self.accelerator is not None and self.accelerator.num_processes > 1:
+        world = self.accelerator.num_processes if self.accelerator is not None else 1
+        if world > 1:  # every process must take the same optimiser steps (DDP all-reduce)
             total = torch.tensor([normaliser], device=self.device)
-            normaliser = float(self.accelerator.reduce(total, "sum").item())
-            normaliser /= self.accelerator.num_processes  # DDP averages gradients over processes
+            normaliser = float(self.accelerator.reduce(total, "sum").item()) / world
+        if normaliser == 0:
+            return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
+        if not batches:  # this process kept nothing, others did: contribute a zero gradient
+            batches = [[([self.tokenizer.pad_token_id] * 2, [0, 0], 0.0)]]
         olds = [None] * len(batches)
         refs = [None] * len(batches)
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
@@ -218,14 +221,17 @@ class GRPOTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             for b, rows_b in enumerate(batches):
                 ids, attn, mask, advs = self._pad(rows_b)
-                logp = token_logprobs(self.model, ids, attn)
-                old = olds[b] if olds[b] is not None else logp.detach()
-                loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
-                                             refs[b], cfg.beta, normaliser)
-                if self.accelerator is not None:
-                    self.accelerator.backward(loss)
-                else:
-                    loss.backward()
+                last = b == len(batches) - 1  # DDP: one gradient sync per process and pass
+                sync = self.accelerator.no_sync(self.model) if (world > 1 and not last) else nullcontext()
+                with sync:
+                    logp = token_logprobs(self.model, ids, attn)
+                    old = olds[b] if olds[b] is not None else logp.detach()
+                    loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
+                                                 refs[b], cfg.beta, normaliser)
+                    if self.accelerator is not None:
+                        self.accelerator.backward(loss)
+                    else:
+                        loss.backward()
                 totals["loss"] += loss.item() / cfg.updates_per_batch
                 w = st["tokens"] / max(normaliser, 1.0) / cfg.updates_per_batch
                 totals["clip_frac"] += st["clip_frac"] * w
