@@ -144,8 +144,10 @@ def main() -> int:
                     if k != "NL_ASSERTION":
                         ours_r *= v
                 theirs, note = tau2_reward(env_ctor, tau2_task, msgs)
-                agree = ours_r == theirs
-                ok &= agree
+                # τ² refused to replay (its tools differ from the data's, e.g. a tool the wheel
+                # lacks): not comparable, reported separately
+                agree = None if note else ours_r == theirs
+                ok &= agree is not False
                 rows.append({"domain": domain, "task": task.id, "kind": kind, "tracec": ours_r,
                              "tau2": theirs, "agree": agree, "note": note})
         dt = time.perf_counter() - t0
@@ -154,14 +156,19 @@ def main() -> int:
         by_kind: dict[str, Counter] = {}
         for r in mine:
             c = by_kind.setdefault(r["kind"], Counter())
-            c["n"] += 1
-            c["agree"] += r["agree"]
+            c["n"] += r["agree"] is not None
+            c["agree"] += bool(r["agree"])
+            c["n/a"] += r["agree"] is None
             c["reward1_tracec"] += r["tracec"] == 1.0
         for kind, c in by_kind.items():
-            print(f"  {kind:7s} agree {c['agree']}/{c['n']}  (tracec reward 1.0 on {c['reward1_tracec']})")
+            na = f", {c['n/a']} not comparable" if c["n/a"] else ""
+            print(f"  {kind:7s} agree {c['agree']}/{c['n']}{na}  (tracec reward 1.0 on {c['reward1_tracec']})")
         for r in mine:
-            if not r["agree"]:
-                print(f"  DISAGREE task {r['task']} {r['kind']}: tracec {r['tracec']} τ² {r['tau2']} {r['note']}")
+            if r["agree"] is False:
+                print(f"  DISAGREE task {r['task']} {r['kind']}: tracec {r['tracec']} τ² {r['tau2']}")
+            elif r["agree"] is None:
+                print(f"  n/a task {r['task']} {r['kind']}: {r['note'].splitlines()[0]} "
+                      + " ".join(ln.strip() for ln in r["note"].splitlines()[1:] if "name:" in ln or "content:" in ln)[:200])
     if a.json_out:
         Path(a.json_out).write_text(json.dumps(rows, indent=1))
     return 0 if ok else 1

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "train": "tracec.train.cli:train_cmd",
     "compose": "tracec.train.moe_cli:compose_cmd",
     "report": "tracec.train.cli:report_cmd",
+    "run": "tracec.pipeline.cli:run_cmd",
 }
 
 

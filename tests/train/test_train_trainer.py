@@ -102,7 +102,7 @@ class _FlatEnv:
         return self.env.reset(**kw)
 
     def step(self, action):
-        obs, _, term, trunc, info = self.env.step(action)
+        obs, _, _term, trunc, info = self.env.step(action)
         return obs, 0.5, True, trunc, info
 
     def close(self):

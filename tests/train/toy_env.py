@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
 import gymnasium as gym
 
@@ -17,13 +18,13 @@ TOOLS = [{"type": "function", "function": {
     "name": "lookup_order", "description": "Look up an order by its id.",
     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
                    "required": ["order_id"]}}}]
-CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
 
 class ToyToolEnv(gym.Env):
     """Text env: reset → (user text, info with messages/tools/hint/task)."""
 
-    metadata = {"render_modes": []}
+    metadata: ClassVar[dict] = {"render_modes": []}
     capability_name = "toy_lookup"
 
     def __init__(self, max_turns: int = 2) -> None:

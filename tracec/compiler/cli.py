@@ -96,13 +96,13 @@ def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_i
         click.echo(json.dumps(summary, indent=2))
         return
     table = Table(title=f"compiled {len(bp.results)} spec(s) in {elapsed * 1000:.0f} ms")
-    for col in ("spec", "capability", "domain", "tasks", "reward levels", "env id"):
-        table.add_column(col)
+    for col in ("spec", "domain", "tasks", "reward levels", "env id"):
+        table.add_column(col, no_wrap=True)
     for r in bp.results:
         assert r.ir is not None
-        table.add_row(r.path, r.ir.name, r.ir.domain, str(len(r.ir.tasks)),
+        table.add_row(r.path, r.ir.domain, str(len(r.ir.tasks)),
                       " / ".join(f"{lv:g}" for lv in r.ir.levels), f"tracec/{r.ir.name}-v0")
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     console.print(f"wrote {len(changed)} changed file(s) to {out_dir}/" if changed
                   else f"{out_dir}/ already up to date")
     console.print(f"next: tracec check {out_dir}/")

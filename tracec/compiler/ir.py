@@ -16,7 +16,7 @@ IR_VERSION = 1
 
 
 class IRModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class SeedSpawn(IRModel):

@@ -14,7 +14,8 @@ from tracec.lang.diagnostics import Span
 
 
 class Node(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # schemas are built on first use: building ~40 recursive models eagerly took seconds
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     span: Span = Field(default_factory=Span)
 
 
@@ -323,8 +324,3 @@ class Capability(Node):
     distractors: list[Distractor] = Field(default_factory=list)
     reward: Reward | None = None
     tools: list[ToolDecl] = Field(default_factory=list)
-
-
-for _model in list(globals().values()):
-    if isinstance(_model, type) and issubclass(_model, BaseModel) and _model is not BaseModel:
-        _model.model_rebuild()

@@ -54,11 +54,11 @@ _CORPUS = [
     "You are a helpful assistant. You may call one or more functions to assist with the user query.",
     "Hi, what did I pay for reservation ABC123? Yes, please go ahead. Thank you, goodbye.",
     "The total is 1234.56 dollars for 2 passengers on 3 flights. Error: unknown tool.",
-    'For each function call, return a json object: {"name": "get_user_details", "arguments": '
-    '{"user_id": "mia_li_3668"}}',
-    '{"type": "function", "function": {"name": "lookup", "description": "Look up a record.", '
+    ('For each function call, return a json object: {"name": "get_user_details", "arguments": '
+    '{"user_id": "mia_li_3668"}}'),
+    ('{"type": "function", "function": {"name": "lookup", "description": "Look up a record.", '
     '"parameters": {"type": "object", "properties": {"id": {"type": "string"}}, '
-    '"required": ["id"]}}}',
+    '"required": ["id"]}}}'),
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 .,:;!?'\"()[]{}<>/_-+=*#@$%&|~",
     "order item product price quantity status cancel exchange return refund address payment",
     "flight cabin economy business basic date origin destination baggage insurance passenger",

@@ -10,8 +10,9 @@ text delta and appended as tokens.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tracec.llm.local import generate_ids
 

@@ -12,11 +12,12 @@ import json
 import random
 import shutil
 import time
-from contextlib import nullcontext
 import warnings
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
