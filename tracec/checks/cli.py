@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tracec.checks.calibrate import Bands, CalibrationReport
 from tracec.checks.report import CheckReport
 from tracec.checks.run import run_checks
 from tracec.runtime.loader import LoadError, load_paths
@@ -40,17 +41,77 @@ def _table(reports: list[CheckReport]) -> Table:
     return table
 
 
+def _band(text: str) -> tuple[float, float]:
+    """``LO,HI`` -> a (lo, hi) band."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected LO,HI (e.g. 0.2,0.6), got {text!r}") from None
+    if lo > hi:
+        raise click.BadParameter(f"LO must not exceed HI in {text!r}")
+    return lo, hi
+
+
+def _calibration_options(fn):
+    """The ``--model`` options (calibration: S seeds x G samples, judged against bands)."""
+    d = Bands()
+    opts = [
+        click.option("--model", "model", metavar="AGENT", default=None,
+                     help="Also calibrate with this agent (openai:MODEL@URL, local:PATH, ...)."),
+        click.option("--samples", default=16, show_default=True, type=click.IntRange(1),
+                     help="Calibration: samples per seed (G)."),
+        click.option("--calib-seeds", default=100, show_default=True, type=click.IntRange(1),
+                     help="Calibration: seeds (S)."),
+        click.option("--temperature", default=0.7, show_default=True, type=click.FloatRange(0),
+                     help="Calibration: sampling temperature."),
+        click.option("--max-new-tokens", default=512, show_default=True, type=click.IntRange(1),
+                     help="Calibration: tokens per model turn."),
+        click.option("--success", "success", default=None, type=float,
+                     help="Calibration: success threshold [default: the env's top level]."),
+        click.option("--mean-band", default=",".join(map(str, d.mean_reward)), metavar="LO,HI",
+                     show_default=True, callback=lambda c, p, v: _band(v), help="Band for the mean reward (LO,HI)."),
+        click.option("--success-band", default=",".join(map(str, d.success_rate)), metavar="LO,HI",
+                     show_default=True, callback=lambda c, p, v: _band(v), help="Band for the success rate (LO,HI)."),
+        click.option("--min-std", default=d.min_std, show_default=True, type=click.FloatRange(0),
+                     help="Least reward std (centred, over all episodes)."),
+        click.option("--max-all-success", default=d.max_all_success, show_default=True, type=click.FloatRange(0, 1),
+                     help="Most share of all-success groups."),
+        click.option("--max-all-zero", default=d.max_all_zero, show_default=True, type=click.FloatRange(0, 1),
+                     help="Most share of all-zero groups."),
+        click.option("--max-constant", default=d.max_constant, show_default=True, type=click.FloatRange(0, 1),
+                     help="Most share of constant-reward groups."),
+        click.option("--min-informative", default=d.min_informative, show_default=True, type=click.FloatRange(0, 1),
+                     help="Least share of informative groups (successes and failures mixed)."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
 @click.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--seeds", default=64, show_default=True, type=click.IntRange(1), help="Seeds per task.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option("--no-env-checker", is_flag=True, help="Skip gymnasium's check_env.")
-def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker: bool) -> None:
+@_calibration_options
+def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker: bool,
+              model: str | None, samples: int, calib_seeds: int, temperature: float,
+              max_new_tokens: int, success: float | None, mean_band: tuple[float, float],
+              success_band: tuple[float, float], min_std: float, max_all_success: float,
+              max_all_zero: float, max_constant: float, min_informative: float) -> None:
     """Check compiled environments: check_env, determinism, probes, reward variance.
 
     PATHS are generated modules, folders of them (default: generated_envs/), or .tracec
     specs/folders (compiled on the fly).
+
+    With --model, each env that passes the offline checks is also calibrated (the TRACE
+    reference's check): --calib-seeds seeds x --samples samples at --temperature; it passes
+    when every band holds (mean reward, success rate, reward std, group shares).
     """
+    bands = Bands(mean_reward=mean_band, success_rate=success_band, min_std=min_std,
+                  max_all_success=max_all_success, max_all_zero=max_all_zero,
+                  max_constant=max_constant, min_informative=min_informative)
+    agent = _load_agent(model, temperature, max_new_tokens, samples) if model else None
     targets = list(paths) or [Path(DEFAULT_PATH)]
     if not paths and not targets[0].is_dir():
         raise click.ClickException(
@@ -78,15 +139,100 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                 report = CheckReport(env=Path(label).stem, module=label, problems=[str(exc)])
             reports.append(report)
 
+    calibs: dict[str, CalibrationReport] = {}
+    if agent is not None:
+        calibs = _calibrate_all(loaded, reports, agent, console, as_json, calib_seeds, samples,
+                                success, bands, temperature)
+
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in reports], indent=2))
+        out = [r.to_dict() for r in reports]
+        if agent is not None:
+            for item, r in zip(out, reports):
+                item["calibration"] = calibs[r.module].to_dict() if r.module in calibs else None
+        click.echo(json.dumps(out, indent=2))
     else:
         console.print(_table(reports))
         for r in reports:
             for p in r.problems:
                 console.print(f"[red]{escape(r.env)}:[/] {escape(p)}", highlight=False)
-    if any(not r.passed for r in reports):
+        for c in calibs.values():
+            _print_calibration(console, c)
+    failed = sum(1 for r in reports if not r.passed)
+    calib_failed = sum(1 for c in calibs.values() if not c.passed)
+    if failed or calib_failed:
         if not as_json:
-            failed = sum(1 for r in reports if not r.passed)
-            click.echo(f"{failed} of {len(reports)} environments failed", err=True)
+            if failed:
+                click.echo(f"{failed} of {len(reports)} environments failed", err=True)
+            if calib_failed:
+                click.echo(f"{calib_failed} of {len(calibs)} environments failed calibration", err=True)
         click.get_current_context().exit(1)
+
+
+def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int):
+    from tracec.checks.calibrate import build_agent
+    from tracec.llm.agents import AgentSpecError
+
+    try:
+        return build_agent(spec, temperature=temperature, max_new_tokens=max_new_tokens,
+                           concurrency=min(samples, 16))
+    except AgentSpecError as exc:
+        raise click.ClickException(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - a model that cannot load is a user-facing problem
+        raise click.ClickException(f"cannot load model {spec!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _calibrate_all(loaded, reports: list[CheckReport], agent, console: Console, as_json: bool,
+                   calib_seeds: int, samples: int, success: float | None, bands: Bands,
+                   temperature: float) -> dict[str, CalibrationReport]:
+    """Calibrate every env that loaded and passed the offline checks; keyed by module."""
+    from tracec.checks.calibrate import calibrate
+    from tracec.llm.client import LLMError
+    from tracec.runtime.env import SpecRuntimeError
+
+    out: dict[str, CalibrationReport] = {}
+    setup = {"model": agent.name, "seeds": calib_seeds, "samples": samples, "temperature": temperature}
+    with Progress(TextColumn("calibrate {task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                  console=console, transient=True, disable=as_json) as bar:
+        for (_, module), report in zip(loaded, reports):
+            if isinstance(module, Exception):
+                continue
+            if not report.passed:
+                out[report.module] = CalibrationReport(env=report.env, skipped="the offline checks failed",
+                                                       **setup)
+                continue
+            task = bar.add_task(report.env, total=calib_seeds * samples)
+            try:
+                out[report.module] = calibrate(
+                    module, agent, seeds=calib_seeds, samples=samples, success=success, bands=bands,
+                    progress=lambda n, t=task: bar.advance(t, n), temperature=temperature)
+            except LLMError as exc:
+                raise click.ClickException(str(exc)) from None
+            except SpecRuntimeError as exc:
+                out[report.module] = CalibrationReport(env=report.env, error=str(exc), **setup)
+    return out
+
+
+def _print_calibration(console: Console, c: CalibrationReport) -> None:
+    """One table per env: the statistics, pass@k and each band's verdict."""
+    title = f"calibration {c.env}"
+    setup = f"{c.model}, {c.seeds} seeds x {c.samples} samples"
+    setup += f", T={c.temperature:g}" if c.temperature is not None else ""
+    if c.stats is None:
+        why = c.skipped or c.error or "no episodes"
+        colour = "yellow" if c.skipped else "red"
+        verdict = "skipped" if c.skipped else "FAIL"
+        console.print(f"[bold]{escape(title)}[/] ({escape(setup)}): [{colour}]{verdict}[/] ({escape(why)})",
+                      highlight=False)
+        return
+    s = c.stats
+    table = Table(title=title, caption=setup, box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("measure", "value", "band", "verdict"):
+        table.add_column(col, justify="right" if col == "value" else "left", no_wrap=True)
+    for b in c.bands:
+        table.add_row(b.name, f"{b.value:.3f}", b.bounds, "[green]ok[/]" if b.passed else "[red]FAIL[/]")
+    for k, v in s.pass_at.items():
+        table.add_row(f"pass@{k}", f"{v:.3f}", "", "")
+    table.add_row("episodes", str(s.episodes), f"success >= {s.threshold:g}", "")
+    table.add_row("result", f"{c.seconds:.1f}s", "", "[green]pass[/]" if c.passed else "[red]FAIL[/]")
+    console.print(table)

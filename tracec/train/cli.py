@@ -19,7 +19,8 @@ def _config(env_name: str, opts: dict[str, Any]):
     fields = {k: opts[k] for k in (
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
-        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch")}
+        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
+        "vllm_server")}
     try:
         return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
                            resample_dropped=opts["resample"], **fields)
@@ -95,7 +96,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--temperature", default=1.0, show_default=True)
 @click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
 @click.option("--max-new-tokens", default=256, show_default=True, help="Per assistant turn.")
-@click.option("--max-total-tokens", default=4096, show_default=True, help="Per episode.")
+@click.option("--max-total-tokens", type=int, default=None,
+              help="Per episode, prompt included (default: the model's context length).")
 @click.option("--hint-share", default=0.0, show_default=True, help="Share of each group shown the hint.")
 @click.option("--epsilon", default=0.2, show_default=True)
 @click.option("--epsilon-high", default=0.28, show_default=True)
@@ -108,6 +110,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--seed", default=0, show_default=True)
 @click.option("--checkpoint-every", default=10, show_default=True)
 @click.option("--device", default="cpu", show_default=True)
+@click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
 @click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Use accelerate (auto: when started by `accelerate launch`).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoints/last.")

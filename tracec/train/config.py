@@ -35,7 +35,8 @@ class TrainConfig(BaseModel):
     temperature: float = Field(1.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="cap on assistant turns (env's own if None)")
     max_new_tokens: int = Field(256, ge=1, description="per assistant turn")
-    max_total_tokens: int = Field(4096, ge=16, description="per episode, prompt included")
+    max_total_tokens: int | None = Field(
+        None, ge=16, description="per episode, prompt included (None: the model's context length)")
     hint_share: float = Field(0.0, ge=0.0, le=1.0, description="share of each group shown the hint")
     epsilon: float = Field(0.2, ge=0)
     epsilon_high: float = Field(0.28, ge=0)
@@ -48,3 +49,4 @@ class TrainConfig(BaseModel):
     checkpoint_every: int = Field(10, ge=1)
     seed: int = 0
     device: str = "cpu"
+    vllm_server: str | None = Field(None, description="trl vllm-serve URL; generate there")

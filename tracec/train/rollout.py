@@ -18,6 +18,9 @@ from tracec.llm.local import generate_ids
 
 END_OF_TURN = "<|im_end|>"
 
+# (prompts, max_new_tokens, temperature) -> completions, each ending at its stop token if any
+Generator = Callable[[list[list[int]], int, float], list[list[int]]]
+
 
 @dataclass
 class Episode:
@@ -133,8 +136,11 @@ class RolloutStats:
 def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
                  max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
                  temperature: float, gen_batch: int, device: str = "cpu",
-                 stats: RolloutStats | None = None) -> None:
-    """Play all episodes to the end, batching generation across every active episode."""
+                 stats: RolloutStats | None = None, generator: Generator | None = None) -> None:
+    """Play all episodes to the end, batching generation across every active episode.
+
+    ``generator(prompts, max_new_tokens, temperature)`` replaces local sampling with ``model``
+    (e.g. :class:`tracec.train.vllm_gen.VLLMGenerator`)."""
     renderer = ChatRenderer(tokenizer)
     stats = stats if stats is not None else RolloutStats()
     while True:
@@ -146,7 +152,11 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
             prompts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in chunk]
             budget = min(max_new_tokens, max(1, max_total_tokens - max(len(p) for p in prompts)))
             t0 = time.perf_counter()
-            outs = generate_ids(model, tokenizer, prompts, stop_ids, budget, temperature, None, device)
+            if generator is not None:
+                outs = generator(prompts, budget, temperature)
+            else:
+                outs = generate_ids(model, tokenizer, prompts, stop_ids, budget, temperature, None,
+                                    device)
             stats.gen_seconds += time.perf_counter() - t0
             stats.gen_tokens += sum(len(o) for o in outs)
             for i, out in zip(chunk, outs):

@@ -29,6 +29,7 @@ from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episod
 
 SEED_STRIDE = 1_000_003
 CHECKPOINTS = "checkpoints"
+RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not depend on them
 
 
 class ResumeError(RuntimeError):
@@ -94,6 +95,15 @@ class GRPOTrainer:
         if accelerator is None:
             self.model.to(self.device)
         self.stop_ids = stop_token_ids(self.tokenizer)
+        context = int(getattr(self.policy.config, "max_position_embeddings", 0) or 4096)
+        self.max_total_tokens = config.max_total_tokens or context
+        self.generator = None
+        if config.vllm_server:
+            from tracec.train.vllm_gen import VLLMGenerator
+
+            main = accelerator is None or accelerator.is_main_process
+            self.generator = VLLMGenerator(config.vllm_server, self.stop_ids, weight_sync=main,
+                                           device=self.device)
         self.step = 0
         self.seed_cursor = 0
         self.metrics_path = self.out / "metrics.jsonl"
@@ -129,18 +139,30 @@ class GRPOTrainer:
             episodes += eps
             envs += es
         longest = max(len(e.prompt_ids) for e in episodes)
-        if longest + 8 > cfg.max_total_tokens:
+        if longest + 8 > self.max_total_tokens:
             raise PromptTooLong(
                 f"the env's first prompt is {longest} tokens, leaving no room under "
-                f"max_total_tokens={cfg.max_total_tokens}; raise --max-total-tokens "
+                f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
                 f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
         policy = self.policy
         policy.eval()
+        self._sync_generator()
         run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
-                     max_new_tokens=cfg.max_new_tokens, max_total_tokens=cfg.max_total_tokens,
+                     max_new_tokens=cfg.max_new_tokens, max_total_tokens=self.max_total_tokens,
                      max_turns=cfg.max_turns, temperature=cfg.temperature, gen_batch=cfg.gen_batch,
-                     device=self.device, stats=stats)
+                     device=self.device, stats=stats, generator=self.generator)
         return episodes
+
+    def _sync_generator(self) -> None:
+        """Push the policy to the vLLM server once per optimiser step (main process)."""
+        if self.generator is None or getattr(self, "_synced_step", None) == self.step:
+            return
+        if self.accelerator is None or self.accelerator.is_main_process:
+            with torch.no_grad():
+                self.generator.sync(self.policy)
+        if self.accelerator is not None:
+            self.accelerator.wait_for_everyone()
+        self._synced_step = self.step
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> StepResult:
@@ -287,12 +309,14 @@ class GRPOTrainer:
         if not (ckpt / "state.json").exists():
             return False
         state = json.loads((ckpt / "state.json").read_text())
-        saved = {k: v for k, v in state["config"].items() if k != "steps"}
-        now = {k: v for k, v in self.config.model_dump(mode="json").items() if k != "steps"}
+        saved = {k: v for k, v in state["config"].items() if k not in RESUME_MAY_CHANGE}
+        now = {k: v for k, v in self.config.model_dump(mode="json").items()
+               if k not in RESUME_MAY_CHANGE}
         diff = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
         if diff:
             raise ResumeError(f"checkpoint in {ckpt} was made with different settings: "
-                              f"{', '.join(diff)} (only --steps may change on --resume)")
+                              f"{', '.join(diff)} (only {', '.join(sorted(RESUME_MAY_CHANGE))} "
+                              "may change on --resume)")
         set_peft_model_state_dict(self.policy, load_file(str(ckpt / "adapter_model.safetensors")))
         self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=False))
         rng = torch.load(ckpt / "rng.pt", weights_only=False)

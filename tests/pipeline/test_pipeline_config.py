@@ -1,0 +1,69 @@
+"""Run configs: validation, shipped configs, spec choice, the CLI's error messages."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from tracec.pipeline.config import ConfigError, load_config, parse_config
+from tracec.pipeline.report import SECTIONS, is_run_dir, write_report
+from tracec.pipeline.stages import choose_specs
+from tests.pipeline.helpers import ROOT
+
+
+@pytest.mark.parametrize("name", ["cpu-demo.toml", "gpu.toml"])
+def test_shipped_configs_load(name):
+    cfg = load_config(ROOT / "configs" / name)
+    assert cfg.target.domain in ("airline", "retail")
+    assert cfg.base_agent()
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "tracec.toml"
+    path.write_text('[target]\ndata_dir = "data"\n[specs]\ndir = "myspecs"\n')
+    cfg = load_config(path)
+    assert cfg.target.data_dir == str((tmp_path / "data").resolve())
+    assert cfg.specs.dir == str((tmp_path / "myspecs").resolve())
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[target\n", "invalid TOML"),
+    ("[target]\ndomian = 'airline'\n", "target.domian: Extra inputs are not permitted"),
+    ("[labeler]\nkind = 'llm'\n", "needs labeler.endpoint"),
+    ("[train.settings]\ngroup_size = 1\n", "group_size"),
+    ("[train.settings]\nmodel = 'x'\n", "may not set"),
+])
+def test_bad_configs_give_one_clear_line(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_cli_reports_config_errors_without_traceback(tmp_path):
+    from tracec.pipeline.cli import run_cmd
+
+    path = tmp_path / "bad.toml"
+    path.write_text("[target]\ndomain = 'bank'\n")
+    result = CliRunner().invoke(run_cmd, [str(path), "-o", str(tmp_path / "run")])
+    assert result.exit_code == 1
+    assert "target.domain" in result.output and "Traceback" not in result.output
+    missing = CliRunner().invoke(run_cmd, [str(tmp_path / "nope.toml"), "-o", str(tmp_path / "r")])
+    assert missing.exit_code == 1 and "cannot read" in missing.output
+
+
+def test_choose_specs_by_name_mapping_or_all():
+    specs = {"a": ROOT, "b": ROOT, "c": ROOT}
+    assert choose_specs(specs, ["a", "x", "y"], {"y": "c"}, False) == {"a": ["a"], "c": ["y"]}
+    assert choose_specs(specs, ["x"], {}, False) == {}
+    assert choose_specs(specs, ["b"], {}, True) == {"a": [], "b": ["b"], "c": []}
+
+
+def test_report_of_a_run_that_has_not_started(tmp_path):
+    cfg = parse_config({}, tmp_path)
+    (tmp_path / "run_config.json").write_text(cfg.model_dump_json())
+    assert is_run_dir(tmp_path)
+    text = write_report(tmp_path).read_text()
+    assert all(f"## {t}\n" in text for t in SECTIONS)
+    assert "- **baseline**: not run yet." in text

@@ -1,0 +1,1 @@
+"""``tracec run``: the whole TRACE loop from one config, resumable, with a report."""

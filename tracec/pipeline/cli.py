@@ -1,0 +1,58 @@
+"""``tracec run CONFIG -o RUN_DIR``: the whole TRACE loop, resumable, with a report."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from tracec.pipeline.runner import STAGE_NAMES
+
+
+@click.command("run")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "run_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Run folder: one sub-folder and manifest per stage, report.md.")
+@click.option("--from", "from_stage", type=click.Choice(STAGE_NAMES),
+              help="Re-run from this stage on, even if its inputs did not change.")
+@click.option("--until", type=click.Choice(STAGE_NAMES), help="Stop after this stage.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stage manifests as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | None,
+            as_json: bool, quiet: bool) -> None:
+    """Run the TRACE loop from a run CONFIG (tracec.toml) into RUN_DIR.
+
+    \b
+    Stages: baseline eval -> analyze -> specs -> compile + check -> train -> compose
+            -> final eval -> GRPO-on-target baseline (optional)
+    A rerun skips stages whose inputs did not change and resumes an unfinished one.
+    """
+    from tracec.pipeline.config import ConfigError, load_config
+    from tracec.pipeline.report import write_report
+    from tracec.pipeline.runner import RunError, run_pipeline
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    log = (lambda msg: click.echo(msg, err=True)) if not as_json else (lambda msg: None)
+    error = None
+    try:
+        manifests = run_pipeline(cfg, run_dir, from_stage, until, quiet=quiet or as_json, log=log)
+    except RunError as exc:
+        error, manifests = str(exc), None
+    report = write_report(run_dir)
+    if as_json:
+        from tracec.pipeline.manifest import read_manifest
+
+        ms = [read_manifest(run_dir, s) for s in STAGE_NAMES]
+        click.echo(json.dumps({"run_dir": str(run_dir), "report": str(report), "error": error,
+                               "stages": [m.model_dump() for m in ms if m]}, indent=1))
+    else:
+        click.echo(f"report: {report}", err=True)
+    if error:
+        raise click.ClickException(f"{error} (details: {run_dir}; rerun the same command to resume)")
+    del manifests

@@ -1,0 +1,207 @@
+"""The run config (``tracec.toml``): pydantic models loaded from TOML (see docs/pipeline.md)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """The run config is missing or invalid (reported without a traceback)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TargetSettings(_Strict):
+    """The τ² target the agent is evaluated on."""
+
+    domain: Literal["airline", "retail"] = "airline"
+    data_dir: str | None = Field(None, description="τ² data dir (default $TRACEC_TAU2_DATA)")
+    train_split: str = "train"
+    test_split: str = "test"
+    train_tasks: int | None = Field(None, ge=1, description="first N tasks of the train split")
+    test_tasks: int | None = Field(None, ge=1, description="first N tasks of the test split")
+    trials: int = Field(1, ge=1)
+    user: str = Field("scripted", description="scripted, or an LLM user spec (see tracec eval)")
+    max_turns: int = Field(30, ge=1)
+    max_errors: int = Field(10, ge=1)
+    batch_size: int = Field(4, ge=1)
+
+
+class ModelSettings(_Strict):
+    """The base model, and how the agent is served for evaluation."""
+
+    base: str = Field("smollm2", description="short name, local path or HF id")
+    agent: str | None = Field(
+        None, description="agent spec of the base model for evals (default local:<base>); "
+        "e.g. openai:Qwen/Qwen3-8B@http://localhost:8000/v1")
+    adapter_agent: str | None = Field(
+        None, description="agent spec template for one adapter: {base}, {adapter}, {capability} "
+        "(default local:{base}+adapter:{adapter})")
+    max_new_tokens: int = Field(256, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+
+
+class LabelerSettings(_Strict):
+    kind: Literal["offline", "llm"] = "offline"
+    endpoint: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    runs: int = Field(10, ge=1)
+    batch_size: int = Field(4, ge=1)
+    concurrency: int = Field(4, ge=1)
+
+    @model_validator(mode="after")
+    def _needs_endpoint(self) -> LabelerSettings:
+        if self.kind == "llm" and not (self.endpoint and self.model):
+            raise ValueError("labeler.kind = 'llm' needs labeler.endpoint and labeler.model")
+        return self
+
+
+class ThresholdSettings(_Strict):
+    """TRACE's selection: Cov ≥ ρ and Δ ≥ δ in ≥ K runs (K default: 80 % of the runs)."""
+
+    rho: float = Field(0.10, ge=0.0, le=1.0)
+    delta: float = Field(0.20, ge=-1.0, le=1.0)
+    k: int | None = Field(None, ge=1)
+
+
+class SpecSettings(_Strict):
+    """Where specs come from and which of them are trained."""
+
+    source: Literal["dir", "propose"] = "dir"
+    dir: str = Field("specs", description="spec folder (source = 'dir')")
+    train_all_specs: bool = Field(False, description="train every spec, not only selected ones")
+    match_domain: bool = Field(True, description="only specs of the target's domain")
+    mapping: dict[str, str] = Field(
+        default_factory=dict, description="selected capability -> spec capability name")
+    endpoint: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_tries: int = Field(4, ge=1)
+    check_seeds: int = Field(16, ge=1, description="seeds for the offline env checks")
+
+    @model_validator(mode="after")
+    def _needs_endpoint(self) -> SpecSettings:
+        if self.source == "propose" and not (self.endpoint and self.model):
+            raise ValueError("specs.source = 'propose' needs specs.endpoint and specs.model")
+        return self
+
+
+class TrainSettings(_Strict):
+    """GRPO settings for every adapter: any TrainConfig field except model/env."""
+
+    settings: dict[str, Any] = Field(default_factory=dict)
+    max_adapters: int | None = Field(None, ge=1, description="train at most this many specs")
+
+    @model_validator(mode="after")
+    def _valid(self) -> TrainSettings:
+        from tracec.train.config import TrainConfig  # pydantic only, no torch
+
+        bad = {"model", "env"} & set(self.settings)
+        if bad:
+            raise ValueError(f"train.settings may not set {sorted(bad)} (use model.base)")
+        TrainConfig(**self.settings)
+        return self
+
+
+class ComposeSettings(_Strict):
+    enabled: bool = True
+    demo_episodes: int = Field(4, ge=1, description="oracle episodes per capability env for the gates")
+    top_k: int = Field(1, ge=1)
+    routing: Literal["token", "trajectory"] = "token"
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    batch_size: int = Field(4, ge=1)
+    lr: float = Field(5e-3, gt=0)
+    alpha: float = Field(1e-2, ge=0)
+    max_length: int = Field(1024, ge=8)
+    holdout: float = Field(0.0, ge=0.0, le=0.5)
+
+
+class FinalEvalSettings(_Strict):
+    base: bool = True
+    adapters: bool = True
+    composed: bool = True
+
+
+class BaselineSettings(_Strict):
+    """GRPO on the τ² target itself with the same rollout budget (the paper's baseline)."""
+
+    grpo_on_target: bool = False
+
+
+class BudgetSettings(_Strict):
+    train_rollouts: int | None = Field(
+        None, ge=1, description="training episodes for all adapters together; caps steps")
+
+
+class RunConfig(_Strict):
+    """One ``tracec.toml``."""
+
+    name: str = "tracec-run"
+    seed: int = 0
+    device: str = "cpu"
+    target: TargetSettings = Field(default_factory=TargetSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    labeler: LabelerSettings = Field(default_factory=LabelerSettings)
+    thresholds: ThresholdSettings = Field(default_factory=ThresholdSettings)
+    specs: SpecSettings = Field(default_factory=SpecSettings)
+    train: TrainSettings = Field(default_factory=TrainSettings)
+    compose: ComposeSettings = Field(default_factory=ComposeSettings)
+    final_eval: FinalEvalSettings = Field(default_factory=FinalEvalSettings)
+    baseline: BaselineSettings = Field(default_factory=BaselineSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+
+    def base_agent(self) -> str:
+        return self.model.agent or f"local:{self.model.base}"
+
+    def adapter_agent(self, adapter: str, capability: str) -> str:
+        tmpl = self.model.adapter_agent or "local:{base}+adapter:{adapter}"
+        return tmpl.format(base=self.model.base, adapter=adapter, capability=capability)
+
+
+def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
+    """Relative data/spec paths in the file are relative to the config file's folder."""
+
+    def fix(p: str | None) -> str | None:
+        if p is None or Path(p).is_absolute():
+            return p
+        return str((root / p).resolve())
+
+    target = cfg.target.model_copy(update={"data_dir": fix(cfg.target.data_dir)})
+    specs = cfg.specs.model_copy(update={"dir": fix(cfg.specs.dir)})
+    base = cfg.model.base
+    if ("/" in base or base.startswith(".")) and (root / base).exists():
+        base = str((root / base).resolve())
+    model = cfg.model.model_copy(update={"base": base})
+    return cfg.model_copy(update={"target": target, "specs": specs, "model": model})
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+
+
+def parse_config(data: dict, root: Path | str = ".", where: str = "config") -> RunConfig:
+    try:
+        cfg = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {_errors(exc)}") from None
+    return _resolve_paths(cfg, Path(root))
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a TOML run config; raises :class:`ConfigError` with a readable message."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return parse_config(data, path.resolve().parent, str(path))

@@ -1,0 +1,50 @@
+"""Oracle demonstrations in capability envs: the gate-training data of the compose stage.
+
+The oracle probe of ``tracec check`` (gold calls, then a report of every value to communicate) is
+played in each env for a few seeds; successful episodes are written as trajectory JSONL rows
+(``id, env, messages, reward, success, info.tools``), the format ``tracec compose --data`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tracec.targets.messages import STOP
+
+
+def oracle_episode(env_cls: type, seed: int) -> dict:
+    """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
+    from tracec.checks.probes import build_probes
+
+    env = env_cls()
+    _, info = env.reset(seed=seed)
+    tools = info.get("tools") or []
+    box_writes = frozenset(t.name for t in env.capability.all_tools().values() if t.writes)
+    ends = frozenset(env.capability.domain.ends_episode)
+    oracle = next(p for p in build_probes(env.instance, box_writes, ends) if p.name == "oracle")
+    reward, done, last = 0.0, False, info
+    messages = info["messages"]
+    for turn in list(oracle.turns) + [f"Goodbye. {STOP}"] * 2:
+        if done:
+            break
+        _, reward, term, trunc, last = env.step(turn)
+        done = term or trunc
+        messages = last["messages"]
+    bd = last.get("reward_breakdown") or {}
+    return {"id": f"{env.capability.name}/{seed}", "task_id": str(seed),
+            "env": f"tracec/{env.capability.name}-v0", "messages": messages,
+            "reward": float(reward), "success": float(reward) >= 1.0,
+            "info": {"tools": tools, "task": env.instance.task, "reward_breakdown": bd}}
+
+
+def write_demos(env_classes: dict[str, Any], episodes: int, seed: int, path: Path) -> dict:
+    """Oracle rows for every env (``episodes`` seeds each) into ``path``; returns counts."""
+    rows = [oracle_episode(cls, seed + i) for cls in env_classes.values() for i in range(episodes)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, default=str) + "\n")
+    return {"episodes": len(rows), "successful": sum(r["success"] for r in rows),
+            "trajectories": str(path)}

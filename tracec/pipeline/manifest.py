@@ -1,0 +1,74 @@
+"""Per-stage manifests (``RUN_DIR/<stage>/manifest.json``) and input hashing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+MANIFEST = "manifest.json"
+Status = Literal["running", "done", "failed", "skipped"]
+
+
+class StageManifest(BaseModel):
+    """What one stage did: status, the hash of its inputs, outputs, timings and any error."""
+
+    stage: str
+    status: Status
+    inputs_hash: str
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    started: str = ""
+    finished: str = ""
+    seconds: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+    note: str | None = None
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def hash_inputs(*parts: Any) -> str:
+    """sha256 over JSON-serialised parts (order matters)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def hash_files(paths: list[Path]) -> str:
+    """sha256 over the names and contents of files (sorted by name)."""
+    h = hashlib.sha256()
+    for p in sorted(paths, key=lambda p: p.name):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def manifest_path(run_dir: Path, stage: str) -> Path:
+    return run_dir / stage / MANIFEST
+
+
+def read_manifest(run_dir: Path, stage: str) -> StageManifest | None:
+    path = manifest_path(run_dir, stage)
+    if not path.is_file():
+        return None
+    try:
+        return StageManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None  # a torn or foreign file: the stage is treated as not run
+
+
+def write_manifest(run_dir: Path, m: StageManifest) -> Path:
+    path = manifest_path(run_dir, m.stage)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(m.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path

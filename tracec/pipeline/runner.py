@@ -1,0 +1,113 @@
+"""Run the stages in order with manifests: skip unchanged stages, resume unfinished ones."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracec.pipeline import stages as st
+from tracec.pipeline.config import RunConfig
+from tracec.pipeline.manifest import StageManifest, hash_inputs, now, read_manifest, write_manifest
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[st.RunContext, bool], dict]
+    inputs: Callable[[st.RunContext], Any]
+    title: str
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("baseline", st.run_baseline, st.baseline_inputs, "baseline eval (train split)"),
+    Stage("analyze", st.run_analyze, st.analyze_inputs, "analyze failures"),
+    Stage("specs", st.run_specs, st.specs_inputs, "specs"),
+    Stage("compile", st.run_compile, st.compile_inputs, "compile + check"),
+    Stage("train", st.run_train, st.train_inputs, "train adapters"),
+    Stage("compose", st.run_compose, st.compose_inputs, "compose"),
+    Stage("final_eval", st.run_final_eval, st.final_inputs, "final eval (test split)"),
+    Stage("grpo_target", st.run_grpo_target, st.grpo_inputs, "GRPO-on-target baseline"),
+)
+STAGE_NAMES = tuple(s.name for s in STAGES)
+CONFIG_COPY = "run_config.json"
+
+
+class RunError(Exception):
+    """A stage failed; the message names it and the manifest holds the details."""
+
+
+def _lookup(name: str) -> Stage:
+    for s in STAGES:
+        if s.name == name:
+            return s
+    raise ValueError(f"unknown stage {name!r}: stages are {', '.join(STAGE_NAMES)}")
+
+
+def run_pipeline(cfg: RunConfig, run_dir: Path, from_stage: str | None = None,
+                 until: str | None = None, quiet: bool = False,
+                 log: Callable[[str], None] = print) -> list[StageManifest]:
+    """Run (or resume) every stage; returns the manifests. Raises :class:`RunError` on failure."""
+    first = STAGE_NAMES.index(_lookup(from_stage).name) if from_stage else 0
+    last = STAGE_NAMES.index(_lookup(until).name) if until else len(STAGES) - 1
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CONFIG_COPY).write_text(json.dumps(cfg.model_dump(mode="json"), indent=2) + "\n")
+    ctx = st.RunContext(cfg, run_dir, quiet=quiet, log=log)
+    prev_hash = ""
+    done: list[StageManifest] = []
+    for i, stage in enumerate(STAGES[: last + 1]):
+        h = hash_inputs(stage.name, stage.inputs(ctx), prev_hash)
+        old = read_manifest(run_dir, stage.name)
+        forced = i >= first and from_stage is not None
+        if old and not forced and old.inputs_hash == h and old.status in ("done", "skipped"):
+            log(f"[{stage.name}] unchanged, skipped ({old.status})")
+            ctx.outputs[stage.name] = old.outputs
+            done.append(old)
+            prev_hash = h
+            continue
+        resume = bool(old and not forced and old.inputs_hash == h)  # killed or failed: continue
+        if not resume and ctx.dir(stage.name).exists():
+            shutil.rmtree(ctx.dir(stage.name))
+        m = _run_stage(stage, ctx, h, resume, old if resume else None, log)
+        done.append(m)
+        if m.status == "failed":
+            raise RunError(f"stage {stage.name} failed: {m.error}")
+        ctx.outputs[stage.name] = m.outputs
+        prev_hash = h
+    return done
+
+
+def _run_stage(stage: Stage, ctx: st.RunContext, h: str, resume: bool,
+               old: StageManifest | None, log: Callable[[str], None]) -> StageManifest:
+    prior = old.seconds if old else 0.0  # time spent by earlier, unfinished attempts
+    m = StageManifest(stage=stage.name, status="running", inputs_hash=h, started=now(),
+                      attempts=(old.attempts if old else 0) + 1, seconds=prior)
+    write_manifest(ctx.run_dir, m)
+    log(f"[{stage.name}] {stage.title}" + (" (resuming)" if resume else ""))
+    t0 = time.perf_counter()
+    try:
+        outputs = stage.run(ctx, resume)
+        m.status, m.outputs = "done", outputs
+    except st.StageSkipped as exc:
+        m.status, m.note = "skipped", str(exc)
+        log(f"[{stage.name}] skipped: {exc}")
+    except KeyboardInterrupt:
+        m.status, m.error = "failed", "interrupted"
+        m.seconds = round(prior + time.perf_counter() - t0, 2)
+        write_manifest(ctx.run_dir, m)
+        raise
+    except Exception as exc:  # recorded in the manifest and the report, re-raised as RunError
+        m.status = "failed"
+        m.error = f"{type(exc).__name__}: {exc}"
+        (ctx.dir(stage.name) / "error.txt").write_text(traceback.format_exc())
+    m.finished = now()
+    m.seconds = round(prior + time.perf_counter() - t0, 2)
+    write_manifest(ctx.run_dir, m)
+    if m.status == "done":
+        log(f"[{stage.name}] done in {m.seconds:.1f}s")
+    return m

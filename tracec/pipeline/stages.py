@@ -1,0 +1,474 @@
+"""The stages of ``tracec run``: each reads earlier stages' folders and fills its own.
+
+Every stage is ``run(ctx, resume) -> outputs`` (a JSON-able dict recorded in its manifest) plus
+``inputs(ctx)``: the settings it depends on, hashed with the previous stage's hash so that a change
+upstream re-runs everything after it. Stages call the library, never the CLIs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracec.pipeline.config import RunConfig
+from tracec.pipeline.manifest import hash_files
+
+
+class StageSkipped(Exception):
+    """The stage has nothing to do (or is not supported); its message goes into the report."""
+
+
+class StageError(Exception):
+    """A stage failed for a reason the user can act on."""
+
+
+@dataclass
+class RunContext:
+    cfg: RunConfig
+    run_dir: Path
+    quiet: bool = False
+    log: Callable[[str], None] = print
+    outputs: dict[str, dict] = field(default_factory=dict)  # stage -> outputs of finished stages
+
+    def dir(self, stage: str) -> Path:
+        return self.run_dir / stage
+
+    def out(self, stage: str) -> dict:
+        return self.outputs.get(stage) or {}
+
+
+# ---------------------------------------------------------------------------- helpers
+def make_agent_for(ctx: RunContext, spec: str) -> Any:
+    """An agent from a spec, with the run's generation settings."""
+    from tracec.llm.agents import make_agent, parse_agent_spec
+
+    kind, _ = parse_agent_spec(spec)
+    m = ctx.cfg.model
+    if kind in ("local", "composed"):
+        return make_agent(spec, max_new_tokens=m.max_new_tokens, temperature=m.temperature)
+    if kind == "openai":
+        return make_agent(spec, max_tokens=m.max_new_tokens, temperature=m.temperature)
+    return make_agent(spec)
+
+
+def _eval(ctx: RunContext, agent_spec: str, out_dir: Path, split: str, num_tasks: int | None,
+          agent: Any = None, envs: list[str] | None = None) -> dict:
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
+    t = ctx.cfg.target
+    ecfg = EvalConfig(
+        agent=agent_spec, targets=[] if envs else [f"tau2:{t.domain}"], envs=envs or [],
+        split=split, num_tasks=num_tasks, trials=1 if envs else t.trials, user=t.user,
+        tau2_data=t.data_dir, max_turns=t.max_turns, max_errors=t.max_errors,
+        batch_size=t.batch_size, seed=ctx.cfg.seed, out_dir=str(out_dir))
+    summary = run_eval(ecfg, progress=not ctx.quiet,
+                       agent=agent if agent is not None else make_agent_for(ctx, agent_spec))
+    rows = summary["metrics"]
+    overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
+    return {"agent": summary["agent"], "episodes": summary["episodes"],
+            "resumed": summary["resumed"],
+            "pass_rate": overall["pass_rate"] if overall else 0.0,
+            "avg_reward": overall["avg_reward"] if overall else 0.0,
+            "trajectories": summary["trajectories"], "tau2_results": summary["tau2_results"]}
+
+
+def _api_key(env_name: str) -> str | None:
+    return os.environ.get(env_name)
+
+
+# ---------------------------------------------------------------------------- 1. baseline
+def baseline_inputs(ctx: RunContext) -> Any:
+    return {"target": ctx.cfg.target.model_dump(), "agent": ctx.cfg.base_agent(),
+            "model": ctx.cfg.model.model_dump(), "seed": ctx.cfg.seed}
+
+
+def run_baseline(ctx: RunContext, resume: bool) -> dict:
+    """Evaluate the base agent on the target's train split (resumable per episode)."""
+    t = ctx.cfg.target
+    return _eval(ctx, ctx.cfg.base_agent(), ctx.dir("baseline"), t.train_split, t.train_tasks)
+
+
+# ---------------------------------------------------------------------------- 2. analyze
+def analyze_inputs(ctx: RunContext) -> Any:
+    return {"labeler": ctx.cfg.labeler.model_dump(), "thresholds": ctx.cfg.thresholds.model_dump()}
+
+
+def run_analyze(ctx: RunContext, resume: bool) -> dict:
+    """Import the baseline trajectories, label them, aggregate into capabilities.json."""
+    from tracec.analysis.aggregate import Thresholds, aggregate, write_selection
+    from tracec.analysis.candidates import write_candidates
+    from tracec.analysis.importers import load_many, write_jsonl
+    from tracec.analysis.report import coverage_plot
+    from tracec.analysis.runs import write_run
+
+    out = ctx.dir("analyze")
+    sources = ctx.out("baseline").get("tau2_results") or []
+    if not sources:
+        raise StageError("the baseline stage wrote no τ² results to analyze")
+    trajs = load_many(sources)
+    if not trajs:
+        raise StageError("no trajectories in the baseline results")
+    write_jsonl(trajs, out / "trajectories.jsonl")
+    lab = ctx.cfg.labeler
+    if lab.kind == "offline":
+        from tracec.analysis.offline import offline_candidates, offline_run
+
+        candidates = offline_candidates()
+        runs = [offline_run(trajs)]
+    else:
+        from tracec.analysis.llm_labeler import discover, label_runs
+        from tracec.llm.client import ChatClient, LLMError
+
+        client = ChatClient(lab.endpoint, lab.model, api_key=_api_key(lab.api_key_env))
+        try:
+            candidates = discover(client, trajs)
+            runs, _ = label_runs(client, trajs, candidates, runs=lab.runs,
+                                 batch_size=lab.batch_size, concurrency=lab.concurrency,
+                                 cache_dir=out / "cache")
+        except LLMError as exc:
+            raise StageError(f"LLM labeler: {exc}") from None
+    write_candidates(candidates, out / "candidates.json")
+    for r in runs:
+        write_run(r, out / "runs" / f"run_{r.attempt:02d}.json")
+    th = ctx.cfg.thresholds
+    k = th.k if th.k is not None else max(1, -(-4 * len(runs) // 5))
+    thresholds = Thresholds(rho=th.rho, delta=th.delta, k=k)
+    desc = {c.name: c.description for c in candidates}
+    everything = aggregate(runs, desc, thresholds, include_all=True)
+    selected = [e for e in everything if e.passes_consistency]
+    write_selection(selected, out / "capabilities.json")
+    write_selection(everything, out / "capabilities_all.json")
+    failed = sum(1 for t in trajs if not t.success)
+    coverage_plot(everything, failed, out / "coverage.png")
+    return {"trajectories": len(trajs), "failed": failed, "runs": len(runs), "k": k,
+            "selected": [e.skill for e in selected],
+            "capabilities": str(out / "capabilities.json")}
+
+
+# ---------------------------------------------------------------------------- 3. specs
+def _spec_files(directory: str) -> list[Path]:
+    from tracec.compiler.api import find_specs
+
+    path = Path(directory)
+    if not path.is_dir():
+        raise StageError(f"specs.dir {directory} is not a folder")
+    return find_specs([path])
+
+
+def specs_inputs(ctx: RunContext) -> Any:
+    s = ctx.cfg.specs
+    files = _spec_files(s.dir) if s.source == "dir" and Path(s.dir).is_dir() else []
+    return {"specs": s.model_dump(), "files": hash_files(files),
+            "domain": ctx.cfg.target.domain}
+
+
+def choose_specs(spec_caps: dict[str, Path], selected: list[str], mapping: dict[str, str],
+                 train_all: bool) -> dict[str, list[str]]:
+    """Spec capability -> the selected capabilities it serves (every spec when ``train_all``)."""
+    chosen: dict[str, list[str]] = {name: [] for name in spec_caps} if train_all else {}
+    for cap in selected:
+        target = mapping.get(cap, cap)
+        if target in spec_caps:
+            chosen.setdefault(target, []).append(cap)
+    return dict(sorted(chosen.items()))
+
+
+def run_specs(ctx: RunContext, resume: bool) -> dict:
+    """Take specs from a folder (matched to the selection) or propose them with an LLM."""
+    from tracec.compiler.api import compile_file
+
+    s = ctx.cfg.specs
+    out = ctx.dir("specs")
+    out.mkdir(parents=True, exist_ok=True)
+    for f in out.glob("*.tracec"):
+        f.unlink()
+    selected = ctx.out("analyze").get("selected") or []
+    if s.source == "propose":
+        return _propose(ctx, selected, out)
+    spec_caps: dict[str, Path] = {}
+    for path in _spec_files(s.dir):
+        res = compile_file(path)
+        if not res.ok or res.ir is None:
+            raise StageError(f"spec {path} does not compile:\n{res.rendered}")
+        if s.match_domain and res.ir.domain != ctx.cfg.target.domain:
+            continue
+        spec_caps[res.ir.name] = path
+    chosen = choose_specs(spec_caps, selected, s.mapping, s.train_all_specs)
+    unmatched = [c for c in selected if s.mapping.get(c, c) not in spec_caps]
+    for name in chosen:
+        shutil.copy2(spec_caps[name], out / spec_caps[name].name)
+    (out / "selection.json").write_text(json.dumps(
+        {"chosen": chosen, "unmatched": unmatched, "train_all_specs": s.train_all_specs},
+        indent=2) + "\n")
+    return {"specs": sorted(chosen), "serves": chosen, "unmatched": unmatched, "dir": str(out)}
+
+
+def _propose(ctx: RunContext, selected: list[str], out: Path) -> dict:
+    from tracec.analysis.aggregate import load_selection
+    from tracec.analysis.propose import domain_tools_text, load_language_reference, propose_one
+    from tracec.llm.client import ChatClient
+
+    s = ctx.cfg.specs
+    entries = load_selection(Path(ctx.out("analyze")["capabilities"]))
+    client = ChatClient(s.endpoint, s.model, api_key=_api_key(s.api_key_env))
+    lang = load_language_reference(None)
+    tools = domain_tools_text(ctx.cfg.target.domain)
+    chosen, failed = {}, {}
+    for sel in entries:
+        r = propose_one(client, sel, ctx.cfg.target.domain, lang, tools, out, s.max_tries,
+                        s.check_seeds)
+        if r.ok:
+            chosen[sel.skill] = [sel.skill]
+        else:
+            failed[sel.skill] = (r.error or "").splitlines()[0] if r.error else "failed"
+    (out / "selection.json").write_text(json.dumps({"chosen": chosen, "failed": failed}, indent=2))
+    return {"specs": sorted(chosen), "serves": chosen, "unmatched": sorted(failed),
+            "propose_failed": failed, "dir": str(out)}
+
+
+# ---------------------------------------------------------------------------- 4. compile + check
+def compile_inputs(ctx: RunContext) -> Any:
+    return {"check_seeds": ctx.cfg.specs.check_seeds}
+
+
+def run_compile(ctx: RunContext, resume: bool) -> dict:
+    """Compile the chosen specs into ``compile/envs/`` and run the offline checks on each env."""
+    from tracec.checks import run_checks
+    from tracec.compiler.build import plan, write
+
+    specs_dir = Path(ctx.out("specs").get("dir") or ctx.dir("specs"))
+    files = sorted(specs_dir.glob("*.tracec"))
+    out = ctx.dir("compile")
+    envs_dir = out / "envs"
+    if envs_dir.exists():
+        shutil.rmtree(envs_dir)
+    if not files:
+        raise StageSkipped("no specs were chosen, nothing to compile")
+    bp = plan(files, envs_dir)
+    if not bp.ok:
+        raise StageError("specs do not compile:\n" + "\n".join(r.rendered for r in bp.results if not r.ok))
+    write(bp, envs_dir)
+    checks, envs, rejected = {}, {}, {}
+    for r in bp.results:
+        rep = run_checks(r.module, seeds=ctx.cfg.specs.check_seeds)
+        checks[r.ir.name] = rep.to_dict()
+        if rep.passed:
+            envs[r.ir.name] = str(envs_dir / f"{r.ir.name}.py")
+        else:
+            rejected[r.ir.name] = rep.problems
+    (out / "checks.json").write_text(json.dumps(checks, indent=2) + "\n")
+    return {"envs": envs, "rejected": rejected, "checks": str(out / "checks.json")}
+
+
+# ---------------------------------------------------------------------------- 5. train
+def train_inputs(ctx: RunContext) -> Any:
+    return {"train": ctx.cfg.train.model_dump(), "budget": ctx.cfg.budget.model_dump(),
+            "base": ctx.cfg.model.base, "device": ctx.cfg.device, "seed": ctx.cfg.seed}
+
+
+def train_config(ctx: RunContext, env_name: str, n_adapters: int, budget: int | None = None,
+                 index: int = 0):
+    """The TrainConfig of one adapter; a rollout budget caps the steps (at least one).
+
+    Adapter ``index`` gets seed ``seed + index``: distinct LoRA inits and rollout seeds.
+    """
+    from tracec.train.config import TrainConfig
+
+    settings = {"seed": ctx.cfg.seed, **ctx.cfg.train.settings}
+    settings["seed"] += index
+    cfg = TrainConfig(model=ctx.cfg.model.base, env=env_name, device=ctx.cfg.device, **settings)
+    budget = budget if budget is not None else ctx.cfg.budget.train_rollouts
+    if budget is not None:
+        per_step = cfg.group_size * cfg.groups_per_step
+        steps = max(1, budget // (max(1, n_adapters) * per_step))
+        cfg = cfg.model_copy(update={"steps": min(cfg.steps, steps)})
+    return cfg
+
+
+def rollouts_spent(adapter_dir: Path) -> int:
+    """Training episodes recorded in an adapter's metrics.jsonl."""
+    path = adapter_dir / "metrics.jsonl"
+    if not path.is_file():
+        return 0
+    return sum(json.loads(ln).get("episodes", 0) for ln in path.read_text().splitlines() if ln.strip())
+
+
+def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool) -> dict:
+    """Train (or finish, or reuse) one adapter; returns its summary."""
+    from tracec.train.plots import report_training
+    from tracec.train.trainer import GRPOTrainer
+
+    meta_path = out / "tracec.json"
+    if meta_path.is_file():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("config") == config.model_dump(mode="json") and meta.get("steps_done") == config.steps:
+            ctx.log(f"  adapter {env.capability}: already trained, reused")
+            return _adapter_summary(env.capability, out, meta)
+    has_ckpt = (out / "checkpoints" / "last" / "state.json").exists()
+    trainer = GRPOTrainer(config, env, out)
+
+    def on_step(m: dict) -> None:
+        ctx.log(f"  {env.capability} step {m['step']}/{config.steps}: reward {m['reward_mean']:.3f} "
+                f"kept {m['kept_share']:.0%} ({m['step_seconds']:.0f}s)")
+
+    trainer.fit(resume=resume and has_ckpt, on_step=on_step)
+    try:
+        report_training(out)
+    except Exception as exc:  # a plot is nice to have, never fatal
+        ctx.log(f"  (no training plot: {exc})")
+    return _adapter_summary(env.capability, out, json.loads(meta_path.read_text()))
+
+
+def _adapter_summary(cap: str, out: Path, meta: dict) -> dict:
+    return {"capability": cap, "dir": str(out), "steps": meta.get("steps_done"),
+            "final": meta.get("metrics") or {}, "rollouts": rollouts_spent(out),
+            "curves": str(out / "training_curves.png")}
+
+
+def run_train(ctx: RunContext, resume: bool) -> dict:
+    """Train one GRPO LoRA adapter per checked capability env (resumable from checkpoints)."""
+    from tracec.train.envs import resolve_env
+
+    envs = ctx.out("compile").get("envs") or {}
+    names = sorted(envs)[: ctx.cfg.train.max_adapters] if ctx.cfg.train.max_adapters else sorted(envs)
+    if not names:
+        raise StageSkipped("no capability env passed the checks, nothing to train")
+    adapters = {}
+    for i, name in enumerate(names):
+        env = resolve_env(envs[name])
+        config = train_config(ctx, env.name, len(names), index=i)
+        ctx.log(f"training {name}: {config.steps} step(s) × {config.groups_per_step} group(s) × "
+                f"G={config.group_size}")
+        adapters[name] = fit_adapter(ctx, env, config, ctx.dir("train") / name, resume)
+    return {"adapters": adapters, "rollouts": sum(a["rollouts"] for a in adapters.values())}
+
+
+# ---------------------------------------------------------------------------- 6. compose
+def compose_inputs(ctx: RunContext) -> Any:
+    return {"compose": ctx.cfg.compose.model_dump(), "seed": ctx.cfg.seed}
+
+
+def run_compose(ctx: RunContext, resume: bool) -> dict:
+    """Train a token router over the adapters on oracle demonstrations in each capability env."""
+    from tracec.pipeline.demos import write_demos
+    from tracec.train.envs import resolve_env
+    from tracec.train.moe import build_composed
+    from tracec.train.moe_train import (ComposeTrainConfig, encode_all, evaluate_ce,
+                                        read_trajectories, select_successful, split, train_gates)
+
+    c = ctx.cfg.compose
+    adapters = ctx.out("train").get("adapters") or {}
+    if not c.enabled:
+        raise StageSkipped("composition disabled in the config (compose.enabled = false)")
+    if not adapters:
+        raise StageSkipped("no adapters were trained, nothing to compose")
+    out = ctx.dir("compose")
+    envs = ctx.out("compile")["envs"]
+    classes = {n: resolve_env(envs[n]).factory for n in sorted(adapters)}
+    demos = write_demos(classes, c.demo_episodes, ctx.cfg.seed, out / "demos.jsonl")
+    rows = read_trajectories([demos["trajectories"]])
+    good = select_successful(rows)
+    if not good:
+        raise StageError(f"none of the {len(rows)} oracle demonstrations succeeded; no gate data")
+    tcfg = ComposeTrainConfig(epochs=c.epochs, max_steps=c.max_steps, batch_size=c.batch_size,
+                              lr=c.lr, alpha=c.alpha, max_length=c.max_length, seed=ctx.cfg.seed)
+    cm = build_composed([adapters[n]["dir"] for n in sorted(adapters)], base=None, top_k=c.top_k,
+                        device=ctx.cfg.device)
+    tok = cm._require_tokenizer()
+    examples, skipped = encode_all(tok, good, c.max_length)
+    if not examples:
+        raise StageError(f"every demonstration is longer than compose.max_length={c.max_length}")
+    train_set, held = split(examples, c.holdout, ctx.cfg.seed)
+    model_dir = out / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    with open(model_dir / "metrics.jsonl", "w", encoding="utf-8") as fh:
+        metrics, stats = train_gates(cm, train_set, tcfg, tok.pad_token_id,
+                                     lambda row: fh.write(json.dumps(row) + "\n"))
+    cm.config = cm.config.model_copy(update={"routing": c.routing, "training": {
+        **tcfg.model_dump(), "data": [demos["trajectories"]], "trajectories": len(train_set),
+        "held_out": len(held), "steps": len(metrics)}})
+    cm.save(model_dir)
+    routing = stats.to_json()
+    (model_dir / "routing.json").write_text(json.dumps(routing, indent=2) + "\n")
+    eval_set = held or train_set
+    ce = {"composed": evaluate_ce(cm, eval_set, tok.pad_token_id, c.batch_size)}
+    for slot, name in enumerate(cm.slots):
+        ce[name] = evaluate_ce(cm, eval_set, tok.pad_token_id, c.batch_size, force=slot)
+    return {"dir": str(model_dir), "steps": len(metrics), "demos": demos["episodes"],
+            "demos_used": len(examples), "skipped_long": skipped, "routing": routing, "ce": ce,
+            "slots": list(cm.slots)}
+
+
+# ---------------------------------------------------------------------------- 7. final eval
+def final_inputs(ctx: RunContext) -> Any:
+    return {"final_eval": ctx.cfg.final_eval.model_dump(), "target": ctx.cfg.target.model_dump()}
+
+
+def final_agents(ctx: RunContext) -> list[tuple[str, str]]:
+    """``(label, agent spec)`` of every model the final eval compares."""
+    fe = ctx.cfg.final_eval
+    out = []
+    if fe.base:
+        out.append(("base", ctx.cfg.base_agent()))
+    if fe.adapters:
+        for cap, a in sorted((ctx.out("train").get("adapters") or {}).items()):
+            out.append((f"adapter-{cap}", ctx.cfg.adapter_agent(a["dir"], cap)))
+    if fe.composed and ctx.out("compose").get("dir"):
+        out.append(("composed", f"composed:{ctx.out('compose')['dir']}"))
+    return out
+
+
+def run_final_eval(ctx: RunContext, resume: bool) -> dict:
+    """Evaluate base, each adapter and the composed model on the target's test split."""
+    t = ctx.cfg.target
+    results = {}
+    for label, spec in final_agents(ctx):
+        ctx.log(f"final eval: {label}")
+        results[label] = _eval(ctx, spec, ctx.dir("final_eval") / label, t.test_split, t.test_tasks)
+    if not results:
+        raise StageSkipped("final_eval selects no model")
+    return {"results": results}
+
+
+# ---------------------------------------------------------------------------- 8. GRPO baseline
+def grpo_inputs(ctx: RunContext) -> Any:
+    return {"baseline": ctx.cfg.baseline.model_dump(), "train": ctx.cfg.train.model_dump(),
+            "budget": ctx.cfg.budget.model_dump()}
+
+
+def run_grpo_target(ctx: RunContext, resume: bool) -> dict:
+    """GRPO on the τ² target's train split with the adapters' rollout budget, then a test eval."""
+    from tracec.train.envs import EnvTarget
+
+    if not ctx.cfg.baseline.grpo_on_target:
+        raise StageSkipped("GRPO on the target is off (baseline.grpo_on_target = false)")
+    from tracec.targets import data as tdata
+    from tracec.targets.tau2 import Tau2Env
+    from tracec.targets.users import make_user_factory
+    from tracec.targets.world import load_world
+
+    t = ctx.cfg.target
+    world = load_world(t.domain, t.data_dir)
+    tasks = tdata.select_tasks(tdata.resolve_data_dir(t.data_dir), t.domain, t.train_split, None,
+                               t.train_tasks)
+    user = make_user_factory(t.user)
+    ids = [x.id for x in tasks]
+    env = EnvTarget(f"tau2:{t.domain}", "tau2_target",
+                    lambda: Tau2Env(world=world, task_ids=ids, user=user, max_turns=t.max_turns,
+                                    max_errors=t.max_errors))
+    budget = ctx.cfg.budget.train_rollouts or ctx.out("train").get("rollouts") or None
+    config = train_config(ctx, env.name, 1, budget)
+    out = ctx.dir("grpo_target")
+    try:
+        adapter = fit_adapter(ctx, env, config, out / "adapter", resume)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise StageSkipped(f"not supported yet: the trainer cannot train on the τ² target env "
+                           f"({type(exc).__name__}: {exc})") from None
+    spec = ctx.cfg.adapter_agent(adapter["dir"], "tau2_target")
+    result = _eval(ctx, spec, out / "eval", t.test_split, t.test_tasks)
+    return {"adapter": adapter, "rollouts": adapter["rollouts"], "budget": budget, "eval": result}
