@@ -51,7 +51,18 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     weekdays = v["weekdays"]
     p = phone[0]
     owner = next((x for x in people if x["is_self"]), None)
-    m = rt.pick(rng, [x for x in chats if x["sender_person_id"] is not None and x["sender_person_id"] != owner["person_id"] and x["creation_timestamp"] > p["now"] - 8 * 86400])
+    m = rt.pick(
+        rng,
+        [
+            x
+            for x in chats
+            if (
+                x["sender_person_id"] is not None
+                and x["sender_person_id"] != owner["person_id"]
+                and x["creation_timestamp"] > p["now"] - 8 * 86400
+            )
+        ],
+    )
     s = next((x for x in people if x["person_id"] == m["sender_person_id"]), None)
     ts = m["creation_timestamp"]
     mday = int(ts // 86400)
@@ -79,10 +90,21 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "message",
         m,
-        {"content": "Are you free on " + rt.pick(rng, weekdays) + "?", "creation_timestamp": ts - rt.randint(rng, 1, 3) * 86400 - rt.randint(rng, 1, 9) * 3600},
+        {
+            "content": "Are you free on " + rt.pick(rng, weekdays) + "?",
+            "creation_timestamp": (
+                ts
+                - rt.randint(rng, 1, 3) * 86400
+                - rt.randint(rng, 1, 9) * 3600
+            ),
+        },
     )
     # distractor `weekday_guess`
-    user_text += " " + rt.text("I think that message came in on a ", weekdays[(mday + rt.randint(rng, 1, 6)) % 7], ".")
+    user_text += " " + rt.text(
+        "I think that message came in on a ",
+        weekdays[(mday + rt.randint(rng, 1, 6)) % 7],
+        ".",
+    )
     return TaskInstance(
         task="reminder_after_message",
         user=user_text,
@@ -90,13 +112,24 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("search_contacts", {"name": s["name"]}),
             Call("search_messages", {"sender_person_id": s["person_id"]}),
             Call("timestamp_to_datetime_info", {"timestamp": ts}),
-            Call("shift_timestamp", {"timestamp": ts, "days": n, "hours": hh - int(ts % 86400 // 3600), "minutes": -int(ts % 3600 // 60), "seconds": -int(ts % 60)}),
+            Call("shift_timestamp", {
+                "timestamp": ts,
+                "days": n,
+                "hours": hh - int(ts % 86400 // 3600),
+                "minutes": -int(ts % 3600 // 60),
+                "seconds": -int(ts % 60),
+            }),
             Call("add_reminder", {"content": label, "reminder_timestamp": due}),
         ],
         communicate={"wd": wd},
         forbid=[Call("add_reminder", {"content": label, "reminder_timestamp": ts + n * 86400})],
         replies=[],
-        hint="Shift the message's creation timestamp by the days, then set the clock time: subtract its own hour/minute/second (from timestamp_to_datetime_info) and add the requested hour. Read the weekday from timestamp_to_datetime_info of the result (isoweekday 1 = Monday).",
+        hint=(
+            "Shift the message's creation timestamp by the days, then set the clock time: subtract "
+            "its own hour/minute/second (from timestamp_to_datetime_info) and add the requested "
+            "hour. Read the weekday from timestamp_to_datetime_info of the result (isoweekday 1 = "
+            "Monday)."
+        ),
         values={
             "p": p,
             "owner": owner,
@@ -118,8 +151,26 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `which_due_first` (spec line 52)."""
     notes = v["notes"]
-    a = rt.pick(rng, [x for x in notes if sum(1 for y in notes if y["content"] == x["content"]) == 1])
-    b = rt.pick(rng, [x for x in notes if x["content"] != a["content"] and x["reminder_timestamp"] != a["reminder_timestamp"] and sum(1 for y in notes if y["content"] == x["content"]) == 1])
+    a = rt.pick(
+        rng,
+        [
+            x
+            for x in notes
+            if sum(1 for y in notes if y["content"] == x["content"]) == 1
+        ],
+    )
+    b = rt.pick(
+        rng,
+        [
+            x
+            for x in notes
+            if (
+                x["content"] != a["content"]
+                and x["reminder_timestamp"] != a["reminder_timestamp"]
+                and sum(1 for y in notes if y["content"] == x["content"]) == 1
+            )
+        ],
+    )
     early = a if a["reminder_timestamp"] < b["reminder_timestamp"] else b
     gap = abs(a["reminder_timestamp"] - b["reminder_timestamp"]) // 3600
     user_text = rt.text(
@@ -136,22 +187,35 @@ def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "reminder",
         b,
-        {"content": b["content"] + " for mom", "reminder_timestamp": b["reminder_timestamp"] - rt.randint(rng, 1, 30) * 3600},
+        {
+            "content": b["content"] + " for mom",
+            "reminder_timestamp": b["reminder_timestamp"] - rt.randint(rng, 1, 30) * 3600,
+        },
     )
     # distractor `gap_guess`
-    user_text += " " + rt.text("I have a feeling they're about ", gap + rt.randint(rng, 1, 3) * 24, " hours apart.")
+    user_text += " " + rt.text(
+        "I have a feeling they're about ",
+        gap + rt.randint(rng, 1, 3) * 24,
+        " hours apart.",
+    )
     return TaskInstance(
         task="which_due_first",
         user=user_text,
         gold=[
             Call("search_reminder", {"content": a["content"]}),
             Call("search_reminder", {"content": b["content"]}),
-            Call("timestamp_diff", {"timestamp_0": a["reminder_timestamp"], "timestamp_1": b["reminder_timestamp"]}),
+            Call("timestamp_diff", {
+                "timestamp_0": a["reminder_timestamp"],
+                "timestamp_1": b["reminder_timestamp"],
+            }),
         ],
         communicate={"early.content": early["content"], "gap": gap},
         forbid=[Call("remove_reminder", {"reminder_id": early["reminder_id"]})],
         replies=[],
-        hint="timestamp_diff returns whole days plus leftover seconds: hours = days * 24 + seconds / 3600. Only answer; do not change the reminders.",
+        hint=(
+            "timestamp_diff returns whole days plus leftover seconds: hours = days * 24 + seconds "
+            "/ 3600. Only answer; do not change the reminders."
+        ),
         values={
             "a": a,
             "b": b,
@@ -171,9 +235,27 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     weekdays = v["weekdays"]
     p = phone[0]
     owner = next((x for x in people if x["is_self"]), None)
-    m = rt.pick(rng, [x for x in chats if x["sender_person_id"] is not None and x["sender_person_id"] != owner["person_id"] and x["creation_timestamp"] < p["now"] - 2 * 86400])
+    m = rt.pick(
+        rng,
+        [
+            x
+            for x in chats
+            if (
+                x["sender_person_id"] is not None
+                and x["sender_person_id"] != owner["person_id"]
+                and x["creation_timestamp"] < p["now"] - 2 * 86400
+            )
+        ],
+    )
     s = next((x for x in people if x["person_id"] == m["sender_person_id"]), None)
-    other = rt.pick(rng, [x for x in people if not x["is_self"] and x["person_id"] != s["person_id"]])
+    other = rt.pick(
+        rng,
+        [
+            x
+            for x in people
+            if not x["is_self"] and x["person_id"] != s["person_id"]
+        ],
+    )
     wd = weekdays[int(m["creation_timestamp"] // 86400) % 7]
     ago = (p["now"] - m["creation_timestamp"]) // 86400
     user_text = rt.text(
@@ -190,7 +272,11 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "message",
         m,
-        {"sender_person_id": other["person_id"], "sender_phone_number": other["phone_number"], "creation_timestamp": m["creation_timestamp"] - rt.randint(rng, 1, 3) * 86400},
+        {
+            "sender_person_id": other["person_id"],
+            "sender_phone_number": other["phone_number"],
+            "creation_timestamp": m["creation_timestamp"] - rt.randint(rng, 1, 3) * 86400,
+        },
     )
     return TaskInstance(
         task="message_weekday",
@@ -200,12 +286,19 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("search_messages", {"sender_person_id": s["person_id"]}),
             Call("timestamp_to_datetime_info", {"timestamp": m["creation_timestamp"]}),
             Call("get_current_timestamp", {}),
-            Call("timestamp_diff", {"timestamp_0": m["creation_timestamp"], "timestamp_1": p["now"]}),
+            Call("timestamp_diff", {
+                "timestamp_0": m["creation_timestamp"],
+                "timestamp_1": p["now"],
+            }),
         ],
         communicate={"wd": wd, "ago": ago},
         forbid=[],
         replies=[],
-        hint="Find the message from that sender, read its weekday with timestamp_to_datetime_info (isoweekday 1 = Monday ... 7 = Sunday), and count days with timestamp_diff against get_current_timestamp.",
+        hint=(
+            "Find the message from that sender, read its weekday with timestamp_to_datetime_info "
+            "(isoweekday 1 = Monday ... 7 = Sunday), and count days with timestamp_diff against "
+            "get_current_timestamp."
+        ),
         values={
             "p": p,
             "owner": owner,
@@ -226,7 +319,14 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     notes = v["notes"]
     weekdays = v["weekdays"]
     p = phone[0]
-    r = rt.pick(rng, [x for x in notes if sum(1 for y in notes if y["content"] == x["content"]) == 1])
+    r = rt.pick(
+        rng,
+        [
+            x
+            for x in notes
+            if sum(1 for y in notes if y["content"] == x["content"]) == 1
+        ],
+    )
     d = rt.randint(rng, 2, 4)
     hrs = rt.randint(rng, 1, 5)
     due = r["reminder_timestamp"] + d * 86400 + hrs * 3600
@@ -241,22 +341,40 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         " hours. What day of the week will it be due then?",
     )
     # distractor `weekday_claim`
-    user_text += " " + rt.text("It's currently set for ", weekdays[(int(r["reminder_timestamp"] // 86400) + rt.randint(rng, 1, 6)) % 7], ", I believe.")
+    user_text += " " + rt.text(
+        "It's currently set for ",
+        weekdays[(int(r["reminder_timestamp"] // 86400) + rt.randint(rng, 1, 6)) % 7],
+        ", I believe.",
+    )
     return TaskInstance(
         task="push_reminder",
         user=user_text,
         gold=[
             Call("search_reminder", {"content": r["content"]}),
-            Call("shift_timestamp", {"timestamp": r["reminder_timestamp"], "days": d, "hours": hrs}),
-            Call("modify_reminder", {"reminder_id": r["reminder_id"], "reminder_timestamp": due}),
+            Call("shift_timestamp", {
+                "timestamp": r["reminder_timestamp"],
+                "days": d,
+                "hours": hrs,
+            }),
+            Call("modify_reminder", {
+                "reminder_id": r["reminder_id"],
+                "reminder_timestamp": due,
+            }),
             Call("timestamp_to_datetime_info", {"timestamp": due}),
         ],
         communicate={"wd": wd},
         forbid=[
-            Call("modify_reminder", {"reminder_id": r["reminder_id"], "reminder_timestamp": r["reminder_timestamp"] - d * 86400 - hrs * 3600}),
+            Call("modify_reminder", {
+                "reminder_id": r["reminder_id"],
+                "reminder_timestamp": r["reminder_timestamp"] - d * 86400 - hrs * 3600,
+            }),
         ],
         replies=[],
-        hint='"Push back" means later: shift the reminder\'s current timestamp forward with shift_timestamp, modify it with the result, and read the weekday with timestamp_to_datetime_info.',
+        hint=(
+            '"Push back" means later: shift the reminder\'s current timestamp forward with '
+            "shift_timestamp, modify it with the result, and read the weekday with "
+            "timestamp_to_datetime_info."
+        ),
         values={"p": p, "r": r, "d": d, "hrs": hrs, "due": due, "wd": wd, "_communicate": [wd]},
         distractors=("weekday_claim",),
     )
@@ -287,7 +405,10 @@ RULES = (
 
 CAPABILITY = Capability(
     name="datetime_reasoning",
-    description="Decode, shift and compare timestamps with the date/time tools, act on the exact time, and report it.",
+    description=(
+        "Decode, shift and compare timestamps with the date/time tools, act on the exact time, and "
+        "report it."
+    ),
     domain=DOMAIN,
     max_turns=14,
     build_world=build_world,
@@ -299,7 +420,11 @@ CAPABILITY = Capability(
     ),
     rules=RULES,
     tools=(),
-    hint="Never do date arithmetic in your head: read the record's timestamp, convert it with timestamp_to_datetime_info, move it with shift_timestamp, compare with timestamp_diff (days plus seconds), and use the tool's result verbatim.",
+    hint=(
+        "Never do date arithmetic in your head: read the record's timestamp, convert it with "
+        "timestamp_to_datetime_info, move it with shift_timestamp, compare with timestamp_diff "
+        "(days plus seconds), and use the tool's result verbatim."
+    ),
     spec_path="specs/datetime_reasoning.tracec",
     spec_sha256="2611ec99a91532d3ed93847ba71f72efe522780b752ccd7713cf4bb5b3e514c4",
 )

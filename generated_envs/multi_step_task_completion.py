@@ -31,15 +31,42 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
     me = rt.spawn(rng, DOMAIN, db, "user", 1, me_fields)
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = ["2024-05-14T16", "2024-05-14T21", "2024-05-15T08", "2024-05-15T13", "2024-05-14T09", "2024-05-13T18", "2024-05-10T11", "2024-05-03T15"]
+    booked = [
+        "2024-05-14T16",
+        "2024-05-14T21",
+        "2024-05-15T08",
+        "2024-05-15T13",
+        "2024-05-14T09",
+        "2024-05-13T18",
+        "2024-05-10T11",
+        "2024-05-03T15",
+    ]
 
     def eco_fields() -> dict:
         return {
             "user_id": rt.pick(rng, me)["user_id"],
             "flight_type": "one_way",
             "cabin": "economy",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["economy"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["economy"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
             "total_baggages": rt.randint(rng, 0, 4),
         }
 
@@ -50,8 +77,26 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             "user_id": rt.pick(rng, me)["user_id"],
             "flight_type": "one_way",
             "cabin": "business",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["business"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["business"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
             "total_baggages": rt.randint(rng, 0, 4),
         }
 
@@ -62,8 +107,26 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             "user_id": rt.pick(rng, me)["user_id"],
             "flight_type": "one_way",
             "cabin": "basic_economy",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["basic_economy"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["basic_economy"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
             "total_baggages": rt.randint(rng, 0, 4),
         }
 
@@ -74,7 +137,11 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), others_fields)
-    allow = {"regular": {"basic_economy": 0, "economy": 1, "business": 2}, "silver": {"basic_economy": 1, "economy": 2, "business": 3}, "gold": {"basic_economy": 2, "economy": 3, "business": 4}}
+    allow = {
+        "regular": {"basic_economy": 0, "economy": 1, "business": 2},
+        "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+        "gold": {"basic_economy": 2, "economy": 3, "business": 4},
+    }
     return {
         "users": users,
         "me": me,
@@ -96,18 +163,60 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     others = v["others"]
     allow = v["allow"]
     owner = me[0]
-    card = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "credit_card"])
-    rc = rt.pick(rng, [x for x in mine if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"])
+    card = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "credit_card"
+        ],
+    )
+    rc = rt.pick(
+        rng,
+        [
+            x
+            for x in mine
+            if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
+        ],
+    )
     refund = sum(p["amount"] for p in rc["payment_history"])
-    rb = rt.pick(rng, [x for x in mine if x != rc and allow[owner["membership"]][x["cabin"]] * len(x["passengers"]) - x["total_baggages"] + x["nonfree_baggages"] <= 1])
-    room = max(0, allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"]) - rb["total_baggages"] + rb["nonfree_baggages"])
+    rb = rt.pick(
+        rng,
+        [
+            x
+            for x in mine
+            if (
+                x != rc
+                and (
+                    allow[owner["membership"]][x["cabin"]] * len(x["passengers"])
+                    - x["total_baggages"]
+                    + x["nonfree_baggages"]
+                ) <= 1
+            )
+        ],
+    )
+    room = max(
+        0,
+        (
+            allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
+            - rb["total_baggages"]
+            + rb["nonfree_baggages"]
+        ),
+    )
     extra = rt.randint(rng, room + 1, 3)
     paid = rb["nonfree_baggages"] + extra - room
     fee = 50 * (extra - room)
     rp = rt.pick(rng, [x for x in mine if x != rc and x != rb])
     who = rt.pick(rng, rp["passengers"])
     newlast = rt.last_name(rng)
-    fixed = [({"first_name": p["first_name"], "last_name": newlast, "dob": p["dob"]} if p == who else p) for p in rp["passengers"]]
+    fixed = [
+        (
+            {"first_name": p["first_name"], "last_name": newlast, "dob": p["dob"]}
+            if p == who
+            else p
+        )
+        for p in rp["passengers"]
+    ]
     user_text = rt.text(
         "Hi, I'm ",
         owner["user_id"],
@@ -130,7 +239,11 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ". What is my refund and what do the bags cost?",
     )
     # distractor `stranger`
-    user_text += " " + rt.text("My colleague ", others[0]["user_id"], " shares some trips with me; please leave their bookings alone.")
+    user_text += " " + rt.text(
+        "My colleague ",
+        others[0]["user_id"],
+        " shares some trips with me; please leave their bookings alone.",
+    )
     return TaskInstance(
         task="cancel_bags_rename",
         user=user_text,
@@ -138,9 +251,17 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
             Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
             Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {"reservation_id": rb["reservation_id"], "total_baggages": rb["total_baggages"] + extra, "nonfree_baggages": paid, "payment_id": card}),
+            Call("update_reservation_baggages", {
+                "reservation_id": rb["reservation_id"],
+                "total_baggages": rb["total_baggages"] + extra,
+                "nonfree_baggages": paid,
+                "payment_id": card,
+            }),
             Call("get_reservation_details", {"reservation_id": rp["reservation_id"]}),
-            Call("update_reservation_passengers", {"reservation_id": rp["reservation_id"], "passengers": fixed}),
+            Call("update_reservation_passengers", {
+                "reservation_id": rp["reservation_id"],
+                "passengers": fixed,
+            }),
         ],
         communicate={"refund": refund, "fee": fee},
         forbid=[
@@ -148,7 +269,12 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("cancel_reservation", {"reservation_id": rp["reservation_id"]}),
         ],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, please go ahead with all of it.")],
-        hint="Three changes: cancel, bags, passenger name. Bags: the user's membership and the cabin give free bags per passenger, minus the free bags already used (total minus non-free); every added bag beyond that is non-free and costs 50 dollars. Report the refund (sum of the cancelled reservation's payments) and the bag fee.",
+        hint=(
+            "Three changes: cancel, bags, passenger name. Bags: the user's membership and the "
+            "cabin give free bags per passenger, minus the free bags already used (total minus "
+            "non-free); every added bag beyond that is non-free and costs 50 dollars. Report the "
+            "refund (sum of the cancelled reservation's payments) and the bag fee."
+        ),
         values={
             "owner": owner,
             "card": card,
@@ -176,13 +302,55 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     others = v["others"]
     allow = v["allow"]
     owner = me[0]
-    card = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "credit_card"])
-    rc = rt.pick(rng, [x for x in mine if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"])
+    card = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "credit_card"
+        ],
+    )
+    rc = rt.pick(
+        rng,
+        [
+            x
+            for x in mine
+            if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
+        ],
+    )
     refund = sum(p["amount"] for p in rc["payment_history"])
-    ra = rt.pick(rng, [x for x in mine if x != rc and allow[owner["membership"]][x["cabin"]] * len(x["passengers"]) - x["total_baggages"] + x["nonfree_baggages"] <= 1])
+    ra = rt.pick(
+        rng,
+        [
+            x
+            for x in mine
+            if (
+                x != rc
+                and (
+                    allow[owner["membership"]][x["cabin"]] * len(x["passengers"])
+                    - x["total_baggages"]
+                    + x["nonfree_baggages"]
+                ) <= 1
+            )
+        ],
+    )
     rb = rt.pick(rng, [x for x in mine if x != rc and x != ra])
-    room_a = max(0, allow[owner["membership"]][ra["cabin"]] * len(ra["passengers"]) - ra["total_baggages"] + ra["nonfree_baggages"])
-    room_b = max(0, allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"]) - rb["total_baggages"] + rb["nonfree_baggages"])
+    room_a = max(
+        0,
+        (
+            allow[owner["membership"]][ra["cabin"]] * len(ra["passengers"])
+            - ra["total_baggages"]
+            + ra["nonfree_baggages"]
+        ),
+    )
+    room_b = max(
+        0,
+        (
+            allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
+            - rb["total_baggages"]
+            + rb["nonfree_baggages"]
+        ),
+    )
     add_a = rt.randint(rng, room_a + 1, 3)
     add_b = rt.randint(rng, 1, 3)
     paid_a = ra["nonfree_baggages"] + add_a - room_a
@@ -208,15 +376,29 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     # distractor `lump`
     user_text += " " + "I think the bags are free for me anyway."
     # distractor `stranger`
-    user_text += " " + rt.text("My colleague ", others[0]["user_id"], " shares some trips with me; please leave their bookings alone.")
+    user_text += " " + rt.text(
+        "My colleague ",
+        others[0]["user_id"],
+        " shares some trips with me; please leave their bookings alone.",
+    )
     return TaskInstance(
         task="bags_on_two_then_cancel",
         user=user_text,
         gold=[
             Call("get_reservation_details", {"reservation_id": ra["reservation_id"]}),
-            Call("update_reservation_baggages", {"reservation_id": ra["reservation_id"], "total_baggages": ra["total_baggages"] + add_a, "nonfree_baggages": paid_a, "payment_id": card}),
+            Call("update_reservation_baggages", {
+                "reservation_id": ra["reservation_id"],
+                "total_baggages": ra["total_baggages"] + add_a,
+                "nonfree_baggages": paid_a,
+                "payment_id": card,
+            }),
             Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {"reservation_id": rb["reservation_id"], "total_baggages": rb["total_baggages"] + add_b, "nonfree_baggages": paid_b, "payment_id": card}),
+            Call("update_reservation_baggages", {
+                "reservation_id": rb["reservation_id"],
+                "total_baggages": rb["total_baggages"] + add_b,
+                "nonfree_baggages": paid_b,
+                "payment_id": card,
+            }),
             Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
             Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
         ],
@@ -226,7 +408,12 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),
         ],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, go ahead with everything.")],
-        hint="Two bag updates and one cancellation. For each bag update, count the free bags (membership and cabin, per passenger); only bags beyond the free ones not yet used (total minus non-free) are non-free at 50 dollars each. Report the sum of both bag fees and the refund.",
+        hint=(
+            "Two bag updates and one cancellation. For each bag update, count the free bags "
+            "(membership and cabin, per passenger); only bags beyond the free ones not yet used "
+            "(total minus non-free) are non-free at 50 dollars each. Report the sum of both bag "
+            "fees and the refund."
+        ),
         values={
             "owner": owner,
             "card": card,
@@ -254,18 +441,49 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     others = v["others"]
     allow = v["allow"]
     owner = me[0]
-    card = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "credit_card"])
-    rb = rt.pick(rng, [x for x in mine if allow[owner["membership"]][x["cabin"]] * len(x["passengers"]) - x["total_baggages"] + x["nonfree_baggages"] <= 1])
+    card = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "credit_card"
+        ],
+    )
+    rb = rt.pick(
+        rng,
+        [
+            x
+            for x in mine
+            if (
+                allow[owner["membership"]][x["cabin"]] * len(x["passengers"])
+                - x["total_baggages"]
+                + x["nonfree_baggages"]
+            ) <= 1
+        ],
+    )
     pair = rt.sample(rng, [x for x in mine if x != rb], 2, 2)
     r1 = pair[0]
     r2 = pair[1]
     lead = r1["passengers"][0]
     newlast = rt.last_name(rng)
-    fixed1 = [{"first_name": lead["first_name"], "last_name": newlast, "dob": lead["dob"]}] + [p for p in r1["passengers"] if p != lead]
+    fixed1 = (
+        [{"first_name": lead["first_name"], "last_name": newlast, "dob": lead["dob"]}]
+        + [p for p in r1["passengers"] if p != lead]
+    )
     last2 = r2["passengers"][len(r2["passengers"]) - 1]
     newdob = rt.date_between(rng, "1960-01-01", "2004-12-31")
-    fixed2 = [p for p in r2["passengers"] if p != last2] + [{"first_name": last2["first_name"], "last_name": last2["last_name"], "dob": newdob}]
-    room = max(0, allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"]) - rb["total_baggages"] + rb["nonfree_baggages"])
+    fixed2 = (
+        [p for p in r2["passengers"] if p != last2]
+        + [{"first_name": last2["first_name"], "last_name": last2["last_name"], "dob": newdob}]
+    )
+    room = max(
+        0,
+        (
+            allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
+            - rb["total_baggages"]
+            + rb["nonfree_baggages"]
+        ),
+    )
     extra = rt.randint(rng, room + 1, 3)
     paid = rb["nonfree_baggages"] + extra - room
     fee = 50 * (extra - room)
@@ -295,22 +513,41 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         " and tell me what that costs.",
     )
     # distractor `stranger`
-    user_text += " " + rt.text("My colleague ", others[0]["user_id"], " shares some trips with me; please leave their bookings alone.")
+    user_text += " " + rt.text(
+        "My colleague ",
+        others[0]["user_id"],
+        " shares some trips with me; please leave their bookings alone.",
+    )
     return TaskInstance(
         task="fix_two_and_bags",
         user=user_text,
         gold=[
             Call("get_reservation_details", {"reservation_id": r1["reservation_id"]}),
-            Call("update_reservation_passengers", {"reservation_id": r1["reservation_id"], "passengers": fixed1}),
+            Call("update_reservation_passengers", {
+                "reservation_id": r1["reservation_id"],
+                "passengers": fixed1,
+            }),
             Call("get_reservation_details", {"reservation_id": r2["reservation_id"]}),
-            Call("update_reservation_passengers", {"reservation_id": r2["reservation_id"], "passengers": fixed2}),
+            Call("update_reservation_passengers", {
+                "reservation_id": r2["reservation_id"],
+                "passengers": fixed2,
+            }),
             Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {"reservation_id": rb["reservation_id"], "total_baggages": rb["total_baggages"] + extra, "nonfree_baggages": paid, "payment_id": card}),
+            Call("update_reservation_baggages", {
+                "reservation_id": rb["reservation_id"],
+                "total_baggages": rb["total_baggages"] + extra,
+                "nonfree_baggages": paid,
+                "payment_id": card,
+            }),
         ],
         communicate={"fee": fee},
         forbid=[Call("cancel_reservation", None)],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, please make all three changes.")],
-        hint="Three changes on three reservations: two passenger corrections (keep every passenger, in order, and change only the named field) and one bag update. Report the bag fee: 50 dollars per added bag beyond the free bags still unused.",
+        hint=(
+            "Three changes on three reservations: two passenger corrections (keep every passenger, "
+            "in order, and change only the named field) and one bag update. Report the bag fee: 50 "
+            "dollars per added bag beyond the free bags still unused."
+        ),
         values={
             "owner": owner,
             "card": card,
@@ -357,7 +594,10 @@ RULES = (
 
 CAPABILITY = Capability(
     name="multi_step_task_completion",
-    description="Carry out every part of a compound airline request (cancel, add bags, fix passengers across several reservations) and report the amounts.",
+    description=(
+        "Carry out every part of a compound airline request (cancel, add bags, fix passengers "
+        "across several reservations) and report the amounts."
+    ),
     domain=DOMAIN,
     max_turns=20,
     build_world=build_world,
@@ -368,7 +608,11 @@ CAPABILITY = Capability(
     ),
     rules=RULES,
     tools=(),
-    hint="List every change the user asked for and work through them one by one: read each reservation, make each change, and only then report the refund and fees. Do not stop after the first change.",
+    hint=(
+        "List every change the user asked for and work through them one by one: read each "
+        "reservation, make each change, and only then report the refund and fees. Do not stop "
+        "after the first change."
+    ),
     spec_path="specs/multi_step_task_completion.tracec",
     spec_sha256="50f34be645c4e87181a435121598d35a468dfb0aa2c8300a56cb0c799a80dcd3",
 )

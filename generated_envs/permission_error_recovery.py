@@ -30,16 +30,48 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def phone_fields() -> dict:
         return {
             "low_battery_mode": False,
-            "now": rt.days_between("1970-01-01", today) * 86400 + rt.randint(rng, 8, 19) * 3600 + rt.randint(rng, 0, 11) * 300,
+            "now": (
+                rt.days_between("1970-01-01", today) * 86400
+                + rt.randint(rng, 8, 19) * 3600
+                + rt.randint(rng, 0, 11) * 300
+            ),
         }
 
     phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
     people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))
     chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 5, 9))
     notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 3, 6))
-    texts = ["Running about " + str(rt.randint(rng, 5, 25)) + " minutes late, sorry!", "Can you pick up the kids at " + str(rt.randint(rng, 3, 5)) + ":30 today?", "The meeting moved to room " + str(rt.randint(rng, 101, 420)) + ".", "I left the spare key under the blue pot.", "Dinner is at " + str(rt.randint(rng, 6, 8)) + "pm, see you there.", "Please call me back when you can, it's about the lease.", "Landed safely, taking a cab now.", "Don't forget the tickets for Saturday!"]
-    chores = ["Check the tire pressure", "Buy sunscreen", "Drop off the package", "Take a photo of the parking spot", "Grab a coffee for Sam", "Return the rental scooter"]
-    holidays = [{"name": "Labor Day", "first": "-09-01", "wd": 0, "n": 1, "dy": 0}, {"name": "Columbus Day", "first": "-10-01", "wd": 0, "n": 2, "dy": 0}, {"name": "Thanksgiving", "first": "-11-01", "wd": 3, "n": 4, "dy": 0}, {"name": "Martin Luther King Jr. Day", "first": "-01-01", "wd": 0, "n": 3, "dy": 1}, {"name": "Washington's Birthday", "first": "-02-01", "wd": 0, "n": 3, "dy": 1}]
+    texts = [
+        "Running about " + str(rt.randint(rng, 5, 25)) + " minutes late, sorry!",
+        "Can you pick up the kids at " + str(rt.randint(rng, 3, 5)) + ":30 today?",
+        "The meeting moved to room " + str(rt.randint(rng, 101, 420)) + ".",
+        "I left the spare key under the blue pot.",
+        "Dinner is at " + str(rt.randint(rng, 6, 8)) + "pm, see you there.",
+        "Please call me back when you can, it's about the lease.",
+        "Landed safely, taking a cab now.",
+        "Don't forget the tickets for Saturday!",
+    ]
+    chores = [
+        "Check the tire pressure",
+        "Buy sunscreen",
+        "Drop off the package",
+        "Take a photo of the parking spot",
+        "Grab a coffee for Sam",
+        "Return the rental scooter",
+    ]
+    holidays = [
+        {"name": "Labor Day", "first": "-09-01", "wd": 0, "n": 1, "dy": 0},
+        {"name": "Columbus Day", "first": "-10-01", "wd": 0, "n": 2, "dy": 0},
+        {"name": "Thanksgiving", "first": "-11-01", "wd": 3, "n": 4, "dy": 0},
+        {
+            "name": "Martin Luther King Jr. Day",
+            "first": "-01-01",
+            "wd": 0,
+            "n": 3,
+            "dy": 1,
+        },
+        {"name": "Washington's Birthday", "first": "-02-01", "wd": 0, "n": 3, "dy": 1},
+    ]
     return {
         "year": year,
         "today": today,
@@ -68,7 +100,13 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         DOMAIN,
         db,
         "settings",
-        {"now": p["now"], "latitude": p["latitude"], "longitude": p["longitude"], "device_id": p["device_id"], "low_battery_mode": True},
+        {
+            "now": p["now"],
+            "latitude": p["latitude"],
+            "longitude": p["longitude"],
+            "device_id": p["device_id"],
+            "low_battery_mode": True,
+        },
     )
     # distractor `old_number`
     rt.clone(
@@ -77,7 +115,15 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "contact",
         c,
-        {"name": c["name"] + " (old)", "phone_number": "+1" + str(rt.randint(rng, 201, 989)) + str(rt.randint(rng, 200, 999)) + str(rt.randint(rng, 1000, 9999))},
+        {
+            "name": c["name"] + " (old)",
+            "phone_number": (
+                "+1"
+                + str(rt.randint(rng, 201, 989))
+                + str(rt.randint(rng, 200, 999))
+                + str(rt.randint(rng, 1000, 9999))
+            ),
+        },
     )
     return TaskInstance(
         task="text_low_battery",
@@ -87,14 +133,24 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("get_low_battery_mode_status", {}),
             Call("set_low_battery_mode_status", {"on": False}),
             Call("set_cellular_service_status", {"on": True}),
-            Call("send_message_with_phone_number", {"phone_number": c["phone_number"], "content": body}),
+            Call("send_message_with_phone_number", {
+                "phone_number": c["phone_number"],
+                "content": body,
+            }),
         ],
         communicate={},
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
-            Reply(("may i", "shall i", "should i", "can i", "do you want me", "would you like me"), "Yes, change what the phone needs for the message, nothing else."),
+            Reply(
+                ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
+                "Yes, change what the phone needs for the message, nothing else.",
+            ),
         ],
-        hint="Sending failed because cellular service is off, and low battery mode keeps it off: turn low battery mode off, then cellular service on, then send the message again. Leave wifi and location service alone.",
+        hint=(
+            "Sending failed because cellular service is off, and low battery mode keeps it off: "
+            "turn low battery mode off, then cellular service on, then send the message again. "
+            "Leave wifi and location service alone."
+        ),
         values={"p": p, "c": c, "body": body, "_communicate": []},
         distractors=("setup_low_battery", "old_number"),
     )
@@ -115,7 +171,15 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         DOMAIN,
         db,
         "settings",
-        {"now": p["now"], "latitude": p["latitude"], "longitude": p["longitude"], "device_id": p["device_id"], "low_battery_mode": False, "cellular": False, "wifi": False},
+        {
+            "now": p["now"],
+            "latitude": p["latitude"],
+            "longitude": p["longitude"],
+            "device_id": p["device_id"],
+            "low_battery_mode": False,
+            "cellular": False,
+            "wifi": False,
+        },
     )
     # distractor `wifi_theory`
     user_text += " " + "My wifi has been off all day, maybe that's why my texts are failing?"
@@ -126,7 +190,15 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "contact",
         c,
-        {"name": c["name"] + " (old)", "phone_number": "+1" + str(rt.randint(rng, 201, 989)) + str(rt.randint(rng, 200, 999)) + str(rt.randint(rng, 1000, 9999))},
+        {
+            "name": c["name"] + " (old)",
+            "phone_number": (
+                "+1"
+                + str(rt.randint(rng, 201, 989))
+                + str(rt.randint(rng, 200, 999))
+                + str(rt.randint(rng, 1000, 9999))
+            ),
+        },
     )
     return TaskInstance(
         task="text_cellular_off",
@@ -135,14 +207,23 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("search_contacts", {"name": c["name"]}),
             Call("get_cellular_service_status", {}),
             Call("set_cellular_service_status", {"on": True}),
-            Call("send_message_with_phone_number", {"phone_number": c["phone_number"], "content": body}),
+            Call("send_message_with_phone_number", {
+                "phone_number": c["phone_number"],
+                "content": body,
+            }),
         ],
         communicate={},
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
-            Reply(("may i", "shall i", "should i", "can i", "do you want me", "would you like me"), "Turn on whatever the text needs, nothing else."),
+            Reply(
+                ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
+                "Turn on whatever the text needs, nothing else.",
+            ),
         ],
-        hint="Text messages need cellular service, not wifi: turn cellular service on and send again.",
+        hint=(
+            "Text messages need cellular service, not wifi: turn cellular service on and send "
+            "again."
+        ),
         values={"p": p, "c": c, "body": body, "_communicate": []},
         distractors=("setup_cellular_off", "wifi_theory", "stale_contact"),
     )
@@ -168,7 +249,15 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         DOMAIN,
         db,
         "settings",
-        {"now": p["now"], "latitude": p["latitude"], "longitude": p["longitude"], "device_id": p["device_id"], "low_battery_mode": False, "location_service": False, "cellular": False},
+        {
+            "now": p["now"],
+            "latitude": p["latitude"],
+            "longitude": p["longitude"],
+            "device_id": p["device_id"],
+            "low_battery_mode": False,
+            "location_service": False,
+            "cellular": False,
+        },
     )
     # distractor `plain_copy`
     rt.add(rng, DOMAIN, db, "reminder", {"content": chore, "latitude": None, "longitude": None})
@@ -181,14 +270,25 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("get_location_service_status", {}),
             Call("set_location_service_status", {"on": True}),
             Call("get_current_location", {}),
-            Call("add_reminder", {"content": chore, "reminder_timestamp": p["now"] + hours * 3600, "latitude": p["latitude"], "longitude": p["longitude"]}),
+            Call("add_reminder", {
+                "content": chore,
+                "reminder_timestamp": p["now"] + hours * 3600,
+                "latitude": p["latitude"],
+                "longitude": p["longitude"],
+            }),
         ],
         communicate={},
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
-            Reply(("may i", "shall i", "should i", "can i", "do you want me", "would you like me"), "Yes, turn on what the reminder needs, nothing else."),
+            Reply(
+                ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
+                "Yes, turn on what the reminder needs, nothing else.",
+            ),
         ],
-        hint="The current location needs location service: turn it on, read the location, then add the reminder with that latitude and longitude. Do not guess coordinates.",
+        hint=(
+            "The current location needs location service: turn it on, read the location, then add "
+            "the reminder with that latitude and longitude. Do not guess coordinates."
+        ),
         values={"p": p, "chore": chore, "hours": hours, "_communicate": []},
         distractors=("setup_location_off", "plain_copy"),
     )
@@ -225,7 +325,13 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         DOMAIN,
         db,
         "settings",
-        {"now": p["now"], "latitude": p["latitude"], "longitude": p["longitude"], "device_id": p["device_id"], "low_battery_mode": True},
+        {
+            "now": p["now"],
+            "latitude": p["latitude"],
+            "longitude": p["longitude"],
+            "device_id": p["device_id"],
+            "low_battery_mode": True,
+        },
     )
     return TaskInstance(
         task="holiday_reminder",
@@ -235,14 +341,24 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("set_wifi_status", {"on": True}),
             Call("search_holiday", {"holiday_name": hname, "year": hy}),
             Call("shift_timestamp", {"timestamp": day * 86400, "hours": hour}),
-            Call("add_reminder", {"content": chore, "reminder_timestamp": day * 86400 + hour * 3600}),
+            Call("add_reminder", {
+                "content": chore,
+                "reminder_timestamp": day * 86400 + hour * 3600,
+            }),
         ],
         communicate={},
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
-            Reply(("may i", "shall i", "should i", "can i", "do you want me", "would you like me"), "Yes, change what the search needs, nothing else."),
+            Reply(
+                ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
+                "Yes, change what the search needs, nothing else.",
+            ),
         ],
-        hint="Holiday search is a web lookup and needs wifi; low battery mode keeps wifi off, so turn low battery mode off first, then wifi on, search again, and add the reminder at the holiday's midnight shifted by the hour.",
+        hint=(
+            "Holiday search is a web lookup and needs wifi; low battery mode keeps wifi off, so "
+            "turn low battery mode off first, then wifi on, search again, and add the reminder at "
+            "the holiday's midnight shifted by the hour."
+        ),
         values={
             "p": p,
             "h": h,
@@ -272,7 +388,10 @@ RULES = (
 
 CAPABILITY = Capability(
     name="permission_error_recovery",
-    description="Diagnose a tool failure caused by a phone setting, enable exactly what is needed in the right order, and retry.",
+    description=(
+        "Diagnose a tool failure caused by a phone setting, enable exactly what is needed in the "
+        "right order, and retry."
+    ),
     domain=DOMAIN,
     max_turns=14,
     build_world=build_world,
@@ -284,7 +403,11 @@ CAPABILITY = Capability(
     ),
     rules=RULES,
     tools=(),
-    hint="When a tool fails, read the error: check the setting it names with its get_..._status tool, turn low battery mode off before switching cellular, wifi or location service on, change only what the request needs, then retry the original call.",
+    hint=(
+        "When a tool fails, read the error: check the setting it names with its get_..._status "
+        "tool, turn low battery mode off before switching cellular, wifi or location service on, "
+        "change only what the request needs, then retry the original call."
+    ),
     spec_path="specs/permission_error_recovery.tracec",
     spec_sha256="48a817778a56e2c9471ae57319cda1e6a1378a0eb113c97856881b231462e2a9",
 )

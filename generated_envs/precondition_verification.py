@@ -26,15 +26,43 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = ["2024-05-14T16", "2024-05-14T21", "2024-05-15T08", "2024-05-15T13", "2024-05-14T09", "2024-05-14T14", "2024-05-13T18", "2024-05-10T11", "2024-05-03T15"]
+    booked = [
+        "2024-05-14T16",
+        "2024-05-14T21",
+        "2024-05-15T08",
+        "2024-05-15T13",
+        "2024-05-14T09",
+        "2024-05-14T14",
+        "2024-05-13T18",
+        "2024-05-10T11",
+        "2024-05-03T15",
+    ]
 
     def basic_fields() -> dict:
         return {
             "user_id": rt.pick(rng, users)["user_id"],
             "flight_type": "one_way",
             "cabin": "basic_economy",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["basic_economy"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["basic_economy"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
         }
 
     basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), basic_fields)
@@ -44,8 +72,26 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             "user_id": rt.pick(rng, users)["user_id"],
             "flight_type": "one_way",
             "cabin": "economy",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["economy"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["economy"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
         }
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), eco_fields)
@@ -55,17 +101,57 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             "user_id": rt.pick(rng, users)["user_id"],
             "flight_type": "one_way",
             "cabin": "business",
-            "flights": [[{"flight_number": f["flight_number"], "origin": f["origin"], "destination": f["destination"], "date": d, "price": f["dates"][d]["prices"]["business"]} for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]][0] for f in [rt.pick(rng, flights)]],
-            "created_at": rt.pick(rng, booked) + ":" + str(rt.randint(rng, 10, 59)) + ":" + str(rt.randint(rng, 10, 59)),
+            "flights": [
+                [
+                    {
+                        "flight_number": f["flight_number"],
+                        "origin": f["origin"],
+                        "destination": f["destination"],
+                        "date": d,
+                        "price": f["dates"][d]["prices"]["business"],
+                    }
+                    for d in [rt.date_between(rng, "2024-05-16", "2024-05-29")]
+                ][0]
+                for f in [rt.pick(rng, flights)]
+            ],
+            "created_at": (
+                rt.pick(rng, booked)
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+                + ":"
+                + str(rt.randint(rng, 10, 59))
+            ),
         }
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
     trips = rt.shuffle(rng, basic + eco + biz)
-    covered = ["I have come down with a bad flu and my doctor says I cannot travel", "there is a hurricane warning at my destination", "I broke my leg last night", "a snowstorm has shut down the area I'm flying to"]
-    doubts = ["A friend told me bookings like mine can never be refunded, but please check.", "I booked it quite a while ago, I think.", "I did not buy any extras, if that matters."]
-    claims = ["I only booked it yesterday, so it should be fully refundable.", "I booked it just a few hours ago.", "I'm pretty sure I bought insurance, so this is covered."]
-    pushes = ["I think I booked regular economy.", "Other airlines let me do this all the time.", "I'm a gold member, by the way."]
-    plain = ["my plans have changed", "I found a cheaper flight elsewhere", "my meeting was moved to next month", "I just don't want to go anymore"]
+    covered = [
+        "I have come down with a bad flu and my doctor says I cannot travel",
+        "there is a hurricane warning at my destination",
+        "I broke my leg last night",
+        "a snowstorm has shut down the area I'm flying to",
+    ]
+    doubts = [
+        "A friend told me bookings like mine can never be refunded, but please check.",
+        "I booked it quite a while ago, I think.",
+        "I did not buy any extras, if that matters.",
+    ]
+    claims = [
+        "I only booked it yesterday, so it should be fully refundable.",
+        "I booked it just a few hours ago.",
+        "I'm pretty sure I bought insurance, so this is covered.",
+    ]
+    pushes = [
+        "I think I booked regular economy.",
+        "Other airlines let me do this all the time.",
+        "I'm a gold member, by the way.",
+    ]
+    plain = [
+        "my plans have changed",
+        "I found a cheaper flight elsewhere",
+        "my meeting was moved to next month",
+        "I just don't want to go anymore",
+    ]
     return {
         "users": users,
         "flights": flights,
@@ -88,7 +174,18 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     doubts = v["doubts"]
     plain = v["plain"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00" or x["insurance"] == "yes"])
+    r = rt.pick(
+        rng,
+        [
+            x
+            for x in trips
+            if (
+                x["cabin"] == "business"
+                or x["created_at"] >= "2024-05-14T15:00:00"
+                or x["insurance"] == "yes"
+            )
+        ],
+    )
     by_rule = r["cabin"] == "business" or r["created_at"] >= "2024-05-14T15:00:00"
     reason = rt.pick(rng, covered + plain) if by_rule else rt.pick(rng, covered)
     refund = sum(p["amount"] for p in r["payment_history"])
@@ -113,7 +210,11 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         communicate={"refund": refund},
         forbid=[Call("send_certificate", None)],
         replies=[Reply(("confirm", "proceed", "sure", "?"), "Yes, please cancel it.")],
-        hint="Check created_at, cabin and insurance in the reservation. If one of the cancellation conditions holds, cancel it and tell the user the refund: the sum of the payment history.",
+        hint=(
+            "Check created_at, cabin and insurance in the reservation. If one of the cancellation "
+            "conditions holds, cancel it and tell the user the refund: the sum of the payment "
+            "history."
+        ),
         values={
             "r": r,
             "by_rule": by_rule,
@@ -131,7 +232,14 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     claims = v["claims"]
     plain = v["plain"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] != "business" and x["created_at"] < "2024-05-14T15:00:00"])
+    r = rt.pick(
+        rng,
+        [
+            x
+            for x in trips
+            if x["cabin"] != "business" and x["created_at"] < "2024-05-14T15:00:00"
+        ],
+    )
     reason = rt.pick(rng, plain) if r["insurance"] == "yes" else rt.pick(rng, covered + plain)
     rule = "24 hours"
     user_text = rt.text(
@@ -161,9 +269,15 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         communicate={"rule": rule},
         forbid=[Call("cancel_reservation", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(("cannot", "can't", "unable", "not eligible"), "Are you sure? Please just cancel it."),
+            Reply(
+                ("cannot", "can't", "unable", "not eligible"),
+                "Are you sure? Please just cancel it.",
+            ),
         ],
-        hint="This booking is older than 24 hours, not business class, and insurance does not cover the reason: refuse, change nothing, and explain the 24 hours rule.",
+        hint=(
+            "This booking is older than 24 hours, not business class, and insurance does not cover "
+            "the reason: refuse, change nothing, and explain the 24 hours rule."
+        ),
         values={"r": r, "reason": reason, "rule": rule, "_communicate": [rule]},
         distractors=("recent_claim", "twin"),
     )
@@ -199,9 +313,15 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         communicate={"rule": rule},
         forbid=[Call("update_reservation_flights", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(("cannot", "can't", "unable", "not"), "I really need the change, can't you make an exception?"),
+            Reply(
+                ("cannot", "can't", "unable", "not"),
+                "I really need the change, can't you make an exception?",
+            ),
         ],
-        hint="The reservation's cabin is basic economy: its flights cannot be modified. Refuse, change nothing, and say it is basic economy.",
+        hint=(
+            "The reservation's cabin is basic economy: its flights cannot be modified. Refuse, "
+            "change nothing, and say it is basic economy."
+        ),
         values={"r": r, "leg": leg, "later": later, "rule": rule, "_communicate": [rule]},
         distractors=("cabin_claim",),
     )
@@ -215,9 +335,27 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])
     leg = r["flights"][0]
     fl = next((f for f in flights if f["flight_number"] == leg["flight_number"]), None)
-    day = rt.pick(rng, [d for d in rt.keys(fl["dates"]) if d > "2024-05-15" and d != leg["date"] and fl["dates"][d]["available_seats"][r["cabin"]] >= len(r["passengers"])])
+    day = rt.pick(
+        rng,
+        [
+            d
+            for d in rt.keys(fl["dates"])
+            if (
+                d > "2024-05-15"
+                and d != leg["date"]
+                and fl["dates"][d]["available_seats"][r["cabin"]] >= len(r["passengers"])
+            )
+        ],
+    )
     owner = next((u for u in users if u["user_id"] == r["user_id"]), None)
-    card = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "credit_card"])
+    card = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "credit_card"
+        ],
+    )
     diff = abs(fl["dates"][day]["prices"][r["cabin"]] - leg["price"]) * len(r["passengers"])
     user_text = rt.text(
         "Hi, I'm ",
@@ -237,12 +375,21 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[
             Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_flights", {"reservation_id": r["reservation_id"], "cabin": r["cabin"], "flights": [{"flight_number": leg["flight_number"], "date": day}], "payment_id": card}),
+            Call("update_reservation_flights", {
+                "reservation_id": r["reservation_id"],
+                "cabin": r["cabin"],
+                "flights": [{"flight_number": leg["flight_number"], "date": day}],
+                "payment_id": card,
+            }),
         ],
         communicate={"diff": diff},
         forbid=[],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, please make the change.")],
-        hint="The cabin is not basic economy, so the flight may be changed: keep the cabin, pass the new flight and date, and report the price difference times the number of passengers.",
+        hint=(
+            "The cabin is not basic economy, so the flight may be changed: keep the cabin, pass "
+            "the new flight and date, and report the price difference times the number of "
+            "passengers."
+        ),
         values={
             "r": r,
             "leg": leg,
@@ -274,7 +421,10 @@ RULES = (
 
 CAPABILITY = Capability(
     name="precondition_verification",
-    description="Read the reservation, check the airline policy's rules for cancelling or changing it, then act or refuse and say why.",
+    description=(
+        "Read the reservation, check the airline policy's rules for cancelling or changing it, "
+        "then act or refuse and say why."
+    ),
     domain=DOMAIN,
     max_turns=12,
     build_world=build_world,
@@ -286,7 +436,13 @@ CAPABILITY = Capability(
     ),
     rules=RULES,
     tools=(),
-    hint="Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be cancelled only if it was booked within the last 24 hours, or is in business class, or has travel insurance and the reason is health or weather. Basic economy flights can never be changed. When a rule forbids the request, change nothing and tell the user which rule applies.",
+    hint=(
+        "Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be "
+        "cancelled only if it was booked within the last 24 hours, or is in business class, or has "
+        "travel insurance and the reason is health or weather. Basic economy flights can never be "
+        "changed. When a rule forbids the request, change nothing and tell the user which rule "
+        "applies."
+    ),
     spec_path="specs/precondition_verification.tracec",
     spec_sha256="be06bf296690fc50c8baaffc72c3f3badda5867d50925dcf0c653f3bc74e0021",
 )

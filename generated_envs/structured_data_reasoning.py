@@ -44,7 +44,14 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `cancel_refund` (spec line 15)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled" and len(x["payment_history"]) >= 1])
+    r = rt.pick(
+        rng,
+        [
+            x
+            for x in reservations
+            if x["status"] != "cancelled" and len(x["payment_history"]) >= 1
+        ],
+    )
     refund = sum(p["amount"] for p in r["payment_history"])
     user_text = rt.text(
         "Hi, this is ",
@@ -60,10 +67,21 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         db,
         "reservation",
         r,
-        {"payment_history": [{"payment_id": r["payment_history"][0]["payment_id"], "amount": refund + 137}]},
+        {
+            "payment_history": [
+                {
+                    "payment_id": r["payment_history"][0]["payment_id"],
+                    "amount": refund + 137,
+                },
+            ],
+        },
     )
     # distractor `guess`
-    user_text += " " + rt.text("I think I paid around ", rt.round_(refund * 0.85), " dollars, if that helps.")
+    user_text += " " + rt.text(
+        "I think I paid around ",
+        rt.round_(refund * 0.85),
+        " dollars, if that helps.",
+    )
     return TaskInstance(
         task="cancel_refund",
         user=user_text,
@@ -86,7 +104,14 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     reservations = v["reservations"]
     r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])
     owner = next((u for u in users if u["user_id"] == r["user_id"]), None)
-    card = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "credit_card"])
+    card = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "credit_card"
+        ],
+    )
     extra = rt.randint(rng, 1, 3)
     fee = 50 * extra
     user_text = rt.text(
@@ -107,12 +132,20 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[
             Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_baggages", {"reservation_id": r["reservation_id"], "total_baggages": r["total_baggages"] + extra, "nonfree_baggages": r["nonfree_baggages"] + extra, "payment_id": card}),
+            Call("update_reservation_baggages", {
+                "reservation_id": r["reservation_id"],
+                "total_baggages": r["total_baggages"] + extra,
+                "nonfree_baggages": r["nonfree_baggages"] + extra,
+                "payment_id": card,
+            }),
         ],
         communicate={"fee": fee},
         forbid=[],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, go ahead with the bags.")],
-        hint="Each added bag here is a non-free bag at 50 dollars: raise total_baggages and nonfree_baggages by the same number.",
+        hint=(
+            "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
+            "nonfree_baggages by the same number."
+        ),
         values={
             "r": r,
             "owner": owner,
@@ -132,7 +165,10 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])
     lead = r["passengers"][0]
     new_last = rt.last_name(rng)
-    fixed = [{"first_name": lead["first_name"], "last_name": new_last, "dob": lead["dob"]}] + [p for p in r["passengers"] if p != lead]
+    fixed = (
+        [{"first_name": lead["first_name"], "last_name": new_last, "dob": lead["dob"]}]
+        + [p for p in r["passengers"] if p != lead]
+    )
     user_text = rt.text(
         "Hi, I'm ",
         r["user_id"],
@@ -149,12 +185,17 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[
             Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_passengers", {"reservation_id": r["reservation_id"], "passengers": fixed}),
+            Call("update_reservation_passengers", {
+                "reservation_id": r["reservation_id"],
+                "passengers": fixed,
+            }),
         ],
         communicate={"total": total},
         forbid=[],
         replies=[],
-        hint="Add the price of every flight segment and multiply by the number of passengers.",
+        hint=(
+            "Add the price of every flight segment and multiply by the number of passengers."
+        ),
         values={
             "r": r,
             "total": total,
@@ -183,7 +224,9 @@ RULES = (
 
 CAPABILITY = Capability(
     name="structured_data_reasoning",
-    description="Read nested reservation and flight records, compute exact amounts, act, and report them.",
+    description=(
+        "Read nested reservation and flight records, compute exact amounts, act, and report them."
+    ),
     domain=DOMAIN,
     max_turns=14,
     build_world=build_world,

@@ -41,7 +41,14 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     ord = rt.pick(rng, [x for x in orders if x["status"] == "delivered" and len(x["items"]) >= 2])
     owner = next((u for u in users if u["user_id"] == ord["user_id"]), None)
     paid = ord["payment_history"][0]["payment_method_id"]
-    gift = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] == "gift_card" and k != paid])
+    gift = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] == "gift_card" and k != paid
+        ],
+    )
     back = rt.sample(rng, ord["items"], 1, len(ord["items"]) - 1)
     ids = sorted([i["item_id"] for i in back])
     names = [i["name"] + " (" + rt.fmt(rt.values(i["options"])) + ")" for i in back]
@@ -53,7 +60,10 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ord["order_id"],
         " I want to return: ",
         names,
-        ". Please send the refund back to the payment method I originally paid with. How much will I get back?",
+        (
+            ". Please send the refund back to the payment method I originally paid with. How much "
+            "will I get back?"
+        ),
     )
     # distractor `gift_claim`
     user_text += " " + "I have a gift card on my account too, if that matters."
@@ -63,16 +73,30 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         gold=[
             Call("find_user_id_by_email", {"email": owner["email"]}),
             Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("return_delivered_order_items", {"order_id": ord["order_id"], "item_ids": ids, "payment_method_id": paid}),
+            Call("return_delivered_order_items", {
+                "order_id": ord["order_id"],
+                "item_ids": ids,
+                "payment_method_id": paid,
+            }),
         ],
         communicate={"refund": refund},
         forbid=[
-            Call("return_delivered_order_items", {"order_id": ord["order_id"], "payment_method_id": gift}),
+            Call("return_delivered_order_items", {
+                "order_id": ord["order_id"],
+                "payment_method_id": gift,
+            }),
         ],
         replies=[
-            Reply(("confirm", "proceed", "correct", "?"), "Yes, exactly those items, please go ahead."),
+            Reply(
+                ("confirm", "proceed", "correct", "?"),
+                "Yes, exactly those items, please go ahead.",
+            ),
         ],
-        hint="The original payment method is the payment_method_id of the order's first payment. Return only the listed items (their item_id values, not product ids) and report the sum of their prices.",
+        hint=(
+            "The original payment method is the payment_method_id of the order's first payment. "
+            "Return only the listed items (their item_id values, not product ids) and report the "
+            "sum of their prices."
+        ),
         values={
             "ord": ord,
             "owner": owner,
@@ -97,12 +121,41 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     owner = next((u for u in users if u["user_id"] == ord["user_id"]), None)
     item = rt.pick(rng, ord["items"])
     prod = next((p for p in products if p["product_id"] == item["product_id"]), None)
-    target = rt.pick(rng, [w for w in rt.values(prod["variants"]) if w["available"] and w["item_id"] != item["item_id"]])
-    pm = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if owner["payment_methods"][k]["source"] != "gift_card"])
+    target = rt.pick(
+        rng,
+        [
+            w
+            for w in rt.values(prod["variants"])
+            if w["available"] and w["item_id"] != item["item_id"]
+        ],
+    )
+    pm = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if owner["payment_methods"][k]["source"] != "gift_card"
+        ],
+    )
     method = owner["payment_methods"][pm]
-    named = "PayPal account" if method["source"] == "paypal" else method["brand"] + " card ending in " + method["last_four"]
+    named = (
+        "PayPal account"
+        if method["source"] == "paypal"
+        else method["brand"] + " card ending in " + method["last_four"]
+    )
     diff = rt.round_(abs(target["price"] - item["price"]), 2)
-    near = next((w for w in rt.values(prod["variants"]) if w["available"] and w["item_id"] != item["item_id"] and w["item_id"] != target["item_id"]), None)
+    near = next(
+        (
+            w
+            for w in rt.values(prod["variants"])
+            if (
+                w["available"]
+                and w["item_id"] != item["item_id"]
+                and w["item_id"] != target["item_id"]
+            )
+        ),
+        None,
+    )
     wrong = [near["item_id"]] if near is not None else []
     user_text = rt.text(
         "Hello, I'm ",
@@ -129,19 +182,37 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         task="modify_variant",
         user=user_text,
         gold=[
-            Call("find_user_id_by_name_zip", {"first_name": owner["name"]["first_name"], "last_name": owner["name"]["last_name"], "zip": owner["address"]["zip"]}),
+            Call("find_user_id_by_name_zip", {
+                "first_name": owner["name"]["first_name"],
+                "last_name": owner["name"]["last_name"],
+                "zip": owner["address"]["zip"],
+            }),
             Call("get_order_details", {"order_id": ord["order_id"]}),
             Call("get_product_details", {"product_id": item["product_id"]}),
-            Call("modify_pending_order_items", {"order_id": ord["order_id"], "item_ids": [item["item_id"]], "new_item_ids": [target["item_id"]], "payment_method_id": pm}),
+            Call("modify_pending_order_items", {
+                "order_id": ord["order_id"],
+                "item_ids": [item["item_id"]],
+                "new_item_ids": [target["item_id"]],
+                "payment_method_id": pm,
+            }),
         ],
         communicate={"diff": diff},
         forbid=[
-            Call("modify_pending_order_items", {"order_id": ord["order_id"], "new_item_ids": wrong}),
+            Call("modify_pending_order_items", {
+                "order_id": ord["order_id"],
+                "new_item_ids": wrong,
+            }),
         ],
         replies=[
-            Reply(("confirm", "proceed", "all the items", "?"), "Yes, that's the only item I want to change. Go ahead."),
+            Reply(
+                ("confirm", "proceed", "all the items", "?"),
+                "Yes, that's the only item I want to change. Go ahead.",
+            ),
         ],
-        hint="Find the variant of the same product whose options match exactly, and make sure it is available; pass item ids (not the product id) and the payment method the user named.",
+        hint=(
+            "Find the variant of the same product whose options match exactly, and make sure it is "
+            "available; pass item ids (not the product id) and the payment method the user named."
+        ),
         values={
             "ord": ord,
             "owner": owner,
@@ -169,7 +240,20 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     host = rt.pick(rng, [u for u in users if u["user_id"] != owner["user_id"]])
     a = host["address"]
     paid = ord["payment_history"][0]["payment_method_id"]
-    pm = rt.pick(rng, [k for k in rt.keys(owner["payment_methods"]) if k != paid and (owner["payment_methods"][k]["source"] != "gift_card" or owner["payment_methods"][k]["balance"] >= ord["payment_history"][0]["amount"])])
+    pm = rt.pick(
+        rng,
+        [
+            k
+            for k in rt.keys(owner["payment_methods"])
+            if (
+                k != paid
+                and (
+                    owner["payment_methods"][k]["source"] != "gift_card"
+                    or owner["payment_methods"][k]["balance"] >= ord["payment_history"][0]["amount"]
+                )
+            )
+        ],
+    )
     total = ord["payment_history"][0]["amount"]
     user_text = rt.text(
         "Hi, I'm ",
@@ -199,15 +283,37 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[
             Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("modify_pending_order_address", {"order_id": ord["order_id"], "address1": a["address1"], "address2": a["address2"], "city": a["city"], "state": a["state"], "country": a["country"], "zip": a["zip"]}),
-            Call("modify_pending_order_payment", {"order_id": ord["order_id"], "payment_method_id": pm}),
+            Call("modify_pending_order_address", {
+                "order_id": ord["order_id"],
+                "address1": a["address1"],
+                "address2": a["address2"],
+                "city": a["city"],
+                "state": a["state"],
+                "country": a["country"],
+                "zip": a["zip"],
+            }),
+            Call("modify_pending_order_payment", {
+                "order_id": ord["order_id"],
+                "payment_method_id": pm,
+            }),
         ],
         communicate={"total": total},
         forbid=[
-            Call("modify_user_address", {"user_id": owner["user_id"], "address1": a["address1"], "address2": a["address2"], "city": a["city"], "state": a["state"], "country": a["country"], "zip": a["zip"]}),
+            Call("modify_user_address", {
+                "user_id": owner["user_id"],
+                "address1": a["address1"],
+                "address2": a["address2"],
+                "city": a["city"],
+                "state": a["state"],
+                "country": a["country"],
+                "zip": a["zip"],
+            }),
         ],
         replies=[Reply(("confirm", "proceed", "?"), "Yes, please make both changes.")],
-        hint="The order's shipping address changes with modify_pending_order_address; the account's default address must stay. Then switch the order's payment method.",
+        hint=(
+            "The order's shipping address changes with modify_pending_order_address; the account's "
+            "default address must stay. Then switch the order's payment method."
+        ),
         values={
             "ord": ord,
             "owner": owner,
@@ -241,7 +347,10 @@ RULES = (
 
 CAPABILITY = Capability(
     name="tool_calling_precision",
-    description="Pick the right retail tool and fill every argument exactly from the records: item ids, variants, payment method, order vs profile address.",
+    description=(
+        "Pick the right retail tool and fill every argument exactly from the records: item ids, "
+        "variants, payment method, order vs profile address."
+    ),
     domain=DOMAIN,
     max_turns=14,
     build_world=build_world,
@@ -252,7 +361,11 @@ CAPABILITY = Capability(
     ),
     rules=RULES,
     tools=(),
-    hint="Look up the user and the order first and copy ids exactly from the records. Refunds go to the original payment method unless the user asks for a gift card; change only what the user asked for, on the order they named.",
+    hint=(
+        "Look up the user and the order first and copy ids exactly from the records. Refunds go to "
+        "the original payment method unless the user asks for a gift card; change only what the "
+        "user asked for, on the order they named."
+    ),
     spec_path="specs/tool_calling_precision.tracec",
     spec_sha256="5771bc954f5c5e3666385c180fde10029bff38b3a26884f07ec3ce07ea37b86c",
 )

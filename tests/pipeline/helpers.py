@@ -20,9 +20,9 @@ def tiny_run_config(model_dir: Path, **over) -> dict:
         "specs": {"dir": str(SPECS), "train_all_specs": True, "match_domain": False,
                   "check_seeds": 2},
         "train": {"settings": {"steps": 1, "group_size": 2, "groups_per_step": 1,
-                               "max_new_tokens": 4, "max_turns": 1, "max_total_tokens": 8000,
+                               "max_new_tokens": 4, "max_turns": 1, "max_total_tokens": 12000,
                                "lora": {"rank": 2, "alpha": 4, "targets": ["q_proj", "v_proj"]}}},
-        "compose": {"demo_episodes": 1, "max_steps": 1, "batch_size": 1, "max_length": 512},
+        "compose": {"demo_episodes": 1, "max_steps": 1, "batch_size": 1, "max_length": 12000},
     }
     for key, value in over.items():
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value

@@ -204,15 +204,29 @@ class Writer:
     def __call__(self, line: str = "", indent: int = 0) -> None:
         self.lines.append(("    " * indent + line) if line else "")
 
-    def call_block(self, head: str, items: list[str], indent: int, tail: str = ")") -> None:
-        """`head(` items one per line `)` when long, else one line."""
-        one = f"{head}{', '.join(items)}{tail}"
-        if len(one) + 4 * indent <= LINE and "\n" not in one:
-            self(one, indent)
+    def emit(self, prefix: str, lines: list[str], indent: int, suffix: str = "") -> None:
+        """A possibly multi-line expression: prefix on its first line, suffix on its last."""
+        if len(lines) == 1:
+            self(f"{prefix}{lines[0]}{suffix}", indent)
             return
+        self(f"{prefix}{lines[0]}", indent)
+        for line in lines[1:-1]:
+            self(line, indent)
+        self(f"{lines[-1]}{suffix}", indent)
+
+    def call_block(self, head: str, items: list[Any], indent: int, tail: str = ")") -> None:
+        """`head(` items one per line `)` when long, else one line. An item may be a list of
+        lines (an expression already broken over several lines)."""
+        flat = [i if isinstance(i, str) else (i[0] if len(i) == 1 else None) for i in items]
+        if all(f is not None for f in flat):
+            one = f"{head}{', '.join(flat)}{tail}"  # type: ignore[arg-type]
+            if len(one) + 4 * indent <= LINE:
+                self(one, indent)
+                return
         self(head, indent)
         for item in items:
-            self(f"{item},", indent + 1)
+            lines = [item] if isinstance(item, str) else item
+            self.emit("", lines, indent + 1, ",")
         self(tail.lstrip(","), indent)
 
     def text(self) -> str:
@@ -235,16 +249,25 @@ def wrap_expr(gen: "ExprGen", e: Any, indent: int, room: int) -> list[str]:
     lines = ["("]
     for i, part in enumerate(parts):
         text = gen.gen(part, _PREC[e.op] + (1 if i else 0))
-        lines.append(("    " if i == 0 else f"    {e.op} ") + text)
+        lead = "    " if i == 0 else f"    {e.op} "
+        if len(text) + len(lead) + 4 * indent <= room:
+            lines.append(lead + text)
+            continue
+        sub = pretty(gen, part, room - 8)
+        if len(sub) > 1 and not sub[0].endswith(("(", "[", "{")):
+            sub = ["("] + _indent(sub) + [")"]
+        lines.append(lead + sub[0])
+        lines += ["    " + line for line in sub[1:]]
     lines.append(")")
     return lines
 
 
-def wrap_str(s: str, indent: int) -> list[str]:
-    """A long string literal as implicit concatenation over several lines."""
+def wrap_str(s: str, indent: int, extra: int = 14) -> list[str]:
+    """A long string literal as implicit concatenation over several lines (``extra``: room
+    taken on the first line by what precedes and follows the literal)."""
     room = max(LINE - 4 * indent - 4, 20)
     lit_ = pystr(s)
-    if len(lit_) + 4 * indent <= LINE:
+    if len(lit_) + 4 * indent + extra <= LINE:
         return [lit_]
     chunks, cur = [], ""
     for word in re.split(r"(?<= )", s):
@@ -255,6 +278,116 @@ def wrap_str(s: str, indent: int) -> list[str]:
     if cur:
         chunks.append(cur)
     return ["("] + [f"    {pystr(c)}" for c in chunks] + [")"]
+
+
+def _with_comma(lines: list[str]) -> list[str]:
+    return lines[:-1] + [lines[-1] + ","]
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
+    """An expression as lines that fit ``room`` columns where its shape allows breaking:
+    list and dict literals one item per line, and/or chains and `+` chains one operand per line."""
+    one = gen.gen(e)
+    if len(one) <= room:
+        return [one]
+    if isinstance(e, A.ListLit) and e.items:
+        body = [line for item in e.items for line in _with_comma(pretty(gen, item, room - 4))]
+        return ["["] + _indent(body) + ["]"]
+    if isinstance(e, A.DictLit) and e.pairs:
+        return ["{"] + _indent(_pairs(gen, [(gen.gen(p.key), p.value) for p in e.pairs],
+                                      room - 4)) + ["}"]
+    if isinstance(e, A.BoolOp):
+        return wrap_expr(gen, e, 0, room)
+    if isinstance(e, (A.ListComp, A.CallGen)) or (isinstance(e, A.DictComp)):
+        inner = gen.with_var(e.comp.var)
+        if isinstance(e, A.DictComp):
+            head = [f"{inner.gen(e.pair.key, _PREC['or'])}: {inner.gen(e.pair.value, _PREC['or'])}"]
+        else:
+            head = pretty(inner, e.elt, room - 4)
+        body = head + [f"for {e.comp.var} in {gen.gen(e.comp.iter, _PREC['or'])}"]
+        if e.comp.cond is not None:
+            cond = pretty(inner, e.comp.cond, room - 7)
+            body += [f"if {cond[0]}"] + cond[1:]
+        if isinstance(e, A.ListComp):
+            return ["["] + _indent(body) + ["]"]
+        if isinstance(e, A.DictComp):
+            return ["{"] + _indent(body) + ["}"]
+        b = BUILTINS.get(e.func)
+        if e.func == "first":
+            return ["next(", "    ("] + _indent(_indent(body)) + ["    ),", "    None,", ")"]
+        if e.func == "count":
+            return ["sum("] + _indent(["1"] + body[len(head):]) + [")"]
+        if b is not None and b.needs_rng:
+            return [f"{b.runtime}(", "    rng,", "    ["] + _indent(_indent(body)) + ["    ],", ")"]
+        return [f"{b.runtime if b else e.func}("] + _indent(body) + [")"]
+    if isinstance(e, A.Call) and e.func in BUILTINS and e.func not in ("first", "count"):
+        b = BUILTINS[e.func]
+        code_args = [["rng"]] if b.needs_rng else []
+        for a in e.args:
+            if isinstance(a, A.Range):
+                code_args += [[gen.gen(a.lo)], [gen.gen(a.hi)]]
+            else:
+                code_args.append(pretty(gen, a, room - 4))
+        if b.needs_rng and e.func in ("randint", "money", "uniform", "date_between", "sample") \
+                and len(code_args) != (4 if e.func == "sample" else 3):
+            return [one]  # argument shapes the one-line form normalises; keep it
+        body = [line for arg in code_args for line in _with_comma(arg)]
+        return [f"{b.runtime}("] + _indent(body) + [")"]
+    if isinstance(e, A.Compare):
+        p = _PREC["cmp"] + 1
+        left = pretty(gen, e.left, room - 12)
+        op = e.op
+        if isinstance(e.right, A.NoneLit) and op in ("==", "!="):
+            op = "is" if op == "==" else "is not"
+        if len(left) > 1:
+            return left[:-1] + [f"{left[-1]} {op} {gen.gen(e.right, p)}"]
+        right = pretty(gen, e.right, room - 12)
+        if len(right) > 1:
+            return [f"{gen.gen(e.left, p)} {op} {right[0]}"] + right[1:]
+        return [one]
+    if isinstance(e, A.Index) and isinstance(e.obj, (A.ListComp, A.ListLit, A.Call, A.CallGen)):
+        obj = pretty(gen, e.obj, room - 6)
+        return obj[:-1] + [f"{obj[-1]}[{gen.gen(e.index)}]"]
+    if isinstance(e, A.IfElse):
+        body = pretty(gen, e.body, room - 4)
+        test = pretty(gen, e.test, room - 7)
+        orelse = pretty(gen, e.orelse, room - 9)
+        lines = body + [f"if {test[0]}"] + test[1:] + [f"else {orelse[0]}"] + orelse[1:]
+        return ["("] + _indent(lines) + [")"]
+    if isinstance(e, A.BinOp) and e.op in ("+", "-"):
+        parts: list[tuple[str, Any]] = []
+        node = e
+        while isinstance(node, A.BinOp) and node.op in ("+", "-"):
+            parts.append((node.op, node.right))
+            node = node.left
+        parts.append(("", node))
+        parts.reverse()
+        lines = [gen.gen(parts[0][1], _PREC["+"])]
+        for op, x in parts[1:]:
+            lines.append(f"{op} {gen.gen(x, _PREC['+'] + 1)}")
+        return ["("] + _indent(lines) + [")"]
+    return [one]
+
+
+def _pairs(gen: "ExprGen", pairs: list[tuple[str, Any]], room: int) -> list[str]:
+    out: list[str] = []
+    for key, value in pairs:
+        lines = pretty(gen, value, room - len(key) - 2)
+        lines[0] = f"{key}: {lines[0]}"
+        out += _with_comma(lines)
+    return out
+
+
+def fields_lines(gen: "ExprGen", fields: list[A.FieldAssign], room: int) -> list[str]:
+    """`{"field": value, ...}` as lines (one line when it fits)."""
+    one = _fields_dict(gen, fields)
+    if len(one) <= room or not fields:
+        return [one]
+    return ["{"] + _indent(_pairs(gen, [(pystr(f.name), f.value) for f in fields], room - 4)) + ["}"]
 
 
 def _dict_block(w: Writer, head: str, value: dict, indent: int) -> None:
@@ -273,11 +406,24 @@ def _fields_dict(gen: ExprGen, fields: list[A.FieldAssign]) -> str:
     return "{" + ", ".join(f"{pystr(f.name)}: {gen.gen(f.value)}" for f in fields) + "}"
 
 
-def _call_list(gen: ExprGen, calls: list[Any]) -> list[str]:
+def _plain(t: A.Text) -> bool:
+    return all(isinstance(p, str) for p in t.parts)
+
+
+def text_of(t: A.Text) -> str:
+    return "".join(p for p in t.parts if isinstance(p, str))
+
+
+def _call_list(gen: ExprGen, calls: list[Any]) -> list[Any]:
     out = []
     for c in calls:
         args = "{" + ", ".join(f"{pystr(a.name)}: {gen.gen(a.value)}" for a in c.args) + "}"
-        out.append(f"Call({pystr(c.tool)}, {args})")
+        one = f"Call({pystr(c.tool)}, {args})"
+        if len(one) + 16 <= LINE:
+            out.append(one)
+        else:
+            pairs = _pairs(gen, [(pystr(a.name), a.value) for a in c.args], LINE - 20)
+            out.append([f"Call({pystr(c.tool)}, {{"] + _indent(pairs) + ["})"])
     return out
 
 
@@ -349,7 +495,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
         w()
     w("CAPABILITY = Capability(")
     w(f"name={pystr(cap.name)},", 1)
-    w(f"description={pystr(cap.description)},", 1)
+    w.emit("description=", wrap_str(cap.description, 1), 1, ",")
     w("domain=DOMAIN,", 1)
     w(f"max_turns={cap.max_turns!r},", 1)
     w("build_world=build_world,", 1)
@@ -359,7 +505,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w("),", 1)
     w("rules=RULES,", 1)
     w(f"tools={'TOOLS' if cap.tools else '()'},", 1)
-    w(f"hint={pystr(cap.hint)},", 1)
+    w.emit("hint=", wrap_str(cap.hint, 1), 1, ",")
     w(f"spec_path={pystr(cap.spec_path)},", 1)
     w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
     w(")")
@@ -390,19 +536,12 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)
-                one = f"return {_fields_dict(gen, step.fields)}"
-                if len(one) + 8 <= LINE:
-                    w(one, 2)
-                else:
-                    w("return {", 2)
-                    for f in step.fields:
-                        w(f"{pystr(f.name)}: {gen.gen(f.value)},", 3)
-                    w("}", 2)
+                w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
                 w()
                 args.append(fn)
             w.call_block(f"{step.name} = rt.spawn(", args, 1)
         else:
-            w(f"{step.name} = {gen.gen(step.value)}", 1)
+            w.emit(f"{step.name} = ", pretty(gen, step.value, LINE - 8 - len(step.name)), 1)
         names.append(step.name)
     w.call_block("return {", [f"{pystr(n)}: {n}" for n in names], 1, tail="}")
 
@@ -419,7 +558,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                 _gen_setup(w, gen, setup)
         if i < len(task.lets):
             let = task.lets[i]
-            w(f"{let.name} = {gen.gen(let.value)}", 1)
+            w.emit(f"{let.name} = ", pretty(gen, let.value, LINE - 8 - len(let.name)), 1)
     _assign_text(w, "user_text", gen, task.user, 1)
     names = []
     for d in task.distractors:
@@ -427,12 +566,13 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         for op in d.ops:
             if isinstance(op, IR.CloneOp):
                 w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                           gen.gen(op.source), _fields_dict(gen, op.fields)], 1)
+                                           gen.gen(op.source),
+                                           fields_lines(gen, op.fields, LINE - 12)], 1)
             elif isinstance(op, IR.AddOp):
                 w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                         _fields_dict(gen, op.fields)], 1)
+                                         fields_lines(gen, op.fields, LINE - 12)], 1)
             else:
-                w(f'user_text += " " + {gen.text(op.text)}', 1)
+                _assign_text(w, 'user_text += " " +', gen, op.text, 1, op="")
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
     w("return TaskInstance(", 1)
@@ -446,12 +586,25 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         if f.args is None:
             forbid.append(f"Call({pystr(f.tool)}, None)")
         else:
-            args = "{" + ", ".join(f"{pystr(a.name)}: {gen.gen(a.value)}" for a in f.args) + "}"
-            forbid.append(f"Call({pystr(f.tool)}, {args})")
+            forbid += _call_list(gen, [IR.CallIR(tool=f.tool, args=f.args)])
     w.call_block("forbid=[", forbid, 2, tail="],")
-    replies = [f"Reply({_tuple(r.keywords)}, {gen.text(r.text)})" for r in task.replies]
+    replies: list[Any] = []
+    for r in task.replies:
+        one = f"Reply({_tuple(r.keywords)}, {gen.text(r.text)})"
+        if len(one) + 16 <= LINE:
+            replies.append(one)
+        else:
+            text = gen.text(r.text)
+            text_lines = wrap_str(text_of(r.text), 4) if _plain(r.text) else [text]
+            replies.append(["Reply("] + _indent([_tuple(r.keywords) + ","])
+                           + _indent(_with_comma(text_lines)) + [")"])
     w.call_block("replies=[", replies, 2, tail="],")
-    w(f"hint={hint},", 2)
+    if task.hint is not None and _plain(task.hint):
+        w.emit("hint=", wrap_str(text_of(task.hint), 2), 2, ",")
+    elif task.hint is None:
+        w.emit("hint=", wrap_str(cap.hint, 2), 2, ",")
+    else:
+        w(f"hint={hint},", 2)
     values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
     values.append('"_communicate": [' + ", ".join(gen.gen(c.value) for c in task.communicate) + "]")
     w.call_block("values={", values, 2, tail="},")
@@ -459,13 +612,18 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     w(")", 1)
 
 
-def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int) -> None:
+def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
+                 op: str = " =") -> None:
     code = gen.text(text)
-    if len(code) + len(name) + 3 + 4 * indent <= LINE or not code.startswith("rt.text("):
-        w(f"{name} = {code}", indent)
+    if len(code) + len(name) + 3 + 4 * indent <= LINE:
+        w(f"{name}{op} {code}", indent)
         return
-    parts = [pystr(p) if isinstance(p, str) else gen.gen(p) for p in text.parts]
-    w.call_block(f"{name} = rt.text(", parts, indent)
+    if not code.startswith("rt.text("):
+        w.emit(f"{name}{op} ", wrap_str(text_of(text), indent), indent)
+        return
+    parts: list[Any] = [wrap_str(p, indent + 1, 1) if isinstance(p, str) else gen.gen(p)
+                        for p in text.parts]
+    w.call_block(f"{name}{op} rt.text(", parts, indent)
 
 
 def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
@@ -475,10 +633,11 @@ def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
             w(f"{gen.gen(op.target)} = {gen.gen(op.value)}", 1)
         elif isinstance(op, IR.CloneOp):
             w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                       gen.gen(op.source), _fields_dict(gen, op.fields)], 1)
+                                       gen.gen(op.source), fields_lines(gen, op.fields, LINE - 12)],
+                         1)
         elif isinstance(op, IR.AddOp):
             w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                     _fields_dict(gen, op.fields)], 1)
+                                     fields_lines(gen, op.fields, LINE - 12)], 1)
 
 
 def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
