@@ -7,10 +7,18 @@ from tracec.runtime.env import register_capability_envs
 
 ENVS = {
     "datetime_reasoning": "generated_envs.datetime_reasoning:DatetimeReasoningEnv",
-    "multi_step_task_completion": "generated_envs.multi_step_task_completion:MultiStepTaskCompletionEnv",
-    "permission_error_recovery": "generated_envs.permission_error_recovery:PermissionErrorRecoveryEnv",
-    "precondition_verification": "generated_envs.precondition_verification:PreconditionVerificationEnv",
-    "structured_data_reasoning": "generated_envs.structured_data_reasoning:StructuredDataReasoningEnv",
+    "multi_step_task_completion": (
+        "generated_envs.multi_step_task_completion:MultiStepTaskCompletionEnv"
+    ),
+    "permission_error_recovery": (
+        "generated_envs.permission_error_recovery:PermissionErrorRecoveryEnv"
+    ),
+    "precondition_verification": (
+        "generated_envs.precondition_verification:PreconditionVerificationEnv"
+    ),
+    "structured_data_reasoning": (
+        "generated_envs.structured_data_reasoning:StructuredDataReasoningEnv"
+    ),
     "tool_calling_precision": "generated_envs.tool_calling_precision:ToolCallingPrecisionEnv",
 }
 

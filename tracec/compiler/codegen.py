@@ -720,7 +720,14 @@ def generate_package_init(package: str, modules: list[tuple[str, str]]) -> str:
     w()
     w("ENVS = {")
     for cap_name, module in modules:
-        w(f"{pystr(cap_name)}: {pystr(f'{package}.{module}:{class_name(cap_name)}')},", 1)
+        entry = pystr(f"{package}.{module}:{class_name(cap_name)}")
+        line = f"{pystr(cap_name)}: {entry},"
+        if len(line) + 4 <= LINE:
+            w(line, 1)
+        else:
+            w(f"{pystr(cap_name)}: (", 1)
+            w(entry, 2)
+            w("),", 1)
     w("}")
     w()
     w("register_capability_envs(ENVS)")
