@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,3 +28,20 @@ def tiny_run_config(model_dir: Path, **over) -> dict:
     for key, value in over.items():
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
     return cfg
+
+
+def to_toml(data: dict, prefix: str = "") -> str:
+    """A small TOML writer for run-config dicts (tables, scalars, lists, inline tables)."""
+
+    def value(v) -> str:
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
+        return json.dumps(v)
+
+    scalars = [f"{k} = {value(v)}" for k, v in data.items()
+               if not isinstance(v, dict) or (prefix and k == "lora")]
+    lines = ([f"[{prefix}]"] if prefix else []) + scalars
+    for k, v in data.items():
+        if isinstance(v, dict) and not (prefix and k == "lora"):
+            lines.append(to_toml(v, f"{prefix}.{k}" if prefix else k))
+    return "\n".join(lines) + "\n"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from tests.pipeline.helpers import ROOT
 from tracec.pipeline.config import ConfigError, load_config, parse_config
 from tracec.pipeline.report import SECTIONS, is_run_dir, write_report
 from tracec.pipeline.stages import choose_specs
-from tests.pipeline.helpers import ROOT
 
 
 @pytest.mark.parametrize("name", ["cpu-demo.toml", "gpu.toml"])

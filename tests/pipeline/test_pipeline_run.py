@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.pipeline.helpers import tiny_run_config, to_toml
 from tracec.pipeline import stages as st
 from tracec.pipeline.config import parse_config
 from tracec.pipeline.manifest import read_manifest
 from tracec.pipeline.report import SECTIONS, is_run_dir, write_report
 from tracec.pipeline.runner import STAGE_NAMES, RunError, run_pipeline
-from tests.pipeline.helpers import tiny_run_config
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     from tracec.llm.tiny import make_tiny_model
 
-    return make_tiny_model(tmp_path_factory.mktemp("model") / "tiny")
+    return make_tiny_model(tmp_path_factory.mktemp("model") / "tiny", layers=1)
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +121,19 @@ def test_report_has_every_section(finished_run):
         assert needle in text
     for png in ("pass_rates.png", "routing.png", "analyze/coverage.png"):
         assert f"]({png})" in text and (run_dir / png).is_file()
+
+
+def test_cli_run_on_a_finished_run_skips_everything_and_writes_the_report(finished_run, tmp_path):
+    from click.testing import CliRunner
+
+    from tracec.pipeline.cli import run_cmd
+
+    run_dir, raw = finished_run
+    config = tmp_path / "tracec.toml"
+    config.write_text(to_toml(raw))
+    result = CliRunner().invoke(run_cmd, [str(config), "-o", str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["error"] is None and Path(out["report"]).is_file()
+    assert [m["stage"] for m in out["stages"]] == list(STAGE_NAMES)
+    assert all(m["attempts"] == 1 for m in out["stages"])  # nothing ran again

@@ -254,7 +254,7 @@ class _Builder:
             i += 1
         if buf:
             parts.append("".join(buf))
-        return A.Text(parts=parts, span=_span_of(tok))
+        return A.Text.model_construct(parts=parts, span=_span_of(tok))
 
     def string(self, tok: Token) -> str:
         return decode_string(str(tok))
@@ -262,7 +262,7 @@ class _Builder:
     # -- top level
     def capability(self, tree: Tree) -> A.Capability:
         name_tok = tree.children[0]
-        cap = A.Capability(name=str(name_tok), span=_span_of(name_tok))
+        cap = A.Capability.model_construct(name=str(name_tok), span=_span_of(name_tok))
         seen: dict[str, Span] = {}
         for item in tree.children[1:]:
             kind = item.data
@@ -288,7 +288,7 @@ class _Builder:
             elif kind == "distractor":
                 cap.distractors.append(self.distractor(item))
             elif kind == "reward":
-                cap.reward = A.Reward(rules=[self.rule(r) for r in item.children],
+                cap.reward = A.Reward.model_construct(rules=[self.rule(r) for r in item.children],
                                       span=_span_of(item))
             elif kind == "tool_decl":
                 cap.tools.append(self.tool_decl(item))
@@ -296,7 +296,7 @@ class _Builder:
 
     def seed_stmt(self, tree: Tree) -> A.SeedStmt:
         name, value, fields = tree.children
-        return A.SeedStmt(
+        return A.SeedStmt.model_construct(
             name=str(name), value=self.expr(value),
             fields=self.field_block(fields) if fields is not None else None,
             span=_span_of(name),
@@ -307,11 +307,11 @@ class _Builder:
 
     def field_assign(self, tree: Tree) -> A.FieldAssign:
         name, value = tree.children
-        return A.FieldAssign(name=str(name), value=self.expr(value), span=_span_of(name))
+        return A.FieldAssign.model_construct(name=str(name), value=self.expr(value), span=_span_of(name))
 
     def task(self, tree: Tree) -> A.Task:
         name_tok, weight, *stmts = tree.children
-        task = A.Task(name=str(name_tok), span=_span_of(name_tok))
+        task = A.Task.model_construct(name=str(name_tok), span=_span_of(name_tok))
         if weight is not None:
             task.weight = float(self.expr(weight.children[0]).value)  # type: ignore[union-attr]
         once: dict[str, Span] = {}
@@ -335,13 +335,13 @@ class _Builder:
             elif kind == "forbid_stmt":
                 target = st.children[0]
                 if isinstance(target, Token):
-                    task.forbid.append(A.Forbid(tool=str(target), span=_span_of(target)))
+                    task.forbid.append(A.Forbid.model_construct(tool=str(target), span=_span_of(target)))
                 else:
                     call = self.tool_call(target)
-                    task.forbid.append(A.Forbid(tool=call.name, args=call.args, span=call.span))
+                    task.forbid.append(A.Forbid.model_construct(tool=call.name, args=call.args, span=call.span))
             elif kind == "reply_stmt":
                 text_tree, *keywords = st.children
-                task.replies.append(A.ReplyStmt(
+                task.replies.append(A.ReplyStmt.model_construct(
                     text=self.text(text_tree),
                     keywords=[self.string(k) for k in keywords if k is not None],
                     span=_span_of(st),
@@ -351,7 +351,7 @@ class _Builder:
             elif kind == "distractor":
                 task.distractors.append(self.distractor(st))
             elif kind == "setup_stmt":
-                task.setup.append(A.Setup(after_lets=len(task.lets),
+                task.setup.append(A.Setup.model_construct(after_lets=len(task.lets),
                                           ops=[self.setup_op(o) for o in st.children],
                                           span=_span_of(st)))
         return task
@@ -363,41 +363,41 @@ class _Builder:
 
     def let(self, tree: Tree) -> A.Let:
         name, value = tree.children
-        return A.Let(name=str(name), value=self.expr(value), span=_span_of(name))
+        return A.Let.model_construct(name=str(name), value=self.expr(value), span=_span_of(name))
 
     def tool_call(self, tree: Tree) -> A.ToolCallAst:
         name, *args = tree.children
         kwargs = [self.kwarg(a) for a in args if a is not None]
-        return A.ToolCallAst(name=str(name), args=kwargs, span=_span_of(name))
+        return A.ToolCallAst.model_construct(name=str(name), args=kwargs, span=_span_of(name))
 
     def kwarg(self, tree: Tree) -> A.KwArg:
         name, value = tree.children
-        return A.KwArg(name=str(name), value=self.expr(value), span=_span_of(name))
+        return A.KwArg.model_construct(name=str(name), value=self.expr(value), span=_span_of(name))
 
     def distractor(self, tree: Tree) -> A.Distractor:
         name, *stmts = tree.children
-        out = A.Distractor(name=str(name), span=_span_of(name))
+        out = A.Distractor.model_construct(name=str(name), span=_span_of(name))
         out.stmts = [self.distractor_op(st) for st in stmts]
         return out
 
     def distractor_op(self, st: Tree) -> Any:
         if st.data == "clone_stmt":
             src, *fields = st.children
-            return A.Clone(source=self.expr(src),
+            return A.Clone.model_construct(source=self.expr(src),
                            fields=[self.field_assign(f) for f in fields if f is not None],
                            span=_span_of(st))
         if st.data == "add_stmt":
             kind, fields = st.children
-            return A.AddRecord(kind=str(kind),
+            return A.AddRecord.model_construct(kind=str(kind),
                                fields=self.field_block(fields) if fields is not None else [],
                                span=_span_of(kind))
-        return A.Say(text=self.text(st.children[0]), span=_span_of(st))
+        return A.Say.model_construct(text=self.text(st.children[0]), span=_span_of(st))
 
     def rule(self, tree: Tree) -> A.Rule:
         if tree.data == "rule_when":
             value, cond = tree.children
-            return A.Rule(value=self.expr(value), cond=self.expr(cond), span=_span_of(tree))
-        return A.Rule(value=self.expr(tree.children[0]), cond=None, span=_span_of(tree))
+            return A.Rule.model_construct(value=self.expr(value), cond=self.expr(cond), span=_span_of(tree))
+        return A.Rule.model_construct(value=self.expr(tree.children[0]), cond=None, span=_span_of(tree))
 
     def tool_decl(self, tree: Tree) -> A.ToolDecl:
         name, *rest = tree.children
@@ -405,7 +405,7 @@ class _Builder:
         desc_tok = rest[-2]
         flags = rest[-3]
         params = [self.param(p) for p in rest[:-3] if p is not None]
-        decl = A.ToolDecl(
+        decl = A.ToolDecl.model_construct(
             name=str(name), params=params, writes=flags is not None,
             description=self.string(desc_tok) if desc_tok is not None else "",
             span=_span_of(name),
@@ -418,7 +418,7 @@ class _Builder:
 
     def param(self, tree: Tree) -> A.Param:
         name, type_ref, default = tree.children
-        return A.Param(
+        return A.Param.model_construct(
             name=str(name), type=self.type_ref(type_ref),
             default=self.expr(default) if default is not None else None,
             span=_span_of(name),
@@ -426,7 +426,7 @@ class _Builder:
 
     def type_ref(self, tree: Tree) -> A.TypeRef:
         name, arg = tree.children
-        return A.TypeRef(name=str(name), arg=self.type_ref(arg) if arg is not None else None,
+        return A.TypeRef.model_construct(name=str(name), arg=self.type_ref(arg) if arg is not None else None,
                          span=_span_of(name))
 
     def tool_stmt(self, tree: Tree) -> Any:
@@ -435,11 +435,11 @@ class _Builder:
             return self.let(tree)
         if kind == "require_stmt":
             cond, msg = tree.children
-            return A.Require(cond=self.expr(cond), message=self.string(msg), span=_span_of(tree))
+            return A.Require.model_construct(cond=self.expr(cond), message=self.string(msg), span=_span_of(tree))
         if kind == "set_stmt":
             target, value = tree.children
-            return A.SetStmt(target=self.expr(target), value=self.expr(value), span=_span_of(tree))
-        return A.Return(value=self.expr(tree.children[0]), span=_span_of(tree))
+            return A.SetStmt.model_construct(target=self.expr(target), value=self.expr(value), span=_span_of(tree))
+        return A.Return.model_construct(value=self.expr(tree.children[0]), span=_span_of(tree))
 
     # -- expressions
     def expr(self, item: Any) -> Any:
@@ -453,34 +453,34 @@ class _Builder:
         return node
 
     def x_int(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num(value=int(tok))
+        return A.Num.model_construct(value=int(tok))
 
     def x_float(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num(value=float(tok))
+        return A.Num.model_construct(value=float(tok))
 
     def x_string(self, tree: Tree, tok: Token) -> A.Str:
-        return A.Str(value=self.string(tok).replace("\\{", "{").replace("\\}", "}"))
+        return A.Str.model_construct(value=self.string(tok).replace("\\{", "{").replace("\\}", "}"))
 
     def x_true(self, tree: Tree) -> A.Bool:
-        return A.Bool(value=True)
+        return A.Bool.model_construct(value=True)
 
     def x_false(self, tree: Tree) -> A.Bool:
-        return A.Bool(value=False)
+        return A.Bool.model_construct(value=False)
 
     def x_none(self, tree: Tree) -> A.NoneLit:
-        return A.NoneLit()
+        return A.NoneLit.model_construct()
 
     def x_name(self, tree: Tree, tok: Token) -> A.Name:
-        return A.Name(id=str(tok))
+        return A.Name.model_construct(id=str(tok))
 
     def x_attr(self, tree: Tree, obj: Tree, name: Token) -> A.Attr:
-        return A.Attr(obj=self.expr(obj), name=str(name))
+        return A.Attr.model_construct(obj=self.expr(obj), name=str(name))
 
     def x_index(self, tree: Tree, obj: Tree, index: Tree) -> A.Index:
-        return A.Index(obj=self.expr(obj), index=self.expr(index))
+        return A.Index.model_construct(obj=self.expr(obj), index=self.expr(index))
 
     def x_call(self, tree: Tree, func: Token, *args: Any) -> A.Call:
-        call = A.Call(func=str(func))
+        call = A.Call.model_construct(func=str(func))
         for a in args:
             if a is None:
                 continue
@@ -494,50 +494,50 @@ class _Builder:
 
     def comp(self, tree: Tree) -> A.Comprehension:
         var, it, cond = tree.children
-        return A.Comprehension(var=str(var), iter=self.expr(it),
+        return A.Comprehension.model_construct(var=str(var), iter=self.expr(it),
                                cond=self.expr(cond) if cond is not None else None,
                                span=_span_of(tree))
 
     def x_call_gen(self, tree: Tree, func: Token, elt: Tree, comp: Tree) -> A.CallGen:
-        return A.CallGen(func=str(func), elt=self.expr(elt), comp=self.comp(comp))
+        return A.CallGen.model_construct(func=str(func), elt=self.expr(elt), comp=self.comp(comp))
 
     def x_list(self, tree: Tree, *items: Any) -> A.ListLit:
-        return A.ListLit(items=[self.expr(i) for i in items if i is not None])
+        return A.ListLit.model_construct(items=[self.expr(i) for i in items if i is not None])
 
     def x_list_comp(self, tree: Tree, elt: Tree, comp: Tree) -> A.ListComp:
-        return A.ListComp(elt=self.expr(elt), comp=self.comp(comp))
+        return A.ListComp.model_construct(elt=self.expr(elt), comp=self.comp(comp))
 
     def pair(self, tree: Tree) -> A.Pair:
         k, v = tree.children
-        return A.Pair(key=self.expr(k), value=self.expr(v), span=_span_of(tree))
+        return A.Pair.model_construct(key=self.expr(k), value=self.expr(v), span=_span_of(tree))
 
     def x_dict(self, tree: Tree, *pairs: Any) -> A.DictLit:
-        return A.DictLit(pairs=[self.pair(p) for p in pairs if p is not None])
+        return A.DictLit.model_construct(pairs=[self.pair(p) for p in pairs if p is not None])
 
     def x_dict_comp(self, tree: Tree, pair: Tree, comp: Tree) -> A.DictComp:
-        return A.DictComp(pair=self.pair(pair), comp=self.comp(comp))
+        return A.DictComp.model_construct(pair=self.pair(pair), comp=self.comp(comp))
 
     def x_neg(self, tree: Tree, operand: Tree) -> A.Unary:
-        return A.Unary(op="-", operand=self.expr(operand))
+        return A.Unary.model_construct(op="-", operand=self.expr(operand))
 
     def x_not_(self, tree: Tree, operand: Tree) -> A.Unary:
-        return A.Unary(op="not", operand=self.expr(operand))
+        return A.Unary.model_construct(op="not", operand=self.expr(operand))
 
     def x_binop(self, tree: Tree, left: Tree, op: Tree, right: Tree) -> A.BinOp:
-        return A.BinOp(op=str(op.children[0]), left=self.expr(left), right=self.expr(right))
+        return A.BinOp.model_construct(op=str(op.children[0]), left=self.expr(left), right=self.expr(right))
 
     def x_compare(self, tree: Tree, left: Tree, op: Tree, right: Tree) -> A.Compare:
         op_text = " ".join(str(t) for t in op.children)
-        return A.Compare(op=op_text, left=self.expr(left), right=self.expr(right))
+        return A.Compare.model_construct(op=op_text, left=self.expr(left), right=self.expr(right))
 
     def x_and_(self, tree: Tree, left: Tree, right: Tree) -> A.BoolOp:
-        return A.BoolOp(op="and", left=self.expr(left), right=self.expr(right))
+        return A.BoolOp.model_construct(op="and", left=self.expr(left), right=self.expr(right))
 
     def x_or_(self, tree: Tree, left: Tree, right: Tree) -> A.BoolOp:
-        return A.BoolOp(op="or", left=self.expr(left), right=self.expr(right))
+        return A.BoolOp.model_construct(op="or", left=self.expr(left), right=self.expr(right))
 
     def x_ifelse(self, tree: Tree, body: Tree, test: Tree, orelse: Tree) -> A.IfElse:
-        return A.IfElse(body=self.expr(body), test=self.expr(test), orelse=self.expr(orelse))
+        return A.IfElse.model_construct(body=self.expr(body), test=self.expr(test), orelse=self.expr(orelse))
 
     def x_range(self, tree: Tree, lo: Tree, hi: Tree) -> A.Range:
-        return A.Range(lo=self.expr(lo), hi=self.expr(hi))
+        return A.Range.model_construct(lo=self.expr(lo), hi=self.expr(hi))

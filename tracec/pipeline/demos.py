@@ -44,7 +44,6 @@ def write_demos(env_classes: dict[str, Any], episodes: int, seed: int, path: Pat
     rows = [oracle_episode(cls, seed + i) for cls in env_classes.values() for i in range(episodes)]
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, default=str) + "\n")
+        fh.writelines(json.dumps(r, default=str) + "\n" for r in rows)
     return {"episodes": len(rows), "successful": sum(r["success"] for r in rows),
             "trajectories": str(path)}

@@ -265,9 +265,10 @@ def render_report(run_dir: str | Path) -> str:
     model = (cfg.get("model") or {}).get("base", "?")
     target = cfg.get("target") or {}
     parts = [f"# tracec run report: {cfg.get('name', run_dir.name)}",
-             f"Base model `{model}`, target τ² {target.get('domain', '?')} "
-             f"({target.get('train_split', '?')} split for analysis, {target.get('test_split', '?')} "
-             f"for the final eval), user `{target.get('user', '?')}`. Config: `{CONFIG_COPY}`."]
+             (f"Base model `{model}`, target τ² {target.get('domain', '?')} "
+              f"({target.get('train_split', '?')} split for analysis, "
+              f"{target.get('test_split', '?')} for the final eval), user "
+              f"`{target.get('user', '?')}`. Config: `{CONFIG_COPY}`.")]
     bodies = {
         "Stages": _stages(ms),
         "Selected capabilities": _capabilities(run_dir, ms),

@@ -101,7 +101,7 @@ def _run_stage(stage: Stage, ctx: st.RunContext, h: str, resume: bool,
         m.seconds = round(prior + time.perf_counter() - t0, 2)
         write_manifest(ctx.run_dir, m)
         raise
-    except Exception as exc:  # recorded in the manifest and the report, re-raised as RunError
+    except Exception as exc:  # noqa: BLE001 - recorded, then re-raised as RunError
         m.status = "failed"
         m.error = f"{type(exc).__name__}: {exc}"
         (ctx.dir(stage.name) / "error.txt").write_text(traceback.format_exc())

@@ -319,7 +319,7 @@ def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool)
     trainer.fit(resume=resume and has_ckpt, on_step=on_step)
     try:
         report_training(out)
-    except Exception as exc:  # a plot is nice to have, never fatal
+    except Exception as exc:  # noqa: BLE001 - a plot is nice to have, never fatal
         ctx.log(f"  (no training plot: {exc})")
     return _adapter_summary(env.capability, out, json.loads(meta_path.read_text()))
 
@@ -358,8 +358,15 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     from tracec.pipeline.demos import write_demos
     from tracec.train.envs import resolve_env
     from tracec.train.moe import build_composed
-    from tracec.train.moe_train import (ComposeTrainConfig, encode_all, evaluate_ce,
-                                        read_trajectories, select_successful, split, train_gates)
+    from tracec.train.moe_train import (
+        ComposeTrainConfig,
+        encode_all,
+        evaluate_ce,
+        read_trajectories,
+        select_successful,
+        split,
+        train_gates,
+    )
 
     c = ctx.cfg.compose
     adapters = ctx.out("train").get("adapters") or {}
