@@ -62,8 +62,11 @@ class ChatClient:
         max_tokens: int = 1024,
         stop: list[str] | str | None = None,
         response_format: dict | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
-        """One completion; raises :class:`LLMError` with a clear message on failure."""
+        """One completion; raises :class:`LLMError` with a clear message on failure.
+
+        ``seed`` asks the server for reproducible sampling (OpenAI, vLLM and llama.cpp honour it)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -76,6 +79,8 @@ class ChatClient:
             kwargs["stop"] = stop
         if response_format:
             kwargs["response_format"] = response_format
+        if seed is not None:
+            kwargs["seed"] = seed
         oa = self._openai
         try:
             resp = self._client.chat.completions.create(**kwargs)

@@ -95,7 +95,9 @@ def run_jobs(
         still: list[_Slot] = []
         for slot, action in zip(slots, actions):
             _, reward, terminated, truncated, info = slot.env.step(action)
-            slot.info = info
+            # the env contract puts the tools (and the task) in reset's info; step's info may
+            # carry only the messages, so keep what reset gave
+            slot.info = {**slot.info, **info}
             if not (terminated or truncated):
                 still.append(slot)
                 continue
