@@ -185,9 +185,13 @@ class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
     def __init__(self, directory: str, **kwargs: Any) -> None:
-        from tracec.train.moe import load_composed  # lazy: written by the training stage
+        from tracec.train.moe import ComposeError, load_composed  # lazy: needs torch
 
-        super().__init__(directory, chat_model=load_composed(directory), **kwargs)
+        try:
+            model = load_composed(directory)
+        except (ComposeError, OSError) as exc:
+            raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
+        super().__init__(directory, chat_model=model, **kwargs)
         self.name = f"composed:{directory}"
 
 

@@ -61,6 +61,13 @@ def resolve_env(spec: str) -> tuple[str, Callable[[], Any]]:
     try:
         module = importlib.import_module(spec)
     except ImportError as exc:
+        try:  # a capability name of generated_envs/ (what `tracec play` accepts)
+            from tracec.runtime.loader import resolve_env as resolve_capability
+
+            cls = resolve_capability(spec)
+            return f"tracec/{cls.capability.name}-v0", cls
+        except Exception:  # noqa: BLE001 - report the original lookup failure
+            pass
         raise EnvSpecError(f"unknown env {spec!r}: {exc}") from None
     cls = _env_class(module, spec)
     return f"tracec/{cls.capability.name}-v0", cls
