@@ -771,12 +771,7 @@ def generate_reservation(rng: random.Random, db: dict, overrides: Mapping[str, A
     return common.conform(reservation, RECORD_TYPES["reservations"], LAYOUT)
 
 
-def insert_reservation(kind: EntityKind, db: dict, record: dict) -> None:
-    """Store the reservation and add it to its user's ``reservations`` (τ²'s back-link)."""
-    db.setdefault("reservations", {})[record["reservation_id"]] = record
-    user = db.get("users", {}).get(record["user_id"])
-    if user is not None and record["reservation_id"] not in user["reservations"]:
-        user["reservations"].append(record["reservation_id"])
+insert_reservation = common.insert_with_backlink("reservation_id", "reservations")
 
 
 USER = EntityKind(

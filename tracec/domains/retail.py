@@ -567,12 +567,7 @@ def generate_order(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -
     return common.conform(order, RECORD_TYPES["orders"], LAYOUT)
 
 
-def insert_order(kind: EntityKind, db: dict, record: dict) -> None:
-    """Store the order and add it to its user's ``orders`` (τ²'s back-link)."""
-    db.setdefault("orders", {})[record["order_id"]] = record
-    user = db.get("users", {}).get(record["user_id"])
-    if user is not None and record["order_id"] not in user["orders"]:
-        user["orders"].append(record["order_id"])
+insert_order = common.insert_with_backlink("order_id", "orders")
 
 
 USER = EntityKind(

@@ -241,3 +241,16 @@ def fresh_payment_id(rng: random.Random, source: str, taken: set[str]) -> str:
         pid = f"{source}_{rng.randint(1000000, 9999999)}"
         if pid not in taken:
             return pid
+
+
+def insert_with_backlink(id_field: str, link_field: str):
+    """An ``EntityKind.insert`` that stores the record and appends its id to its user's
+    ``link_field`` list (τ²'s back-links: ``user.reservations``, ``user.orders``)."""
+
+    def insert(kind, db: dict, record: dict) -> None:
+        db.setdefault(kind.collection, {})[record[id_field]] = record
+        user = db.get("users", {}).get(record["user_id"])
+        if user is not None and record[id_field] not in user[link_field]:
+            user[link_field].append(record[id_field])
+
+    return insert
