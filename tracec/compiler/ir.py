@@ -26,7 +26,7 @@ class SeedSpawn(IRModel):
     name: str
     entity: str
     count: Expr
-    fields: list[FieldAssign] = Field(default_factory=list)
+    fields: list[FieldAssign] = []
     line: int
 
 
@@ -44,7 +44,7 @@ SeedStep = Annotated[Union[SeedSpawn, SeedLet], Field(discriminator="op")]
 
 class CallIR(IRModel):
     tool: str
-    args: list[KwArg] = Field(default_factory=list)
+    args: list[KwArg] = []
     writes: bool = False
 
 
@@ -60,20 +60,20 @@ class CommunicateIR(IRModel):
 
 class ReplyIR(IRModel):
     text: Text
-    keywords: list[str] = Field(default_factory=list)
+    keywords: list[str] = []
 
 
 class CloneOp(IRModel):
     op: Literal["clone"] = "clone"
     entity: str
     source: Expr
-    fields: list[FieldAssign] = Field(default_factory=list)
+    fields: list[FieldAssign] = []
 
 
 class AddOp(IRModel):
     op: Literal["add"] = "add"
     entity: str
-    fields: list[FieldAssign] = Field(default_factory=list)
+    fields: list[FieldAssign] = []
 
 
 class SayOp(IRModel):
@@ -97,13 +97,13 @@ class SetupIR(IRModel):
     """Per-task world changes, run after the first `after_lets` lets."""
 
     after_lets: int
-    ops: list[SetupStep] = Field(default_factory=list)
+    ops: list[SetupStep] = []
     line: int
 
 
 class DistractorIR(IRModel):
     name: str
-    ops: list[DistractorOp] = Field(default_factory=list)
+    ops: list[DistractorOp] = []
     line: int
 
 
@@ -111,16 +111,16 @@ class TaskIR(IRModel):
     name: str
     weight: float
     line: int
-    seed_vars_used: list[str] = Field(default_factory=list)
-    lets: list[Let] = Field(default_factory=list)
+    seed_vars_used: list[str] = []
+    lets: list[Let] = []
     user: Text
-    gold: list[CallIR] = Field(default_factory=list)
-    communicate: list[CommunicateIR] = Field(default_factory=list)
-    forbid: list[ForbidIR] = Field(default_factory=list)
-    replies: list[ReplyIR] = Field(default_factory=list)
+    gold: list[CallIR] = []
+    communicate: list[CommunicateIR] = []
+    forbid: list[ForbidIR] = []
+    replies: list[ReplyIR] = []
     hint: Text | None = None
-    distractors: list[DistractorIR] = Field(default_factory=list)
-    setup: list[SetupIR] = Field(default_factory=list)
+    distractors: list[DistractorIR] = []
+    setup: list[SetupIR] = []
 
 
 class RuleIR(IRModel):
@@ -139,10 +139,10 @@ class ToolIR(IRModel):
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments
     param_names: list[str]
-    defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults: dict[str, Any] = {}
     writes: bool
-    collections: list[str] = Field(default_factory=list)  # db collections the body reads
-    singletons: list[str] = Field(default_factory=list)
+    collections: list[str] = []  # db collections the body reads
+    singletons: list[str] = []
     body: list[ToolStmt] | None = None
     python: str | None = None
     line: int
@@ -157,12 +157,12 @@ class CapabilityIR(IRModel):
     hint: str
     spec_path: str
     spec_sha256: str
-    seed: list[SeedStep] = Field(default_factory=list)
-    tasks: list[TaskIR] = Field(default_factory=list)
-    tools: list[ToolIR] = Field(default_factory=list)
-    rules: list[RuleIR] = Field(default_factory=list)
-    levels: list[float] = Field(default_factory=list)
-    distractors: list[str] = Field(default_factory=list)
+    seed: list[SeedStep] = []
+    tasks: list[TaskIR] = []
+    tools: list[ToolIR] = []
+    rules: list[RuleIR] = []
+    levels: list[float] = []
+    distractors: list[str] = []
 
 
 def ir_json_schema() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from tracec.lang.diagnostics import Span
 class Node(BaseModel):
     # schemas are built on first use: building ~40 recursive models eagerly took seconds
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    span: Span = Field(default_factory=Span)
+    span: Span = Span()
 
 
 # ------------------------------------------------------------------ expressions
@@ -66,8 +66,8 @@ class KwArg(Node):
 class Call(Node):
     node: Literal["call"] = "call"
     func: str
-    args: list["Expr"] = Field(default_factory=list)
-    kwargs: list[KwArg] = Field(default_factory=list)
+    args: list["Expr"] = []
+    kwargs: list[KwArg] = []
 
 
 class Comprehension(Node):
@@ -89,7 +89,7 @@ class CallGen(Node):
 
 class ListLit(Node):
     node: Literal["list"] = "list"
-    items: list["Expr"] = Field(default_factory=list)
+    items: list["Expr"] = []
 
 
 class ListComp(Node):
@@ -105,7 +105,7 @@ class Pair(Node):
 
 class DictLit(Node):
     node: Literal["dict"] = "dict"
-    pairs: list[Pair] = Field(default_factory=list)
+    pairs: list[Pair] = []
 
 
 class DictComp(Node):
@@ -166,7 +166,7 @@ Expr = Annotated[
 class Text(Node):
     """An interpolated text: literal strings and `{expr}` parts, in order."""
 
-    parts: list[Union[str, Expr]] = Field(default_factory=list)
+    parts: list[Union[str, Expr]] = []
 
     def literal(self) -> str:
         return "".join(p if isinstance(p, str) else "{...}" for p in self.parts)
@@ -190,7 +190,7 @@ class SeedStmt(Node):
 
 class ToolCallAst(Node):
     name: str
-    args: list[KwArg] = Field(default_factory=list)
+    args: list[KwArg] = []
 
 
 class Let(Node):
@@ -206,19 +206,19 @@ class Forbid(Node):
 
 class ReplyStmt(Node):
     text: Text
-    keywords: list[str] = Field(default_factory=list)
+    keywords: list[str] = []
 
 
 class Clone(Node):
     op: Literal["clone"] = "clone"
     source: Expr
-    fields: list[FieldAssign] = Field(default_factory=list)
+    fields: list[FieldAssign] = []
 
 
 class AddRecord(Node):
     op: Literal["add"] = "add"
     kind: str
-    fields: list[FieldAssign] = Field(default_factory=list)
+    fields: list[FieldAssign] = []
 
 
 class Say(Node):
@@ -236,27 +236,27 @@ class Setup(Node):
     """`setup { ... }`: world changes for one task, run after the `let`s before it."""
 
     after_lets: int = 0
-    ops: list[SetupOp] = Field(default_factory=list)
+    ops: list[SetupOp] = []
 
 
 class Distractor(Node):
     name: str
-    stmts: list[DistractorStmt] = Field(default_factory=list)
+    stmts: list[DistractorStmt] = []
 
 
 class Task(Node):
     name: str
     weight: float = 1.0
-    lets: list[Let] = Field(default_factory=list)
+    lets: list[Let] = []
     user: Text | None = None
-    gold: list[ToolCallAst] = Field(default_factory=list)
+    gold: list[ToolCallAst] = []
     gold_span: Span | None = None
-    communicate: list[Expr] = Field(default_factory=list)
-    forbid: list[Forbid] = Field(default_factory=list)
-    replies: list[ReplyStmt] = Field(default_factory=list)
+    communicate: list[Expr] = []
+    forbid: list[Forbid] = []
+    replies: list[ReplyStmt] = []
     hint: Text | None = None
-    distractors: list[Distractor] = Field(default_factory=list)
-    setup: list[Setup] = Field(default_factory=list)
+    distractors: list[Distractor] = []
+    setup: list[Setup] = []
 
 
 class Rule(Node):
@@ -265,7 +265,7 @@ class Rule(Node):
 
 
 class Reward(Node):
-    rules: list[Rule] = Field(default_factory=list)
+    rules: list[Rule] = []
 
 
 class TypeRef(Node):
@@ -305,7 +305,7 @@ ToolStmt = Annotated[Union[Let, Require, SetStmt, Return], Field(discriminator="
 
 class ToolDecl(Node):
     name: str
-    params: list[Param] = Field(default_factory=list)
+    params: list[Param] = []
     writes: bool = False
     description: str = ""
     body: list[ToolStmt] | None = None
@@ -319,8 +319,8 @@ class Capability(Node):
     domain_span: Span | None = None
     max_turns: int | None = None
     hint: Text | None = None
-    seed: list[SeedStmt] = Field(default_factory=list)
-    tasks: list[Task] = Field(default_factory=list)
-    distractors: list[Distractor] = Field(default_factory=list)
+    seed: list[SeedStmt] = []
+    tasks: list[Task] = []
+    distractors: list[Distractor] = []
     reward: Reward | None = None
-    tools: list[ToolDecl] = Field(default_factory=list)
+    tools: list[ToolDecl] = []

@@ -548,7 +548,7 @@ class Checker:
                 self.warn(f"tool `{d.name}` returns nothing", d.span,
                           "end the body with `return ...` so the agent sees a result", code="W170")
         used = {n for n in collections + singletons if self._mentions(d, n)}
-        return IR.ToolIR(
+        return IR.ToolIR.model_construct(
             name=d.name, description=d.description or f"{d.name} (inline tool)",
             parameters={"type": "object", "properties": props, "required": required},
             param_names=[p.name for p in d.params], defaults=defaults, writes=writes,
@@ -605,7 +605,7 @@ class Checker:
                         self.error(f"the count of records must be whole numbers, got {ct}",
                                    count.span, code="E181")
                 fields = self.record_fields(kind, st.fields or [], scope)
-                steps.append(IR.SeedSpawn(name=st.name, entity=kind, count=count, fields=fields,
+                steps.append(IR.SeedSpawn.model_construct(name=st.name, entity=kind, count=count, fields=fields,
                                           line=st.span.line))
                 scope.names[st.name] = ListT(EntityT(kind))
             else:
@@ -613,7 +613,7 @@ class Checker:
                     self.error("a `{ field = ... }` block only follows an entity such as "
                                "user[3..5]", st.span, code="E182")
                 t = self.expr(st.value, scope)
-                steps.append(IR.SeedLet(name=st.name, value=st.value, line=st.span.line))
+                steps.append(IR.SeedLet.model_construct(name=st.name, value=st.value, line=st.span.line))
                 scope.names[st.name] = t
             self.seed_types[st.name] = scope.names[st.name]
         return steps, scope
@@ -680,25 +680,25 @@ class Checker:
         gold: list[IR.CallIR] = []
         for call in t.gold:
             self.tool_args(call.name, call.span, call.args, scope, require_all=True)
-            gold.append(IR.CallIR(tool=call.name, args=call.args, writes=self.tool_writes(call.name)))
+            gold.append(IR.CallIR.model_construct(tool=call.name, args=call.args, writes=self.tool_writes(call.name)))
         comms = []
         for c in t.communicate:
             self.expr(c, scope)
-            comms.append(IR.CommunicateIR(label=self.text_of(c), value=c))
+            comms.append(IR.CommunicateIR.model_construct(label=self.text_of(c), value=c))
         forbids = []
         for f in t.forbid:
             self.tool_args(f.tool, f.span, f.args or [], scope, require_all=False)
-            forbids.append(IR.ForbidIR(tool=f.tool, args=f.args))
+            forbids.append(IR.ForbidIR.model_construct(tool=f.tool, args=f.args))
         replies = []
         for r in t.replies:
             self.text(r.text, scope)
-            replies.append(IR.ReplyIR(text=r.text, keywords=r.keywords))
+            replies.append(IR.ReplyIR.model_construct(text=r.text, keywords=r.keywords))
         if t.hint is not None:
             self.text(t.hint, scope)
         distractors = [self.distractor(d, scope) for d in t.distractors + top_distractors]
         if t.user is None:
             return None
-        return IR.TaskIR(
+        return IR.TaskIR.model_construct(
             name=t.name, weight=t.weight, line=t.span.line,
             seed_vars_used=[n for n in self.seed_types if n in self.used_seed],
             lets=t.lets, user=t.user, gold=gold, communicate=comms, forbid=forbids,
@@ -726,10 +726,10 @@ class Checker:
                 vt = self.expr(op.value, scope)
                 if not assignable(vt, tt):
                     self.error(f"cannot set a {tt} field to {vt}", op.value.span, code="E175")
-                ops.append(IR.SetOp(target=op.target, value=op.value))
+                ops.append(IR.SetOp.model_construct(target=op.target, value=op.value))
             else:
                 ops.extend(self.distractor(A.Distractor(name="setup", stmts=[op]), scope).ops)
-        return IR.SetupIR(after_lets=st.after_lets, ops=ops, line=st.span.line)
+        return IR.SetupIR.model_construct(after_lets=st.after_lets, ops=ops, line=st.span.line)
 
     def text(self, text: A.Text, scope: Scope) -> None:
         for part in text.parts:
@@ -743,7 +743,7 @@ class Checker:
                 t = self.expr(st.source, scope)
                 if isinstance(t, EntityT):
                     fields = self.record_fields(t.kind, st.fields, scope)
-                    ops.append(IR.CloneOp(entity=t.kind, source=st.source, fields=fields))
+                    ops.append(IR.CloneOp.model_construct(entity=t.kind, source=st.source, fields=fields))
                 else:
                     if t != ANY:
                         self.error(f"`clone` needs one record of an entity, got {t}",
@@ -760,11 +760,11 @@ class Checker:
                     self.error(f"unknown entity kind `{st.kind}` in domain {self.domain.name}",
                                st.span, did_you_mean(st.kind, self.domain.entities), code="E183")
                 fields = self.record_fields(st.kind, st.fields, scope)
-                ops.append(IR.AddOp(entity=st.kind, fields=fields))
+                ops.append(IR.AddOp.model_construct(entity=st.kind, fields=fields))
             else:
                 self.text(st.text, scope)
-                ops.append(IR.SayOp(text=st.text))
-        return IR.DistractorIR(name=d.name, ops=ops, line=d.span.line)
+                ops.append(IR.SayOp.model_construct(text=st.text))
+        return IR.DistractorIR.model_construct(name=d.name, ops=ops, line=d.span.line)
 
     # ------------------------------------------------------------------ reward
     def reward(self, task_scopes: list[dict[str, T]]) -> list[IR.RuleIR]:
@@ -819,7 +819,7 @@ class Checker:
                                    "does; put the more specific rule first", code="E214")
                         break
                 seen_conj.append((conj, rule.span.line))
-            rules.append(IR.RuleIR(
+            rules.append(IR.RuleIR.model_construct(
                 level=float(level), fractional=fractional, text=self.text_of(rule),
                 value=rule.value, cond=rule.cond, line=rule.span.line,
             ))
@@ -944,7 +944,7 @@ class Checker:
         rules = self.reward(task_scopes)
         if any(d.severity == "error" for d in self.diags) or cap.domain is None:
             return None
-        return IR.CapabilityIR(
+        return IR.CapabilityIR.model_construct(
             name=cap.name,
             description=cap.description.parts[0] if cap.description and cap.description.parts
             and isinstance(cap.description.parts[0], str) else "",
