@@ -11,23 +11,30 @@ import sys
 
 import click
 
-# command name -> "module:attribute" (a click.Command), listed in pipeline order
-COMMANDS: dict[str, str] = {
-    "compile": "tracec.compiler.cli:compile_cmd",
-    "schema": "tracec.compiler.cli:schema_cmd",
-    "check": "tracec.checks.cli:check_cmd",
-    "play": "tracec.runtime.cli:play_cmd",
-    "analyze": "tracec.analysis.cli:analyze_cmd",
-    "label": "tracec.analysis.cli:label_cmd",
-    "aggregate": "tracec.analysis.cli:aggregate_cmd",
-    "propose": "tracec.analysis.cli:propose_cmd",
-    "eval": "tracec.targets.cli:eval_cmd",
-    "grade": "tracec.targets.cli:grade_cmd",
-    "model": "tracec.llm.cli:model_cmd",
-    "train": "tracec.train.cli:train_cmd",
-    "compose": "tracec.train.moe_cli:compose_cmd",
-    "report": "tracec.train.cli:report_cmd",
-    "run": "tracec.pipeline.cli:run_cmd",
+# command name -> ("module:attribute" of a click.Command, one-line help), in pipeline order.
+# The help is here so that `tracec --help` lists commands without importing them (and torch).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "analyze": ("tracec.analysis.cli:analyze_cmd",
+                "Import trajectories, label capabilities, aggregate, report."),
+    "label": ("tracec.analysis.cli:label_cmd", "Label trajectories into TRACE run files."),
+    "aggregate": ("tracec.analysis.cli:aggregate_cmd",
+                  "Select capabilities from labeling runs (Cov, delta, K of N)."),
+    "propose": ("tracec.analysis.cli:propose_cmd",
+                "Have an LLM write a spec per capability, checked by the compiler."),
+    "compile": ("tracec.compiler.cli:compile_cmd",
+                "Compile specs into Gymnasium env modules (generated_envs/)."),
+    "schema": ("tracec.compiler.cli:schema_cmd", "Print the JSON Schema of the compiler's IR."),
+    "check": ("tracec.checks.cli:check_cmd",
+              "Check compiled envs: check_env, determinism, probes, variance."),
+    "play": ("tracec.runtime.cli:play_cmd", "Play an environment yourself in the terminal."),
+    "eval": ("tracec.targets.cli:eval_cmd", "Run an agent on a target or compiled envs."),
+    "grade": ("tracec.targets.cli:grade_cmd", "Re-grade saved tau2-bench results."),
+    "model": ("tracec.llm.cli:model_cmd", "Prepare local models (SmolLM2 default, tiny)."),
+    "train": ("tracec.train.cli:train_cmd", "Train a LoRA adapter per capability with GRPO."),
+    "compose": ("tracec.train.moe_cli:compose_cmd",
+                "Train a token-level router over frozen adapters."),
+    "run": ("tracec.pipeline.cli:run_cmd", "Run the whole TRACE loop from one config."),
+    "report": ("tracec.train.cli:report_cmd", "Plots and report of a training or pipeline run."),
 }
 
 
@@ -35,22 +42,25 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported only when used."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if self._load(name, quiet=True) is not None]
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        return self._load(name, quiet=False)
+        return self._load(name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     @staticmethod
-    def _load(name: str, quiet: bool) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
+    def _load(name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = entry[0].split(":")
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if quiet:
-                return None
             missing = exc.name or "?"
             hint = ""
             if missing.split(".")[0] in {"torch", "transformers", "peft", "trl", "accelerate"}:
