@@ -231,6 +231,12 @@ def _failures(run_dir: Path, ms: dict) -> str:
     rejected = _outputs(ms, "compile").get("rejected") or {}
     for env, problems in rejected.items():
         lines.append(f"- env **{env}** failed its checks and was not trained: {'; '.join(problems)}")
+    trained = set(_outputs(ms, "train").get("adapters") or {})
+    checked = set(_outputs(ms, "compile").get("envs") or {})
+    if trained:
+        for env in sorted(checked - trained):
+            lines.append(f"- env **{env}** passed its checks but was not trained "
+                         "(`train.max_adapters`).")
     for cap in _outputs(ms, "specs").get("unmatched") or []:
         lines.append(f"- selected capability **{cap}** has no spec, so no adapter targets it.")
     return "\n".join(lines) if lines else "Nothing failed."
