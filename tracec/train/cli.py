@@ -160,7 +160,14 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
               help="PNG path (default RUN_DIR/training_curves.png).")
 @click.option("--json", "as_json", is_flag=True)
 def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
-    """Draw reward and kept-group curves of a `tracec train` run."""
+    """Regenerate the report of a `tracec run` folder, or draw the reward and kept-group
+    curves of a `tracec train` run."""
+    from tracec.pipeline.report import is_run_dir, write_report
+
+    if is_run_dir(Path(run_dir)):
+        path = write_report(Path(run_dir))
+        click.echo(json.dumps({"report": str(path)}) if as_json else f"wrote {path}")
+        return
     from tracec.train.plots import NoMetrics, report_training
 
     try:
