@@ -207,28 +207,6 @@ class ReseedingAgent:
         return self.agent.act(batch, tasks=tasks)
 
 
-class KeepTools:
-    """Env adapter: step infos carry the tool schemas of reset's info.
-
-    ``run_jobs`` reads ``info["tools"]`` on every turn, but ``CapabilityEnv.step`` only puts
-    ``messages`` in its info.
-    """
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.tools: list[dict] = []
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
-        obs, info = self.env.reset(**kwargs)
-        self.tools = info.get("tools") or []
-        return obs, info
-
-    def step(self, action: str) -> tuple[Any, float, bool, bool, dict]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        info.setdefault("tools", self.tools)
-        return obs, reward, terminated, truncated, info
-
-
 def calibrate(
     capability: Any,
     agent: Any,
@@ -258,7 +236,7 @@ def calibrate(
                                samples=samples, temperature=temperature)
     jobs = [Job(name, str(s), g, s) for s in range(first_seed, first_seed + seeds) for g in range(samples)]
     agent = agent if hasattr(agent, "base_seed") else ReseedingAgent(agent)
-    episodes = run_jobs(jobs, lambda _: KeepTools(cls()), agent, batch_size=batch_size or samples,
+    episodes = run_jobs(jobs, lambda _: cls(), agent, batch_size=batch_size or samples,
                         on_episode=(lambda _: progress(1)) if progress else None)
     by_seed: dict[str, dict[int, float]] = {}
     for ep in episodes:

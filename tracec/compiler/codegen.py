@@ -688,26 +688,16 @@ def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
             continue
         w("Rule(", 1)
         w(f"{rule.level!r},", 2)
-        _emit_lines(w, "", wrap_str(rule.text, 2), 2, ",")
+        w.emit("", wrap_str(rule.text, 2), 2, ",")
         if rule.cond is None:
             w("lambda o: True,", 2)
         else:
-            _emit_lines(w, "lambda o: ", wrap_expr(gen, rule.cond, 2, LINE - 12), 2, ",")
+            w.emit("lambda o: ", wrap_expr(gen, rule.cond, 2, LINE - 12), 2, ",")
         if rule.fractional:
             w(f"value=lambda o: {gen.gen(rule.value)},", 2)
         w("),", 1)
     w(")")
 
-
-def _emit_lines(w: Writer, prefix: str, lines: list[str], indent: int, suffix: str) -> None:
-    """Emit a possibly multi-line expression: prefix on the first line, suffix on the last."""
-    if len(lines) == 1:
-        w(f"{prefix}{lines[0]}{suffix}", indent)
-        return
-    w(f"{prefix}{lines[0]}", indent)
-    for line in lines[1:-1]:
-        w(line, indent)
-    w(f"{lines[-1]}{suffix}", indent)
 
 
 def generate_package_init(package: str, modules: list[tuple[str, str]]) -> str:

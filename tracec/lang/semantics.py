@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import keyword
-from typing import Any, Iterable
+from typing import Any
 
 from tracec.compiler import ir as IR
 from tracec.domains.base import Domain
@@ -534,13 +534,7 @@ class Checker:
                     self.expr(st.cond, scope)
                 elif isinstance(st, A.SetStmt):
                     writes = True
-                    if not isinstance(st.target, (A.Attr, A.Index)):
-                        self.error("`set` needs a field: set record.field = value", st.target.span,
-                                   code="E174")
-                    tt = self.expr(st.target, scope)
-                    vt = self.expr(st.value, scope)
-                    if not assignable(vt, tt):
-                        self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
+                    self.set_stmt(st, scope)
                 elif isinstance(st, A.Return):
                     self.expr(st.value, scope)
                     returned = True
@@ -657,7 +651,8 @@ class Checker:
 
     # ------------------------------------------------------------------ tasks
     def task(self, t: A.Task, seed_scope: Scope, top_distractors: list[A.Distractor]
-             ) -> IR.TaskIR | None:
+             ) -> tuple[IR.TaskIR | None, dict[str, T]]:
+        """The task's IR (None when it has no user message) and the types of its lets."""
         scope = Scope("task", seed_scope)
         self.used_seed = set()
         if t.weight <= 0:
@@ -697,13 +692,13 @@ class Checker:
             self.text(t.hint, scope)
         distractors = [self.distractor(d, scope) for d in t.distractors + top_distractors]
         if t.user is None:
-            return None
+            return None, dict(scope.names)
         return IR.TaskIR.model_construct(
             name=t.name, weight=t.weight, line=t.span.line,
             seed_vars_used=[n for n in self.seed_types if n in self.used_seed],
             lets=t.lets, user=t.user, gold=gold, communicate=comms, forbid=forbids,
             replies=replies, hint=t.hint, distractors=distractors, setup=setups,
-        )
+        ), dict(scope.names)
 
     def _let(self, t: A.Task, let: A.Let, scope: Scope, seed_scope: Scope) -> None:
         self.check_binding(let.name, let.span, "variable")
@@ -715,17 +710,21 @@ class Checker:
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
 
+    def set_stmt(self, st: A.SetStmt, scope: Scope) -> None:
+        """`set target = value` (inline tools and setup blocks): a field, of a fitting type."""
+        if not isinstance(st.target, (A.Attr, A.Index)):
+            self.error("`set` needs a field: set record.field = value", st.target.span,
+                       code="E174")
+        tt = self.expr(st.target, scope)
+        vt = self.expr(st.value, scope)
+        if not assignable(vt, tt):
+            self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
+
     def setup(self, st: A.Setup, scope: Scope) -> IR.SetupIR:
         ops: list[Any] = []
         for op in st.ops:
             if isinstance(op, A.SetStmt):
-                if not isinstance(op.target, (A.Attr, A.Index)):
-                    self.error("`set` needs a field: set record.field = value", op.target.span,
-                               code="E174")
-                tt = self.expr(op.target, scope)
-                vt = self.expr(op.value, scope)
-                if not assignable(vt, tt):
-                    self.error(f"cannot set a {tt} field to {vt}", op.value.span, code="E175")
+                self.set_stmt(op, scope)
                 ops.append(IR.SetOp.model_construct(target=op.target, value=op.value))
             else:
                 ops.extend(self.distractor(A.Distractor(name="setup", stmts=[op]), scope).ops)
@@ -932,15 +931,10 @@ class Checker:
                            f"first declared on line {seen_d[d.name]}", code="E232")
             seen_d[d.name] = d.span.line
         for t in cap.tasks:
-            tir = self.task(t, seed_scope, cap.distractors)
+            tir, let_types = self.task(t, seed_scope, cap.distractors)
             if tir is not None:
                 tasks.append(tir)
-            scope_names: dict[str, T] = {}
-            tmp = Scope("task", seed_scope)
-            for let in t.lets:
-                scope_names[let.name] = self._quiet_type(let.value, tmp)
-                tmp.names[let.name] = scope_names[let.name]
-            task_scopes.append(scope_names)
+            task_scopes.append(let_types)
         rules = self.reward(task_scopes)
         if any(d.severity == "error" for d in self.diags) or cap.domain is None:
             return None
@@ -956,14 +950,6 @@ class Checker:
             distractors=list(seen_d),
         )
 
-    def _quiet_type(self, e: Any, scope: Scope) -> T:
-        saved = list(self.diags)
-        saved_used = set(self.used_seed)
-        try:
-            return self.expr(e, scope)
-        finally:
-            self.diags = saved
-            self.used_seed = saved_used
 
 
 def check(cap: A.Capability, source: str, path: str, domain: Domain | None
@@ -972,7 +958,3 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     checker = Checker(cap, source, path, domain)
     result = checker.run()
     return result, checker.diags
-
-
-def names_in(items: Iterable[str]) -> list[str]:  # pragma: no cover - helper for docs
-    return sorted(items)
