@@ -508,6 +508,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w.emit("hint=", wrap_str(cap.hint, 1), 1, ",")
     w(f"spec_path={pystr(cap.spec_path)},", 1)
     w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
+    _gen_prompt_budget(w, cap)
     w(")")
     w()
     w()
@@ -516,6 +517,26 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w()
     w("capability = CAPABILITY", 1)
     return w.text()
+
+
+def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
+    """The `tools`, `policy` and `compact_tools` statements, as literals (omitted when default)."""
+    if cap.shown_tools is not None:
+        w.emit("tool_names=", wrap_tuple(cap.shown_tools, 1), 1, ",")
+    if cap.policy_sections is not None:
+        w.emit("policy_sections=", wrap_tuple(cap.policy_sections, 1), 1, ",")
+    if cap.policy is not None:
+        w.emit("policy=", wrap_str(cap.policy, 1), 1, ",")
+    if cap.compact_tools:
+        w("compact_tools=True,", 1)
+
+
+def wrap_tuple(items: list[str], indent: int) -> list[str]:
+    """A tuple of string literals, on one line when it fits, else one item per line."""
+    one = _tuple(items)
+    if 4 * indent + 20 + len(one) <= LINE:
+        return [one]
+    return ["("] + [f"    {pystr(i)}," for i in items] + [")"]
 
 
 def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:

@@ -11,6 +11,7 @@ import keyword
 from typing import Any
 
 from tracec.compiler import ir as IR
+from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
@@ -81,6 +82,8 @@ class Checker:
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
         self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
+        self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
+        self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
 
     # ------------------------------------------------------------------ helpers
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
@@ -460,6 +463,7 @@ class Checker:
             for a in args:
                 self.expr(a.value, scope)
             return False
+        self.check_shown(tool, span)
         props: dict[str, Any] = schema.get("properties", {}) or {}
         seen: set[str] = set()
         for a in args:
@@ -482,6 +486,75 @@ class Checker:
                 self.error(f"`{tool}` is missing required argument{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(f'`{m}`' for m in missing)}", span, code="E164")
         return True
+
+    def check_shown(self, tool: str, span: Span) -> None:
+        """A domain tool the spec uses must be one the agent is shown (`tools [...]`)."""
+        if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
+            return  # (after a wrong `tools` entry, its fix decides what is shown)
+        line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
+        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+                   f"the agent is only shown the tools listed on line {line}; add `{tool}` "
+                   "there", code="E167")
+
+    # ------------------------------------------------------------------ prompt budget
+    def prompt_budget(self) -> tuple[list[str] | None, list[str] | None, str | None]:
+        """Check `tools [...]` and `policy ...`: (tool names, policy sections, policy text)."""
+        cap = self.cap
+        names: list[str] | None = None
+        if cap.shown_tools is not None:
+            names = []
+            self.shown = {}
+            known = self.known_tools()
+            for ref in cap.shown_tools:
+                if ref.name in self.shown:
+                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
+                               "list each tool once", code="E240")
+                    continue
+                self.shown[ref.name] = ref.span.line
+                if self.domain is not None and ref.name not in known:
+                    self.error(f"unknown tool `{ref.name}` in domain {self.domain.name}", ref.span,
+                               did_you_mean(ref.name, known) or
+                               f"tools: {', '.join(sorted(known))}", code="E241")
+                    self.shown_unknown = True
+                    continue
+                if ref.name not in self.tools:  # inline tools are always shown
+                    names.append(ref.name)
+            if not cap.shown_tools and not self.tools and cap.shown_tools_span is not None:
+                self.error("`tools []` leaves the agent no tool to call", cap.shown_tools_span,
+                           "list the domain tools the tasks need, e.g. tools "
+                           "[get_reservation_details, cancel_reservation]", code="E242")
+                self.shown_unknown = True
+        sections: list[str] | None = None
+        text: str | None = None
+        pd = cap.policy
+        if pd is not None and pd.text is not None:
+            text = pd.text
+            if not text.strip():
+                self.error("the policy text is empty", pd.span,
+                           "give the rules the agent must follow, or drop `policy` to show the "
+                           "domain's full policy", code="E245")
+        elif pd is not None and self.domain is not None:
+            sections = []
+            available = policy_md.headings(self.domain.policy)
+            if not available:
+                self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
+                           "give the text instead: policy \"...\"", code="E243")
+            for heading, sp in zip(pd.sections or [], pd.section_spans):
+                found = policy_md.find(self.domain.policy, heading)
+                if not found:
+                    if available:
+                        dym = did_you_mean(heading, available)
+                        listing = "sections: " + ", ".join(f'"{h}"' for h in available)
+                        self.error(f"domain {self.domain.name}'s policy has no section "
+                                   f"\"{heading}\"", sp,
+                                   f"{dym} {listing}" if dym else listing, code="E244")
+                    continue
+                canonical = found[0].heading
+                if canonical in sections:
+                    self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
+                    continue
+                sections.append(canonical)
+        return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
         self.check_binding(d.name, d.span, "tool")
@@ -909,6 +982,7 @@ class Checker:
             if tir is not None and d.name in self.tools:
                 self.tools[d.name] = {"parameters": tir.parameters, "writes": tir.writes}
                 tools.append(tir)
+        shown_tools, policy_sections, policy_text = self.prompt_budget()
         seed_steps, seed_scope = self.seed()
         if not cap.tasks:
             self.error(f"capability `{cap.name}` has no tasks", cap.span,
@@ -948,6 +1022,8 @@ class Checker:
             seed=seed_steps, tasks=tasks, tools=tools, rules=rules,
             levels=sorted({r.level for r in rules}, reverse=True),
             distractors=list(seen_d),
+            shown_tools=shown_tools, policy_sections=policy_sections, policy=policy_text,
+            compact_tools=cap.compact_tools,
         )
 
 
