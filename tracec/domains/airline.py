@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
+from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "AirlineTools"
@@ -101,6 +102,25 @@ RESERVATION_FIELDS = {
     "insurance": STR,
     "status": STR,
 }
+FLIGHT_STATUSES = ("available", "landed", "cancelled", "delayed", "flying", "on time")
+SCHEMA = Schema(
+    refs=refs(
+        ("reservation", Ref("user", "user_id", "user")),
+        ("reservation_flight", Ref("flight", "flight_number", "flight")),
+    ),
+    enums={
+        "reservation": {
+            "cabin": CABINS,
+            "flight_type": ("one_way", "round_trip"),
+            "insurance": ("yes", "no"),
+            "status": ("cancelled",),
+        },
+        "user": {"membership": ("regular", "silver", "gold")},
+        "airline_payment_method": {"source": ("credit_card", "gift_card", "certificate")},
+        "flight_date": {"status": FLIGHT_STATUSES},
+    },
+    keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
+)
 LAYOUT = common.Layout(
     nullable={"airline_address": frozenset({"address2"}), "reservation": frozenset({"status"})},
     optional={
@@ -820,4 +840,5 @@ DOMAIN = Domain(
     empty_db=empty_db,
     functions={"reservation_total": reservation_total, "db_hash": common.db_hash},
     ends_episode=frozenset({"transfer_to_human_agents"}),
+    schema=SCHEMA,
 )

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.domains.base import Domain, EntityKind, Tool, ToolError
+from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import ANY, BOOL, FLOAT, STR
 
 # --------------------------------------------------------------------------------------------
@@ -1345,4 +1346,10 @@ DOMAIN = Domain(
     empty_db=empty_db,
     functions={},
     ends_episode=frozenset({"end_conversation"}),
+    schema=Schema(
+        refs=refs(
+            ("message", Ref("sender", "sender_person_id", "contact", nullable=True)),
+            ("message", Ref("recipient", "recipient_person_id", "contact", nullable=True)),
+        ),
+    ),
 )
