@@ -92,6 +92,17 @@ SCHEMA = Schema(
         "retail_payment_method": {"source": PAYMENT_SOURCES},
         "order_payment": {"transaction_type": ("payment", "refund")},
     },
+    generators={
+        "user": "Draws name, address, email and 1-3 payment methods (credit card, paypal, gift "
+        "card with a 0-200 balance); `orders` fills as orders for the user are added.",
+        "product": "A catalog product not used yet (12 kinds) with 3-10 variants, about 65% "
+        "available, priced in the product's range.",
+        "order": "Fixed `user_id`: that user (created when new); otherwise a random existing "
+        "user. Without `items`: 1-5 items of existing products (adds products until there are "
+        "2). Status pending/delivered (40% each), processed or cancelled unless fixed; "
+        "fulfillments follow the status; `payment_history` pays the items' total with one of "
+        "the user's methods (plus a refund when cancelled). Adds the id to the user's `orders`.",
+    },
 )
 
 

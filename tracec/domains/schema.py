@@ -36,6 +36,8 @@ class Schema:
     refs: Mapping[str, Mapping[str, Ref]] = field(default_factory=dict)
     enums: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     keys: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    # entity kind -> what its generator does with fixed fields and what it adds to the world
+    generators: Mapping[str, str] = field(default_factory=dict)
 
     def ref(self, type_name: str, name: str) -> Ref | None:
         return self.refs.get(type_name, {}).get(name)
