@@ -15,6 +15,7 @@ from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
 from tracec.lang.diagnostics import Diagnostic, Span, did_you_mean
+from tracec.lang.lint import lint
 from tracec.lang.domain_types import (
     DomainTypes, EnumUse, enum_error, is_record, list_strings, literal_strings, record_hint,
 )
@@ -1023,4 +1024,7 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     """Check a parsed capability against its domain; returns the IR (None on errors)."""
     checker = Checker(cap, source, path, domain)
     result = checker.run()
-    return result, checker.diags
+    extra = lint(cap, checker.text_of)
+    if any(d.severity == "error" for d in extra):
+        result = None
+    return result, checker.diags + extra
