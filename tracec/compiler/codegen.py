@@ -79,6 +79,11 @@ class ExprGen:
         return e.id, _PREC["atom"]
 
     def g_attr(self, e: A.Attr) -> tuple[str, int]:
+        if e.ref is not None:  # domain reference: the record the id field names
+            coll, id_field, nullable = e.ref
+            key = f"{self.gen(e.obj, _PREC['atom'])}[{pystr(id_field)}]"
+            extra = ", nullable=True" if nullable else ""
+            return f"rt.ref(db, {pystr(coll)}, {key}{extra})", _PREC["atom"]
         return f"{self.gen(e.obj, _PREC['atom'])}[{pystr(e.name)}]", _PREC["atom"]
 
     def g_index(self, e: A.Index) -> tuple[str, int]:
