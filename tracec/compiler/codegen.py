@@ -7,6 +7,7 @@ int, float or bool, or as an identifier the checker has validated, so spec text 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -37,6 +38,8 @@ def lit(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return pystr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({pystr(repr(value))})"  # never a bare `inf`/`nan` name
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, list):
@@ -59,7 +62,7 @@ class ExprGen:
 
     # atoms
     def g_num(self, e: A.Num) -> tuple[str, int]:
-        return repr(e.value), _PREC["atom"]
+        return lit(e.value), _PREC["atom"]
 
     def g_str(self, e: A.Str) -> tuple[str, int]:
         return pystr(e.value), _PREC["atom"]
@@ -438,9 +441,17 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(pystr(i) for i in items) + ")"
 
 
+def _doc_char(ch: str) -> str:
+    if ch == "\n" or (ch.isprintable() and ch not in '"\\' and not "\ud800" <= ch <= "\udfff"):
+        return ch
+    if ch in '"\\':
+        return "\\" + ch
+    return ascii(ch)[1:-1]  # \x00, \u2028, \ud800: escaped, so the file is valid UTF-8
+
+
 def _docstring(text: str) -> str:
-    safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return f'"""{safe}"""'
+    """A docstring for any text: quotes, backslashes and unprintable characters escaped."""
+    return '"""' + "".join(_doc_char(ch) for ch in text) + '"""'
 
 
 def generate_module(cap: IR.CapabilityIR) -> str:
