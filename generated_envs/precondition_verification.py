@@ -211,7 +211,15 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         forbid=[Call("send_certificate", None)],
         replies=[
             Reply(
-                ("confirm", "proceed", "sure", "shall i", "should i", "would you like", "do you want"),
+                (
+                    "confirm",
+                    "proceed",
+                    "sure",
+                    "shall i",
+                    "should i",
+                    "would you like",
+                    "do you want",
+                ),
                 "Yes, please cancel it.",
             ),
         ],

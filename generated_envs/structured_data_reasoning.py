@@ -93,7 +93,15 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         forbid=[],
         replies=[
             Reply(
-                ("confirm", "proceed", "sure", "shall i", "should i", "would you like", "do you want"),
+                (
+                    "confirm",
+                    "proceed",
+                    "sure",
+                    "shall i",
+                    "should i",
+                    "would you like",
+                    "do you want",
+                ),
                 "Yes, please cancel it.",
             ),
         ],

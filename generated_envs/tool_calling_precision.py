@@ -87,7 +87,15 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         replies=[
             Reply(
-                ("confirm", "proceed", "correct", "shall i", "should i", "would you like", "do you want"),
+                (
+                    "confirm",
+                    "proceed",
+                    "correct",
+                    "shall i",
+                    "should i",
+                    "would you like",
+                    "do you want",
+                ),
                 "Yes, exactly those items, please go ahead.",
             ),
         ],
@@ -202,7 +210,15 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         replies=[
             Reply(
-                ("confirm", "proceed", "all the items", "shall i", "should i", "would you like", "do you want"),
+                (
+                    "confirm",
+                    "proceed",
+                    "all the items",
+                    "shall i",
+                    "should i",
+                    "would you like",
+                    "do you want",
+                ),
                 "Yes, that's the only item I want to change. Go ahead.",
             ),
         ],

@@ -633,7 +633,10 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         else:
             text = gen.text(r.text)
             text_lines = wrap_str(text_of(r.text), 4) if _plain(r.text) else [text]
-            replies.append(["Reply("] + _indent([_tuple(r.keywords) + ","])
+            kw = _tuple(r.keywords)
+            kw_lines = ([kw + ","] if len(kw) + 1 + 16 <= LINE else
+                        ["("] + _indent([pystr(k) + "," for k in r.keywords]) + ["),"])
+            replies.append(["Reply("] + _indent(kw_lines)
                            + _indent(_with_comma(text_lines)) + [")"])
     w.call_block("replies=[", replies, 2, tail="],")
     if task.hint is not None and _plain(task.hint):

@@ -17,7 +17,6 @@ import gymnasium as gym
 from tracec.domains.base import Domain, Tool, ToolError
 from tracec.domains.compact import compact_schema
 from tracec.domains.policy import excerpt as policy_excerpt
-
 from tracec.runtime.lib import Unsatisfiable, fmt
 from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
 from tracec.runtime.spaces import UnicodeText
