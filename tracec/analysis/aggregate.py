@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from tracec import files
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.runs import CapabilityLabels, LabelRun
 
@@ -106,12 +107,7 @@ def write_selection(entries: list[Selection], path: Path) -> None:
 
 def load_selection(path: Path) -> list[Selection]:
     """Read a ``capabilities.json`` (extra keys such as ``status`` are ignored)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    data = files.read_json(path, "capabilities file", error=AnalysisError)
     if not isinstance(data, list):
         raise AnalysisError(f"{path}: capabilities.json must hold a list of capabilities")
     out = []

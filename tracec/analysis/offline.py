@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from tracec import files
 from tracec.analysis.candidates import Candidate
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.runs import LabelRun, build_run
@@ -204,12 +205,7 @@ def offline_candidates() -> list[Candidate]:
 
 def load_task_gold(path: Path) -> dict[str, list[GoldAction]]:
     """Gold actions by task id from a τ² ``tasks.json`` (assistant actions only)."""
-    try:
-        tasks = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    tasks = files.read_json(path, "tasks file", error=AnalysisError)
     if not isinstance(tasks, list):
         raise AnalysisError(f"{path}: a τ² tasks.json holds a list of tasks")
     out: dict[str, list[GoldAction]] = {}
