@@ -67,7 +67,10 @@ def aggregate(
     """
     if not runs:
         raise AnalysisError("no labeling runs to aggregate")
-    th = thresholds or Thresholds()
+    th = thresholds or Thresholds(k=min(Thresholds().k, len(runs)))
+    if not 1 <= th.k <= len(runs):
+        raise AnalysisError(f"--k {th.k}: the runs that must pass is between 1 and the number "
+                            f"of runs ({len(runs)})")
     descriptions = descriptions or {}
     names: list[str] = []
     for run in runs:
