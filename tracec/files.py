@@ -8,14 +8,16 @@ Every command reads JSON, JSONL, TOML and text files through these helpers; the 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "parse_json", "read_json", "read_jsonl", "read_text", "read_toml",
+__all__ = ["InputError", "Locked", "exclusive_lock", "parse_json", "read_json", "read_jsonl", "read_text", "read_toml",
            "require_type"]
 
 MAX_JSON_DEPTH = 200
@@ -176,3 +178,52 @@ def read_toml(path: Path | str, what: str = "config",
         raise error(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:
         raise error(f"{path}: TOML nested too deeply") from None
+
+
+class Locked(InputError):
+    """Another process holds the lock (the message says which file and pid)."""
+
+
+_HELD: dict[str, int] = {}  # lock files this process holds -> depth (re-entrant)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on ``path`` (created) while the block runs.
+
+    Raises :class:`Locked` when another process holds it; re-entrant within one process. The
+    operating system drops the lock when the holder dies (SIGKILL included)."""
+    p = Path(path)
+    key = str(p.resolve())
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - not POSIX: no locking
+            pass
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise Locked(f"{what} is in use by another tracec process (pid {holder}); wait "
+                         f"for it to finish or use another folder (lock: {p})") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+    finally:
+        fh.close()

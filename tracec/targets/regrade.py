@@ -31,6 +31,8 @@ def check_messages(messages: list, where: str) -> None:
         if role not in ROLES:
             raise DataError(f"{where}: message {i} has unknown role {role!r} "
                             f"(expected {', '.join(ROLES)})")
+        if not isinstance(m.get("content"), (str, type(None))):
+            raise DataError(f"{where}: message {i}: 'content' must be a string or null")
         calls = m.get("tool_calls")
         if calls is not None and not (isinstance(calls, list)
                                       and all(isinstance(c, dict) for c in calls)):
@@ -47,6 +49,11 @@ def regrade(path: str, tau2_data: str | None, domain: str | None, judge: Any = N
     domain = domain or res.domain
     for sim in res.simulations:
         check_messages(sim.messages, f"{path}: simulation {sim.id}")
+        recorded = (sim.reward_info or {}).get("reward")
+        if recorded is not None and (isinstance(recorded, bool)
+                                     or not isinstance(recorded, (int, float))):
+            raise DataError(f"{path}: simulation {sim.id}: reward_info.reward must be a number, "
+                            f"got {recorded!r:.40}")
     if not domain:
         raise DataError(f"{path}: no domain in info.environment_info; pass --domain")
     world = load_world(domain, tau2_data)
