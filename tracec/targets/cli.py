@@ -75,16 +75,33 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
              batch_size: int, seed: int, out_dir: str, fresh: bool, as_json: bool) -> None:
-    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k."""
-    from tracec.targets.evaluate import EvalConfig, run_eval
+    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
+
+    Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
+    from tracec.files import Locked, exclusive_lock
+    from tracec.targets.evaluate import LOCK
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
     if trials < 1 or (num_tasks is not None and num_tasks < 1):
         raise click.ClickException("--trials and --tasks must be at least 1")
     out = Path(out_dir)
-    if fresh and out.exists():
-        shutil.rmtree(out)
+    try:
+        with exclusive_lock(out / LOCK, f"{out}/"):
+            if fresh:
+                for child in out.iterdir():
+                    if child.name != LOCK:
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
+            _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+                  tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json)
+    except Locked as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json) -> None:
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
     cfg = EvalConfig(
         agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,

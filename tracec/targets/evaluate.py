@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec.files import exclusive_lock
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
@@ -86,6 +87,9 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
     return jobs, makers, worlds
 
 
+LOCK = ".lock"
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
     from tracec.llm.agents import make_agent, parse_agent_spec
@@ -94,6 +98,14 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
+    with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
+        return _run_eval(cfg, agent, jobs, makers, worlds, out, progress)
+
+
+def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
+              progress: bool) -> dict:
+    from tracec.llm.agents import make_agent
+
     traj_path = out / TRAJECTORIES
     agent = agent or make_agent(cfg.agent)
     agent_name = getattr(agent, "name", cfg.agent)
