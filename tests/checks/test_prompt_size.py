@@ -11,7 +11,11 @@ from click.testing import CliRunner
 from tests.runtime import tiny_capability as tc
 from tracec.checks.cli import check_cmd
 from tracec.checks.prompt_size import (
-    CHARS_PER_TOKEN, estimate_tokens, first_prompt_size, render_chatml, tokenizer_counter,
+    CHARS_PER_TOKEN,
+    estimate_tokens,
+    first_prompt_size,
+    render_chatml,
+    tokenizer_counter,
 )
 from tracec.runtime.loader import env_class, load_paths
 

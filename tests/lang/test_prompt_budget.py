@@ -25,7 +25,7 @@ def build(source: str):
     result = compile_text(source, "specs/demo.tracec")
     assert result.ok, result.rendered
     namespace: dict = {}
-    exec(compile(result.code, "<demo>", "exec"), namespace)  # the generated module, not spec text
+    exec(compile(result.code, "<demo>", "exec"), namespace)  # noqa: S102 - generated code
     return namespace["DemoEnv"]
 
 
@@ -250,7 +250,7 @@ def _without_budget(text: str, name: str) -> str:
         lines.pop(0)
     kept = [ln for ln in lines if not re.match(r"\s*(tools \[|policy |compact_tools\s*$)", ln)]
     return re.sub(r"^capability \w+ \{", f"capability {name} {{", "\n".join(kept), count=1,
-                  flags=re.M)
+                  flags=re.MULTILINE)
 
 
 def test_shipped_compact_variants_differ_from_their_spec_only_in_the_budget() -> None:

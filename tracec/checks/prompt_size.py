@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # Calibrated on the shipped envs (full and compact schemas) with SmolLM2-135M-Instruct's
 # tokenizer (`python benchmarks/prompt_size.py`): 3.63-3.98 characters per token, mean 3.79, so
