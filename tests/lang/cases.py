@@ -90,4 +90,14 @@ BROKEN: dict[str, str] = {
                                  "  policy \"Be kind.\""),
     "policy_text_empty": mutate("domain airline", "domain airline\n  policy \"  \""),
     "policy_text_interpolates": mutate("domain airline", "domain airline\n  policy \"Be {kind}.\""),
+    # typed domain contract (issue 14)
+    "enum_typo_compare": mutate("let r = pick(reservations)",
+                                'let r = pick(x for x in reservations if x.cabin == "Business")'),
+    "enum_typo_field": mutate("{ user_id = pick(users).user_id }",
+                              '{ user_id = pick(users).user_id, cabin = "economic" }'),
+    "enum_typo_map_key": mutate("let total = sum(f.price for f in r.flights)",
+                                'let total = sum(f.flight.dates[f.date].prices["buisness"] for f in r.flights)'),
+    "record_in_user_text": mutate("reservation {r.reservation_id} cost", "reservation {r} cost"),
+    "record_communicated": mutate("communicate total", "communicate total, r.passengers"),
+    "reference_in_reward": mutate("communicated(total)", "communicated(total) and r.user.user_id == \"x\""),
 }

@@ -50,6 +50,9 @@ class Attr(Node):
     node: Literal["attr"] = "attr"
     obj: "Expr"
     name: str
+    # set by the checker when `name` navigates a domain reference (`item.product`):
+    # (collection, id field, nullable)
+    ref: tuple[str, str, bool] | None = None
 
 
 class Index(Node):

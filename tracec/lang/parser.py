@@ -14,6 +14,8 @@ from tracec.lang.diagnostics import Diagnostic, Span, SpecError
 
 GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "tracec.lark"
 MAX_SOURCE_BYTES = 1_000_000
+MAX_NESTING = 60  # levels of nested expressions, types and literals
+MAX_NUMBER_CHARS = 40  # digits of a number literal (ints to 10**40; floats stay finite)
 
 # Friendly names for terminals in "expected ..." messages.
 _TOKEN_NAMES = {
@@ -107,13 +109,35 @@ def _syntax_diagnostic(err: UnexpectedInput, source: str) -> Diagnostic:
     return Diagnostic(message=f"unexpected `{shown}`", span=_span_of(tok), hint=hint, code="E003")
 
 
+def _check_depth(cap: A.Capability) -> None:
+    """Expressions, types and literals nested deeper than MAX_NESTING are an error (the
+    generated module must stay within Python's own parser limits)."""
+    stack: list[tuple[Any, int]] = [(cap, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list):
+            stack.extend((x, depth) for x in node)
+            continue
+        if not isinstance(node, A.Node):
+            continue
+        if depth > MAX_NESTING:
+            raise SpecError([Diagnostic(
+                message=f"nested more than {MAX_NESTING} levels deep", span=node.span,
+                hint="split the expression with `let`", code="E005")])
+        for value in vars(node).values():
+            if isinstance(value, (A.Node, list)):
+                stack.append((value, depth + 1))
+
+
 def parse_source(source: str) -> A.Capability:
     """Parse a whole spec. Raises SpecError with diagnostics on a syntax error."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise SpecError([Diagnostic(message="spec is larger than 1 MB", span=Span(), code="E004")])
     try:
         tree = _parser().parse(source, start="start")
-        return _Builder(source).capability(tree.children[0])
+        cap = _Builder(source).capability(tree.children[0])
+        _check_depth(cap)
+        return cap
     except UnexpectedInput as err:
         raise SpecError([_syntax_diagnostic(err, source)]) from None
     except RecursionError:
@@ -281,7 +305,7 @@ class _Builder:
                 cap.domain = str(item.children[0])
                 cap.domain_span = _span_of(item.children[0])
             elif kind == "max_turns":
-                cap.max_turns = int(item.children[0])
+                cap.max_turns = int(self.number(item.children[0], int))
             elif kind == "hint_stmt":
                 cap.hint = self.text(item.children[0])
             elif kind == "seed":
@@ -475,11 +499,18 @@ class _Builder:
         node.span = _span_of(item)
         return node
 
+    def number(self, tok: Token, kind: type) -> int | float:
+        """A number literal's value; literals longer than MAX_NUMBER_CHARS are errors."""
+        if len(tok) > MAX_NUMBER_CHARS:
+            raise self.err(f"number literal with {len(tok)} characters (at most "
+                           f"{MAX_NUMBER_CHARS})", _span_of(tok))
+        return kind(tok)
+
     def x_int(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num.model_construct(value=int(tok))
+        return A.Num.model_construct(value=self.number(tok, int))
 
     def x_float(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num.model_construct(value=float(tok))
+        return A.Num.model_construct(value=self.number(tok, float))
 
     def x_string(self, tree: Tree, tok: Token) -> A.Str:
         return A.Str.model_construct(value=self.string(tok).replace("\\{", "{").replace("\\}", "}"))

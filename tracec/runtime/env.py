@@ -17,7 +17,7 @@ import gymnasium as gym
 from tracec.domains.base import Domain, Tool, ToolError
 from tracec.domains.compact import compact_schema
 from tracec.domains.policy import excerpt as policy_excerpt
-from tracec.runtime.lib import Unsatisfiable
+from tracec.runtime.lib import Unsatisfiable, fmt
 from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
 from tracec.runtime.spaces import UnicodeText
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
@@ -26,6 +26,7 @@ from tracec.runtime.validate import Validator, compile_validator
 from tracec.runtime.world import copy_json, same_json, state_hash
 
 __all__ = [
+    "MAX_CALLS_PER_TURN",
     "MAX_WORLD_DRAWS",
     "Call",
     "Capability",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 MAX_WORLD_DRAWS = 50
+MAX_CALLS_PER_TURN = 32  # more tool calls in one turn are one error observation
 
 
 def _make_encoder() -> Callable[[Any], str]:
@@ -284,6 +286,28 @@ class CapabilityEnv(gym.Env[str, str]):
                     f"{_describe_call(call)} fails: {bug or obs}"
                 )
 
+    def _probe_rules(self, inst: TaskInstance, where: str) -> None:
+        """Evaluate every reward rule on a failed and a gold-like outcome: a rule that raises is a
+        :class:`SpecRuntimeError` here, at reset, instead of at the episode's last ``step``."""
+        gold = [Call(c.name, c.arguments) for c in inst.gold]
+        texts = [" ".join(fmt(v) for v in inst.communicate.values())]
+        probes = (
+            Outcome(v=dict(inst.values)),
+            Outcome.from_calls(state_matches=True, gold=inst.gold, calls=gold, forbid=inst.forbid,
+                               writes=self._box.writes, texts=texts, v=dict(inst.values)),
+        )
+        for i, rule in enumerate(self.capability.rules):
+            for o in probes:
+                try:
+                    rule.cond(o)
+                    if rule.value is not None:
+                        float(rule.value(o))
+                except Exception as exc:  # noqa: BLE001 - located report of a spec bug
+                    raise SpecRuntimeError(
+                        f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
+                        f"{i + 1} `{rule.text}` fails: {type(exc).__name__}: {exc}"
+                    ) from exc
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
         options = options or {}
@@ -294,6 +318,7 @@ class CapabilityEnv(gym.Env[str, str]):
         initial, inst = self._draw(rng, tdef, where)
         gold_db = copy_json(initial)
         self._replay_gold(gold_db, inst, where)
+        self._probe_rules(inst, where)
         self.initial_db = initial  # the task's records (inst.values) point into this copy
         self.gold_db = gold_db
         self._gold_hash: str | None = None
@@ -345,16 +370,30 @@ class CapabilityEnv(gym.Env[str, str]):
         self.turn += 1
         ended_by: str | None = None
         try:
+            if len(action) > self.action_space.max_length:
+                raise ToolCallParseError(
+                    f"the turn has {len(action)} characters (at most {self.action_space.max_length})"
+                )
             parsed = parse_turn(action)
+            if len(parsed.calls) > MAX_CALLS_PER_TURN:
+                raise ToolCallParseError(
+                    f"{len(parsed.calls)} tool calls in one turn (at most {MAX_CALLS_PER_TURN})"
+                )
         except ToolCallParseError as exc:
             obs = f"Error: {exc}"
             self.messages.append({"role": "assistant", "content": action})
             self.messages.append({"role": "user", "content": obs})
         else:
-            if parsed.calls:
-                obs, ended_by = self._tool_turn(parsed.text, parsed.calls)
-            else:
-                obs, ended_by = self._text_turn(parsed.text)
+            try:
+                if parsed.calls:
+                    obs, ended_by = self._tool_turn(parsed.text, parsed.calls)
+                else:
+                    obs, ended_by = self._text_turn(parsed.text)
+            except Exception as exc:  # noqa: BLE001 - never raise out of step(): report the bug
+                bug = f"turn {self.turn} raised {type(exc).__name__}: {str(exc)[:200]}"
+                self.tool_bugs.append(bug)
+                obs, ended_by = f"Error: internal error: {bug}", None
+                self.messages.append({"role": "user", "content": obs})
         terminated = ended_by is not None
         truncated = not terminated and self.turn >= self.capability.max_turns
         reward = 0.0
@@ -425,21 +464,28 @@ class CapabilityEnv(gym.Env[str, str]):
     def _final(self, ended_by: str, truncated: bool) -> tuple[float, dict]:
         o = self.outcome()
         comm = all(mentioned(v, o.texts) for v in self.instance.communicate.values())
+        failed = None
         if truncated:
             reward, index = 0.0, None
         else:
             try:
                 reward, index = judge(self.capability.rules, o)
-            except Exception as exc:
-                raise SpecRuntimeError(
-                    f"{self.capability.name}: task `{self.instance.task}`: a reward rule failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            except Exception as exc:  # noqa: BLE001 - reset() probes the rules; never raise here
+                bug = (f"{self.capability.name}: task `{self.instance.task}`: a reward rule failed: "
+                       f"{type(exc).__name__}: {exc}")
+                self.tool_bugs.append(bug)
+                reward, index, failed = 0.0, None, bug
         rule = self.capability.rules[index] if index is not None else None
+        if rule is not None:
+            rule_text = rule.text
+        elif truncated:
+            rule_text = "truncated at max_turns"
+        else:
+            rule_text = failed or "no rule holds"
         return reward, {
             "reward": reward,
             "rule": index,
-            "rule_text": rule.text if rule else ("truncated at max_turns" if truncated else "no rule holds"),
+            "rule_text": rule_text,
             "state_matches": o.state_matches,
             "communicated": comm,
             "progress": o.progress,
