@@ -22,7 +22,7 @@ RETAIL = '''capability exchange_demo {
   task exchange {
     let ord   = pick(orders)
     let item  = pick(ord.items)
-    let other = pick(v for v in values(item.product.variants) if v.item_id != item.item_id and v.available and v.price <= item.price)
+    let other = pick(w for w in values(item.product.variants) if w.item_id != item.item_id and w.available and w.price <= item.price)
     let owner = ord.user
     user "Hi, I'm {owner.name.first_name}. Swap {item.name} in {ord.order_id} for item {other.item_id}."
     gold {

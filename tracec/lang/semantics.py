@@ -11,6 +11,7 @@ import keyword
 from typing import Any
 
 from tracec.compiler import ir as IR
+from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
@@ -26,6 +27,10 @@ from tracec.lang.types import (
 
 DEFAULT_MAX_TURNS = 12
 MAX_MAX_TURNS = 200
+MAX_NAME_LEN = 64  # names become module, file and function names
+MAX_SPAWN = 1000  # records one `kind[count]` may generate
+MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
+MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
 
 TYPE_NAMES: dict[str, T] = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY}
 JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -50,6 +55,7 @@ class Scope:
         self.kind = kind  # seed | task | reward | tool | distractor
         self.parent = parent
         self.names: dict[str, T] = {}
+        self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
 
     def lookup(self, name: str) -> T | None:
         scope: Scope | None = self
@@ -85,9 +91,12 @@ class Checker:
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
         self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
+        self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
+        self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
         self.dtypes = DomainTypes(domain)
         self.enums: dict[int, EnumUse] = {}  # id(expression node) -> the enum it holds
         self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
+        self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
 
     # ------------------------------------------------------------------ helpers
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
@@ -101,7 +110,10 @@ class Checker:
         return _slice(self.source, node.span)
 
     def check_binding(self, name: str, span: Span, what: str) -> None:
-        if keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
+        if len(name) > MAX_NAME_LEN:
+            self.error(f"{what} name is {len(name)} characters long (at most {MAX_NAME_LEN})",
+                       span, "choose a shorter name", code="E102")
+        elif keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
             self.error(f"`{name}` cannot be used as a {what} name", span,
                        "names may not be Python keywords, start with `_`, or be one of the "
                        "generated code's own names (rng, db, v, o, rt, ...)", code="E101")
@@ -262,6 +274,7 @@ class Checker:
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
+        self.check_binding(comp.var, comp.span, "loop variable")
         inner = Scope("comp", scope)
         if isinstance(it, ListT):
             inner.names[comp.var] = it.elem
@@ -312,8 +325,27 @@ class Checker:
             return ANY
         return t
 
+    def const_of(self, e: Any, scope: Scope) -> Any:
+        """The value of a number literal, or of a name bound to one with `let` (else None)."""
+        if isinstance(e, A.Num):
+            return e.value
+        if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num):
+            return -e.operand.value
+        if isinstance(e, A.Name):
+            s: Scope | None = scope
+            while s is not None:
+                if e.id in s.names:
+                    return s.consts.get(e.id)
+                s = s.parent
+        return None
+
     def e_binop(self, e: A.BinOp, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("/", "//", "%"):
+            zero = self.const_of(e.right, scope)
+            if zero is not None and not isinstance(zero, bool) and zero == 0:
+                self.error(f"division by zero: `{self.text_of(e.right)}` is 0", e.right.span,
+                           code="E145")
         if ANY in (lt, rt):
             return ANY if e.op != "/" else FLOAT
         if e.op == "+" and lt == STR and rt == STR:
@@ -432,6 +464,11 @@ class Checker:
         if b.needs_rng and scope.root_kind() in ("tool", "reward"):
             self.error(f"`{e.func}` is random; randomness is only allowed in seed, tasks and "
                        "distractors", e.span, code="E155")
+        if e.func == "fresh_id" and len(e.args) == 2:
+            digits = self.const_of(e.args[1], scope)
+            if digits is None or not (0 <= digits <= MAX_ID_DIGITS):
+                self.error(f"fresh_id needs a number of digits from 0 to {MAX_ID_DIGITS}",
+                           e.args[1].span, 'e.g. fresh_id("GC", 6)', code="E156")
         if not types:
             result, err = b.check([ANY])
             return result
@@ -509,6 +546,7 @@ class Checker:
             for a in args:
                 self.expr(a.value, scope)
             return False
+        self.check_shown(tool, span)
         props: dict[str, Any] = schema.get("properties", {}) or {}
         seen: set[str] = set()
         for a in args:
@@ -536,6 +574,75 @@ class Checker:
                 self.error(f"`{tool}` is missing required argument{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(f'`{m}`' for m in missing)}", span, code="E164")
         return True
+
+    def check_shown(self, tool: str, span: Span) -> None:
+        """A domain tool the spec uses must be one the agent is shown (`tools [...]`)."""
+        if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
+            return  # (after a wrong `tools` entry, its fix decides what is shown)
+        line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
+        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+                   f"the agent is only shown the tools listed on line {line}; add `{tool}` "
+                   "there", code="E167")
+
+    # ------------------------------------------------------------------ prompt budget
+    def prompt_budget(self) -> tuple[list[str] | None, list[str] | None, str | None]:
+        """Check `tools [...]` and `policy ...`: (tool names, policy sections, policy text)."""
+        cap = self.cap
+        names: list[str] | None = None
+        if cap.shown_tools is not None:
+            names = []
+            self.shown = {}
+            known = self.known_tools()
+            for ref in cap.shown_tools:
+                if ref.name in self.shown:
+                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
+                               "list each tool once", code="E240")
+                    continue
+                self.shown[ref.name] = ref.span.line
+                if self.domain is not None and ref.name not in known:
+                    self.error(f"unknown tool `{ref.name}` in domain {self.domain.name}", ref.span,
+                               did_you_mean(ref.name, known) or
+                               f"tools: {', '.join(sorted(known))}", code="E241")
+                    self.shown_unknown = True
+                    continue
+                if ref.name not in self.tools:  # inline tools are always shown
+                    names.append(ref.name)
+            if not cap.shown_tools and not self.tools and cap.shown_tools_span is not None:
+                self.error("`tools []` leaves the agent no tool to call", cap.shown_tools_span,
+                           "list the domain tools the tasks need, e.g. tools "
+                           "[get_reservation_details, cancel_reservation]", code="E242")
+                self.shown_unknown = True
+        sections: list[str] | None = None
+        text: str | None = None
+        pd = cap.policy
+        if pd is not None and pd.text is not None:
+            text = pd.text
+            if not text.strip():
+                self.error("the policy text is empty", pd.span,
+                           "give the rules the agent must follow, or drop `policy` to show the "
+                           "domain's full policy", code="E245")
+        elif pd is not None and self.domain is not None:
+            sections = []
+            available = policy_md.headings(self.domain.policy)
+            if not available:
+                self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
+                           "give the text instead: policy \"...\"", code="E243")
+            for heading, sp in zip(pd.sections or [], pd.section_spans):
+                found = policy_md.find(self.domain.policy, heading)
+                if not found:
+                    if available:
+                        dym = did_you_mean(heading, available)
+                        listing = "sections: " + ", ".join(f'"{h}"' for h in available)
+                        self.error(f"domain {self.domain.name}'s policy has no section "
+                                   f"\"{heading}\"", sp,
+                                   f"{dym} {listing}" if dym else listing, code="E244")
+                    continue
+                canonical = found[0].heading
+                if canonical in sections:
+                    self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
+                    continue
+                sections.append(canonical)
+        return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
         self.check_binding(d.name, d.span, "tool")
@@ -637,6 +744,7 @@ class Checker:
     def seed(self) -> tuple[list[Any], Scope]:
         scope = Scope("seed")
         steps: list[Any] = []
+        records, too_many = 0, False
         for st in self.cap.seed:
             self.check_binding(st.name, st.span, "variable")
             if st.name in scope.names:
@@ -652,6 +760,12 @@ class Checker:
                     if ct not in (INT, RangeT(INT)):
                         self.error(f"the count of records must be whole numbers, got {ct}",
                                    count.span, code="E181")
+                    else:
+                        records += self.spawn_bound(count)
+                        if records > MAX_WORLD_RECORDS and not too_many:
+                            too_many = True
+                            self.error(f"the seed generates up to {records} records (at most "
+                                       f"{MAX_WORLD_RECORDS} in all)", count.span, code="E186")
                 fields = self.record_fields(kind, st.fields or [], scope)
                 steps.append(IR.SeedSpawn.model_construct(name=st.name, entity=kind, count=count, fields=fields,
                                           line=st.span.line))
@@ -665,6 +779,20 @@ class Checker:
                 scope.names[st.name] = t
             self.seed_types[st.name] = scope.names[st.name]
         return steps, scope
+
+    def spawn_bound(self, count: Any) -> int:
+        """The most records a literal count or range asks for (error above MAX_SPAWN)."""
+        ends = [count.lo, count.hi] if isinstance(count, A.Range) else [count]
+        values = [self.const_of(x, Scope("seed")) for x in ends]
+        if any(v is None for v in values):
+            self.error("the count of records must be whole numbers such as 3 or 3..5",
+                       count.span, code="E181")
+            return 0
+        if min(values) < 0 or max(values) > MAX_SPAWN:
+            self.error(f"the count of records must be between 0 and {MAX_SPAWN}", count.span,
+                       code="E181")
+            return 0
+        return int(max(values))
 
     def spawn_of(self, value: Any) -> tuple[str, Any] | None:
         """`kind[count]` where kind is an entity kind of the domain (and not a variable)."""
@@ -770,6 +898,11 @@ class Checker:
             self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
+        const = self.const_of(let.value, scope)
+        if const is not None:
+            scope.consts[let.name] = const
+            if not isinstance(const, bool) and const == 0:
+                self.zero_lets.add(let.name)  # a rule dividing by it fails in that task
 
     def set_stmt(self, st: A.SetStmt, scope: Scope) -> None:
         """`set target = value` (inline tools and setup blocks): a field, of a fitting type."""
@@ -853,6 +986,8 @@ class Checker:
             for n in sorted(common):
                 types = {s[n] for s in task_scopes}
                 scope.names[n] = types.pop() if len(types) == 1 else ANY
+                if n in self.zero_lets:
+                    scope.consts[n] = 0
         rules: list[IR.RuleIR] = []
         seen_conj: list[tuple[frozenset[str], int]] = []
         otherwise_line: int | None = None
@@ -976,6 +1111,7 @@ class Checker:
             if tir is not None and d.name in self.tools:
                 self.tools[d.name] = {"parameters": tir.parameters, "writes": tir.writes}
                 tools.append(tir)
+        shown_tools, policy_sections, policy_text = self.prompt_budget()
         seed_steps, seed_scope = self.seed()
         if not cap.tasks:
             self.error(f"capability `{cap.name}` has no tasks", cap.span,
@@ -1011,10 +1147,12 @@ class Checker:
             and isinstance(cap.description.parts[0], str) else "",
             domain=cap.domain, max_turns=max_turns,
             hint="".join(p for p in cap.hint.parts if isinstance(p, str)) if cap.hint else "",
-            spec_path=self.path, spec_sha256=hashlib.sha256(self.source.encode()).hexdigest(),
+            spec_path=self.path, spec_sha256=hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).hexdigest(),
             seed=seed_steps, tasks=tasks, tools=tools, rules=rules,
             levels=sorted({r.level for r in rules}, reverse=True),
             distractors=list(seen_d),
+            shown_tools=shown_tools, policy_sections=policy_sections, policy=policy_text,
+            compact_tools=cap.compact_tools,
         )
 
 

@@ -162,7 +162,9 @@ def last_name(rng: Rng) -> str:
 
 
 def fresh_id(rng: Rng, prefix: str = "", digits: int = 6) -> str:
-    """``prefix`` followed by ``digits`` random digits."""
+    """``prefix`` followed by ``digits`` random digits (at most 32)."""
+    if not 0 <= digits <= 32:
+        raise ValueError(f"fresh_id needs 0 to 32 digits, got {digits}")
     return prefix + "".join(str(rng.randrange(10)) for _ in range(digits))
 
 
