@@ -256,3 +256,14 @@ class StructuredDataReasoningEnv(CapabilityEnv):
     """The `structured_data_reasoning` capability as a Gymnasium environment."""
 
     capability = CAPABILITY
+
+
+# spec positions of the code above, for run-time errors: (module line, spec line, column)
+SPEC_LINES = (
+    (27, 10, 0), (28, 11, 0), (29, 12, 0), (41, 0, 0), (47, 16, 9), (55, 17, 9), (56, 18, 10),
+    (63, 26, 0), (64, 26, 32), (79, 27, 0), (80, 27, 28), (85, 15, 0), (104, 0, 0), (109, 31, 9),
+    (110, 32, 9), (111, 33, 9), (119, 34, 9), (120, 35, 9), (121, 36, 10), (132, 44, 0),
+    (133, 44, 38), (134, 30, 0), (168, 0, 0), (173, 48, 9), (174, 49, 9), (175, 50, 9),
+    (176, 51, 9), (177, 52, 9), (181, 53, 10), (190, 60, 0), (191, 60, 29), (192, 47, 0),
+    (218, 0, 0), (221, 64, 14), (226, 65, 14), (231, 66, 0), (232, 0, 0),
+)

@@ -264,3 +264,14 @@ class StructuredDataReasoningCompactEnv(CapabilityEnv):
     """The `structured_data_reasoning_compact` capability as a Gymnasium environment."""
 
     capability = CAPABILITY
+
+
+# spec positions of the code above, for run-time errors: (module line, spec line, column)
+SPEC_LINES = (
+    (27, 15, 0), (28, 16, 0), (29, 17, 0), (41, 0, 0), (47, 21, 9), (55, 22, 9), (56, 23, 10),
+    (63, 31, 0), (64, 31, 32), (79, 32, 0), (80, 32, 28), (85, 20, 0), (104, 0, 0), (109, 36, 9),
+    (110, 37, 9), (111, 38, 9), (119, 39, 9), (120, 40, 9), (121, 41, 10), (132, 49, 0),
+    (133, 49, 38), (134, 35, 0), (168, 0, 0), (173, 53, 9), (174, 54, 9), (175, 55, 9),
+    (176, 56, 9), (177, 57, 9), (181, 58, 10), (190, 65, 0), (191, 65, 29), (192, 52, 0),
+    (218, 0, 0), (221, 69, 14), (226, 70, 14), (231, 71, 0), (232, 0, 0),
+)
