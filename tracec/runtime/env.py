@@ -20,6 +20,7 @@ from tracec.domains.policy import excerpt as policy_excerpt
 from tracec.runtime.lib import Unsatisfiable, fmt
 from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
 from tracec.runtime.spaces import UnicodeText
+from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
@@ -260,22 +261,31 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def _draw(self, rng: random.Random, tdef: TaskDef, where: str) -> tuple[dict, TaskInstance]:
         cap = self.capability
+        last: Unsatisfiable | None = None
         for _ in range(MAX_WORLD_DRAWS):
             db = cap.domain.empty_db()
+            stage = "world generation"
             try:
                 seed_vars = cap.build_world(rng, db)
+                stage = f"task `{tdef.name}`"
                 inst = tdef.fn(rng, db, seed_vars)
-            except Unsatisfiable:
+            except Unsatisfiable as exc:
+                last = exc
                 continue
             except Exception as exc:
                 raise SpecRuntimeError(
-                    f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
+                    located(cap, exc, f"{cap.name}: {stage}", where)
+                    or f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
                 ) from exc
             return db, inst
-        raise SpecRuntimeError(
-            f"{cap.name}: task `{tdef.name}` is unsatisfiable at {where}: "
+        unsat = f"{cap.name}: task `{tdef.name}` is unsatisfiable"
+        at = located(cap, last, unsat, where, message=(
+            f"{unsat} at {where}: this `{str(last).split()[0]}` was empty in all "
+            f"{MAX_WORLD_DRAWS} worlds drawn ({last})")) if last is not None else None
+        raise SpecRuntimeError(at or (
+            f"{unsat} at {where}: "
             f"{MAX_WORLD_DRAWS} worlds drawn, a `pick`/`sample` was always empty"
-        )
+        ))
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for call in inst.gold:
@@ -304,7 +314,9 @@ class CapabilityEnv(gym.Env[str, str]):
                         float(rule.value(o))
                 except Exception as exc:  # noqa: BLE001 - located report of a spec bug
                     raise SpecRuntimeError(
-                        f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
+                        located(self.capability, exc, f"{self.capability.name}: task "
+                                f"`{inst.task}`: reward rule {i + 1}", where)
+                        or f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
                         f"{i + 1} `{rule.text}` fails: {type(exc).__name__}: {exc}"
                     ) from exc
 
