@@ -19,6 +19,9 @@ ENVS = {
     "structured_data_reasoning": (
         "generated_envs.structured_data_reasoning:StructuredDataReasoningEnv"
     ),
+    "structured_data_reasoning_compact": (
+        "generated_envs.structured_data_reasoning_compact:StructuredDataReasoningCompactEnv"
+    ),
     "tool_calling_precision": "generated_envs.tool_calling_precision:ToolCallingPrecisionEnv",
 }
 

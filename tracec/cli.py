@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "Select capabilities from labeling runs (Cov, delta, K of N)."),
     "propose": ("tracec.analysis.cli:propose_cmd",
                 "Have an LLM write a spec per capability, checked by the compiler."),
+    "describe": ("tracec.domains.cli:describe_cmd",
+                 "Show a domain's tools, entities, references and enums (for spec authors)."),
     "compile": ("tracec.compiler.cli:compile_cmd",
                 "Compile specs into Gymnasium env modules (generated_envs/)."),
     "schema": ("tracec.compiler.cli:schema_cmd", "Print the JSON Schema of the compiler's IR."),

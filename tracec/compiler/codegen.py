@@ -7,6 +7,7 @@ int, float or bool, or as an identifier the checker has validated, so spec text 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -37,6 +38,8 @@ def lit(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return pystr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({pystr(repr(value))})"  # never a bare `inf`/`nan` name
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, list):
@@ -59,7 +62,7 @@ class ExprGen:
 
     # atoms
     def g_num(self, e: A.Num) -> tuple[str, int]:
-        return repr(e.value), _PREC["atom"]
+        return lit(e.value), _PREC["atom"]
 
     def g_str(self, e: A.Str) -> tuple[str, int]:
         return pystr(e.value), _PREC["atom"]
@@ -79,6 +82,11 @@ class ExprGen:
         return e.id, _PREC["atom"]
 
     def g_attr(self, e: A.Attr) -> tuple[str, int]:
+        if e.ref is not None:  # domain reference: the record the id field names
+            coll, id_field, nullable = e.ref
+            key = f"{self.gen(e.obj, _PREC['atom'])}[{pystr(id_field)}]"
+            extra = ", nullable=True" if nullable else ""
+            return f"rt.ref(db, {pystr(coll)}, {key}{extra})", _PREC["atom"]
         return f"{self.gen(e.obj, _PREC['atom'])}[{pystr(e.name)}]", _PREC["atom"]
 
     def g_index(self, e: A.Index) -> tuple[str, int]:
@@ -433,9 +441,17 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(pystr(i) for i in items) + ")"
 
 
+def _doc_char(ch: str) -> str:
+    if ch == "\n" or (ch.isprintable() and ch not in '"\\' and not "\ud800" <= ch <= "\udfff"):
+        return ch
+    if ch in '"\\':
+        return "\\" + ch
+    return ascii(ch)[1:-1]  # \x00, \u2028, \ud800: escaped, so the file is valid UTF-8
+
+
 def _docstring(text: str) -> str:
-    safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return f'"""{safe}"""'
+    """A docstring for any text: quotes, backslashes and unprintable characters escaped."""
+    return '"""' + "".join(_doc_char(ch) for ch in text) + '"""'
 
 
 def generate_module(cap: IR.CapabilityIR) -> str:
@@ -508,6 +524,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w.emit("hint=", wrap_str(cap.hint, 1), 1, ",")
     w(f"spec_path={pystr(cap.spec_path)},", 1)
     w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
+    _gen_prompt_budget(w, cap)
     w(")")
     w()
     w()
@@ -516,6 +533,26 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w()
     w("capability = CAPABILITY", 1)
     return w.text()
+
+
+def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
+    """The `tools`, `policy` and `compact_tools` statements, as literals (omitted when default)."""
+    if cap.shown_tools is not None:
+        w.emit("tool_names=", wrap_tuple(cap.shown_tools, 1), 1, ",")
+    if cap.policy_sections is not None:
+        w.emit("policy_sections=", wrap_tuple(cap.policy_sections, 1), 1, ",")
+    if cap.policy is not None:
+        w.emit("policy=", wrap_str(cap.policy, 1), 1, ",")
+    if cap.compact_tools:
+        w("compact_tools=True,", 1)
+
+
+def wrap_tuple(items: list[str], indent: int) -> list[str]:
+    """A tuple of string literals, on one line when it fits, else one item per line."""
+    one = _tuple(items)
+    if 4 * indent + 20 + len(one) <= LINE:
+        return [one]
+    return ["("] + [f"    {pystr(i)}," for i in items] + [")"]
 
 
 def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
@@ -596,7 +633,10 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         else:
             text = gen.text(r.text)
             text_lines = wrap_str(text_of(r.text), 4) if _plain(r.text) else [text]
-            replies.append(["Reply("] + _indent([_tuple(r.keywords) + ","])
+            kw = _tuple(r.keywords)
+            kw_lines = ([kw + ","] if len(kw) + 1 + 16 <= LINE else
+                        ["("] + _indent([pystr(k) + "," for k in r.keywords]) + ["),"])
+            replies.append(["Reply("] + _indent(kw_lines)
                            + _indent(_with_comma(text_lines)) + [")"])
     w.call_block("replies=[", replies, 2, tail="],")
     if task.hint is not None and _plain(task.hint):

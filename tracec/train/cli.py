@@ -20,7 +20,8 @@ def _config(env_name: str, opts: dict[str, Any]):
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
-        "vllm_server", "warmup_sft", "sft_batch", "sft_lr")}
+        "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
+        "sft_batch", "sft_lr")}
     from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
 
     try:
@@ -52,7 +53,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     from tracec.llm.local import ModelNotPrepared
     from tracec.train.envs import EnvNotFound, resolve_env
     from tracec.train.sft import SFTError
-    from tracec.train.trainer import GRPOTrainer, PromptTooLong, ResumeError
+    from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
@@ -87,7 +88,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, SFTError) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
             raise click.ClickException(str(exc)) from None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
             "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
@@ -131,6 +132,14 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--seed", default=0, show_default=True)
 @click.option("--checkpoint-every", default=10, show_default=True)
 @click.option("--device", default="cpu", show_default=True)
+@click.option("--rollout-engine", type=click.Choice(["kv", "naive"]), default="kv", show_default=True,
+              help="kv: prefill shared prompts once and keep each episode's KV cache across turns; "
+                   "naive: re-prefill every conversation each turn (A/B baseline).")
+@click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
+              help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
+@click.option("--memory-gb", type=float, default=8.0, show_default=True,
+              help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
+                   "before the step runs.")
 @click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
 @click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Use accelerate (auto: when started by `accelerate launch`).")

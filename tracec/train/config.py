@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -46,6 +48,13 @@ class TrainConfig(BaseModel):
     updates_per_batch: int = Field(1, ge=1, description="optimiser passes over each rollout batch")
     micro_batch: int = Field(4, ge=1, description="sequences per forward/backward")
     gen_batch: int = Field(32, ge=1, description="sequences per generate() call")
+    rollout_engine: Literal["kv", "naive"] = Field(
+        "kv", description="kv: prefill shared prompts once, keep KV caches across turns; "
+        "naive: re-prefill every conversation each turn with generate()")
+    grad_checkpointing: bool | None = Field(
+        None, description="recompute activations in backward (None: only when needed to fit memory_gb)")
+    memory_gb: float | None = Field(
+        8.0, gt=0, description="RAM a step is planned to fit in (None: what is available)")
     checkpoint_every: int = Field(10, ge=1)
     seed: int = 0
     device: str = "cpu"

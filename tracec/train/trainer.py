@@ -26,6 +26,7 @@ from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
+from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
 SEED_STRIDE = 1_000_003
@@ -35,6 +36,9 @@ RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not d
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
+
+
+__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 
 class PromptTooLong(ValueError):
@@ -105,6 +109,8 @@ class GRPOTrainer:
             main = accelerator is None or accelerator.is_main_process
             self.generator = VLLMGenerator(config.vllm_server, self.stop_ids, weight_sync=main,
                                            device=self.device)
+        self.plan: MemoryPlan | None = None
+        self._checkpointing = False
         self.step = 0
         self.seed_cursor = 0
         self.seeds_seen = (2**31, -1)
@@ -149,14 +155,43 @@ class GRPOTrainer:
                 f"the env's first prompt is {longest} tokens, leaving no room under "
                 f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
                 f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
+        turns = cfg.max_turns or 4
+        guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
+        distinct = len({tuple(e.prompt_ids) for e in episodes})
+        self.plan = self._plan(longest, guess, distinct, len(episodes))
         policy = self.policy
         policy.eval()
         self._sync_generator()
         run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
                      max_new_tokens=cfg.max_new_tokens, max_total_tokens=self.max_total_tokens,
                      max_turns=cfg.max_turns, temperature=cfg.temperature, gen_batch=cfg.gen_batch,
-                     device=self.device, stats=stats, generator=self.generator)
+                     device=self.device, stats=stats, generator=self.generator,
+                     engine=cfg.rollout_engine, kv_rows=self.plan.kv_rows)
         return episodes
+
+    def _plan(self, prompt_tokens: int, episode_tokens: int, distinct: int, episodes: int) -> MemoryPlan:
+        """The memory plan for this step (raises :class:`MemoryBudgetError` before the work)."""
+        cfg = self.config
+        params = list(self.policy.parameters())
+        dtype_bytes = params[0].element_size() if params else 4
+        budget = memory_budget_bytes(cfg.memory_gb) if self.device == "cpu" else float("inf")
+        return plan_step(self.policy.config, sum(p.numel() for p in params),
+                         sum(p.numel() for p in params if p.requires_grad),
+                         prompt_tokens=prompt_tokens, episode_tokens=episode_tokens,
+                         distinct_prompts=distinct if cfg.rollout_engine == "kv" else 0,
+                         episodes=episodes if cfg.rollout_engine == "kv" else 0,
+                         gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
+                         grad_checkpointing=cfg.grad_checkpointing, budget=budget,
+                         dtype_bytes=dtype_bytes)
+
+    def _set_checkpointing(self, on: bool) -> None:
+        if on == self._checkpointing:
+            return
+        if on:
+            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            self.policy.gradient_checkpointing_disable()
+        self._checkpointing = on
 
     def _sync_generator(self) -> None:
         """Push the policy to the vLLM server once per optimiser step (main process)."""
@@ -189,7 +224,9 @@ class GRPOTrainer:
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
         kept = kept_batch(episodes)
+        t_update = time.perf_counter()
         update = self.update(kept)
+        update_s = time.perf_counter() - t_update
         self.step += 1
         rewards = [e.reward for e in sampled]
         n_groups = len({e.group for e in sampled})
@@ -211,6 +248,9 @@ class GRPOTrainer:
             "model_tokens": sum(e.model_tokens for e in sampled),
             "gen_tokens_per_s": stats.gen_tokens / stats.gen_seconds if stats.gen_seconds else 0.0,
             "gen_seconds": stats.gen_seconds,
+            "prefill_tokens": stats.prefill_tokens,
+            "decode_steps": stats.decode_steps,
+            "update_seconds": update_s,
             "step_seconds": elapsed,
             **update,
         }
@@ -228,6 +268,11 @@ class GRPOTrainer:
             normaliser = float(self.accelerator.reduce(total, "sum").item()) / world
         if normaliser == 0:
             return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
+        if rows:  # the real lengths are known now: check the update fits before running it
+            longest = max(len(r[0]) for r in rows)
+            prompt = min(len(e.base_prompt_ids) for e, _ in kept)
+            plan = self._plan(prompt, longest, 0, 0)
+            self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
         if not batches:  # this process kept nothing, others did: contribute a zero gradient
             batches = [[([self.tokenizer.pad_token_id] * 2, [0, 0], 0.0)]]
@@ -236,23 +281,23 @@ class GRPOTrainer:
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
             with torch.no_grad():
                 for b, rows_b in enumerate(batches):
-                    ids, attn, _, _ = self._pad(rows_b)
+                    ids, start, _, _ = self._pad(rows_b)
                     if cfg.updates_per_batch > 1:
-                        olds[b] = token_logprobs(self.model, ids, attn)
+                        olds[b] = token_logprobs(self.model, ids, None, start)
                     if cfg.beta > 0:
                         with self.policy.disable_adapter():
-                            refs[b] = token_logprobs(self.model, ids, attn)
+                            refs[b] = token_logprobs(self.model, ids, None, start)
         self.model.train()
         totals = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
         grad_norm = 0.0
         for _ in range(cfg.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
             for b, rows_b in enumerate(batches):
-                ids, attn, mask, advs = self._pad(rows_b)
+                ids, start, mask, advs = self._pad(rows_b)
                 last = b == len(batches) - 1  # DDP: one gradient sync per process and pass
                 sync = self.accelerator.no_sync(self.model) if (world > 1 and not last) else nullcontext()
                 with sync:
-                    logp = token_logprobs(self.model, ids, attn)
+                    logp = token_logprobs(self.model, ids, None, start)
                     old = olds[b] if olds[b] is not None else logp.detach()
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
@@ -271,15 +316,16 @@ class GRPOTrainer:
         return {**totals, "trained_tokens": int(normaliser), "grad_norm": grad_norm}
 
     def _pad(self, rows: list[tuple[list[int], list[int], float]]):
+        """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
         width = max(len(r[0]) for r in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
-        attn = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in rows],
-                            device=self.device)
+        trained = [r[1].index(1) for r in rows if 1 in r[1]]
+        start = min(trained) if trained else width
         mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
                             dtype=torch.float32)
         advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
-        return ids, attn, mask, advs
+        return ids, start, mask, advs
 
     # ------------------------------------------------------------------ checkpoints
     def _ckpt_dir(self) -> Path:
