@@ -6,8 +6,8 @@ Importing this package registers each as a Gymnasium env `tracec/<name>-v0`.
 from tracec.runtime.env import register_capability_envs
 
 ENVS = {
-    "flight_status": "generated.flight_status:FlightStatusEnv",
-    "reservation_cabin": "generated.reservation_cabin:ReservationCabinEnv",
+    "flight_status_compact": "generated.flight_status_compact:FlightStatusCompactEnv",
+    "reservation_cabin_compact": "generated.reservation_cabin_compact:ReservationCabinCompactEnv",
 }
 
 register_capability_envs(ENVS)
