@@ -109,3 +109,27 @@ def test_warmup_sft_needs_a_compiled_env(tiny_model_dir, tmp_path):
     assert res.exit_code == 1 and "needs a compiled capability env" in res.output
     with pytest.raises(SFTError, match="compiled capability env"):
         play_oracle(resolve_env(TOY_ENV).factory, 0)
+
+
+def test_init_adapter_continues_from_an_sft_run(tiny_model_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    from tracec.train.config import TrainConfig
+    from tracec.train.trainer import GRPOTrainer
+
+    base = ["--model", str(tiny_model_dir), "--lora-rank", "2", "--lora-targets", "q_proj,v_proj",
+            "--max-new-tokens", "8", "-G", "2", "--groups-per-step", "1", "--sft-batch", "2", "--json"]
+    sft = tmp_path / "sft"
+    assert CliRunner().invoke(train_cmd, [TINY_ENV, "-o", str(sft), "--warmup-sft", "1", "--steps", "0",
+                                          *base]).exit_code == 0
+    cfg = TrainConfig(model=str(tiny_model_dir), lora={"rank": 2, "alpha": 32, "targets": ["q_proj", "v_proj"]},
+                      init_adapter=str(sft))
+    trainer = GRPOTrainer(cfg, resolve_env(TINY_ENV), tmp_path / "g")
+    saved = load_file(str(sft / "adapter_model.safetensors"))
+    state = {k: v for k, v in trainer.policy.state_dict().items() if "lora_B" in k}
+    assert state and all(
+        torch.equal(v, saved[k.replace(".default", "")]) for k, v in state.items())
+    assert trainer.sft_summary["init_adapter"] == str(sft) and trainer.sft_summary["steps"] == 1
+    res = CliRunner().invoke(train_cmd, [TINY_ENV, "-o", str(tmp_path / "bad"), "--init-adapter", str(sft),
+                                         "--steps", "1", *[a if a != "2" else "4" for a in base]])
+    assert res.exit_code == 1 and "LoRA rank/alpha/targets" in res.output

@@ -21,7 +21,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
         "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
-        "sft_batch", "sft_lr")}
+        "sft_batch", "sft_lr", "init_adapter")}
     from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
 
     try:
@@ -62,7 +62,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     config = _config(env.name, opts)
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
-    except ModelNotPrepared as exc:
+    except (ModelNotPrepared, SFTError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
@@ -112,6 +112,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
 @click.option("--sft-batch", default=4, show_default=True, help="Oracle demonstrations per SFT step.")
 @click.option("--sft-lr", default=2e-4, show_default=True, help="SFT learning rate.")
+@click.option("--init-adapter", type=click.Path(file_okay=False), default=None,
+              help="Start from this adapter's weights (e.g. an SFT-only run) instead of a fresh LoRA.")
 @click.option("--train-seeds", default="0:1000000000", show_default=True,
               help="Env seeds START:STOP training draws from; must stay below the held-out 10^9.")
 @click.option("--lr", default=2e-5, show_default=True, help="Learning rate.")

@@ -64,6 +64,7 @@ class TrainConfig(BaseModel):
     warmup_sft: int = Field(0, ge=0, description="behaviour-cloning steps on oracle demos before GRPO")
     sft_batch: int = Field(4, ge=1, description="oracle demonstrations per SFT step")
     sft_lr: float = Field(2e-4, gt=0, description="SFT learning rate")
+    init_adapter: str | None = Field(None, description="start from this adapter's weights")
 
     @model_validator(mode="after")
     def _seeds_below_heldout(self) -> TrainConfig:

@@ -201,3 +201,32 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
             "demo_seeds": [min(seeds_used), max(seeds_used)] if seeds_used else None,
             "loss_first": first_loss, "loss_last": last.get("sft_loss"),
             "token_accuracy_last": last.get("sft_token_accuracy")}
+
+
+def load_init_adapter(policy, adapter_dir: str | Path, config) -> dict[str, Any] | None:
+    """Start from the weights of an earlier adapter (e.g. an SFT-only run) instead of a fresh
+    LoRA; it must have the same shape. Returns that run's SFT summary (kept in ``tracec.json``)."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    d = Path(adapter_dir)
+    try:
+        shape = json.loads((d / "adapter_config.json").read_text())
+        weights = load_file(str(d / "adapter_model.safetensors"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SFTError(f"--init-adapter {d}: not a peft adapter folder ({exc})") from None
+    want = (config.lora.rank, config.lora.alpha, sorted(config.lora.targets))
+    got = (shape.get("r"), shape.get("lora_alpha"), sorted(shape.get("target_modules") or []))
+    if want != got:
+        raise SFTError(f"--init-adapter {d} has LoRA rank/alpha/targets {got}, this run {want}; "
+                       "pass the same --lora-rank, --lora-alpha and --lora-targets")
+    set_peft_model_state_dict(policy, weights)
+    try:
+        meta = json.loads((d / "tracec.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"init_adapter": str(d)}
+    trained = (meta.get("seeds") or {}).get("train")
+    if trained and list(trained) != list(config.train_seeds):
+        raise SFTError(f"--init-adapter {d} was trained on seeds {trained}, this run on "
+                       f"{list(config.train_seeds)}; use the same --train-seeds")
+    return {**(meta.get("sft") or {}), "init_adapter": str(d)}

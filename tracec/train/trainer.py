@@ -90,6 +90,11 @@ class GRPOTrainer:
         self.out = Path(out_dir)
         self.accelerator = accelerator
         self.tokenizer, model, self.model_path = build_policy(config)
+        self.sft_summary: dict[str, Any] | None = None
+        if config.init_adapter:  # e.g. continue from an SFT-only run
+            from tracec.train.sft import load_init_adapter
+
+            self.sft_summary = load_init_adapter(model, config.init_adapter, config)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -114,7 +119,6 @@ class GRPOTrainer:
         self.step = 0
         self.seed_cursor = 0
         self.seeds_seen = (2**31, -1)
-        self.sft_summary: dict[str, Any] | None = None
         self.metrics_path = self.out / "metrics.jsonl"
 
     # ------------------------------------------------------------------ helpers
