@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Check compiled envs: check_env, determinism, probes, variance."),
     "play": ("tracec.runtime.cli:play_cmd", "Play an environment yourself in the terminal."),
     "eval": ("tracec.targets.cli:eval_cmd", "Run an agent on a target or compiled envs."),
+    "compare": ("tracec.targets.cli:compare_cmd",
+                "Paired comparison of two eval runs with bootstrap CIs."),
     "grade": ("tracec.targets.cli:grade_cmd", "Re-grade saved tau2-bench results."),
     "model": ("tracec.llm.cli:model_cmd", "Prepare local models (SmolLM2 default, tiny)."),
     "train": ("tracec.train.cli:train_cmd", "Train a LoRA adapter per capability with GRPO."),
