@@ -109,7 +109,7 @@ def main() -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from tracec.train.moe import compose
+    from tracec.compose.model import compose
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

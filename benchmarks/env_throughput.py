@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracec.runtime.loader import resolve_env
+from tracec.harness.resolve import resolve_env
 from tracec.runtime.toolcall import hermes, parse_turn
 
 

@@ -22,7 +22,7 @@ from tracec.checks.prompt_size import (
     tokenizer_counter,
 )
 from tracec.llm.local import load_tokenizer, resolve_model
-from tracec.runtime.loader import env_class, load_paths
+from tracec.harness.resolve import env_class, load_paths
 
 
 def main() -> None:

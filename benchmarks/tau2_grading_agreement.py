@@ -35,8 +35,8 @@ import tau2_ref
 
 from tracec.targets.data import Task, resolve_data_dir
 from tracec.targets.grading import grade
-from tracec.targets.messages import openai_tool_call
-from tracec.targets.results import to_tau2_messages
+from tracec.core.messages import openai_tool_call
+from tracec.harness.results import to_tau2_messages
 from tracec.targets.world import Tau2World, load_world
 
 

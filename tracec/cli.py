@@ -29,17 +29,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("tracec.compiler.cli:schema_cmd", "Print the JSON Schema of the compiler's IR."),
     "check": ("tracec.checks.cli:check_cmd",
               "Check compiled envs: check_env, determinism, probes, variance."),
-    "play": ("tracec.runtime.cli:play_cmd", "Play an environment yourself in the terminal."),
+    "play": ("tracec.harness.cli:play_cmd", "Play an environment yourself in the terminal."),
     "eval": ("tracec.targets.cli:eval_cmd", "Run an agent on a target or compiled envs."),
     "compare": ("tracec.targets.cli:compare_cmd",
                 "Paired comparison of two eval runs with bootstrap CIs."),
     "grade": ("tracec.targets.cli:grade_cmd", "Re-grade saved tau2-bench results."),
     "model": ("tracec.llm.cli:model_cmd", "Prepare local models (SmolLM2 default, tiny)."),
     "train": ("tracec.train.cli:train_cmd", "Train a LoRA adapter per capability with GRPO."),
-    "compose": ("tracec.train.moe_cli:compose_cmd",
+    "compose": ("tracec.compose.cli:compose_cmd",
                 "Train a token-level router over frozen adapters."),
     "run": ("tracec.pipeline.cli:run_cmd", "Run the whole TRACE loop from one config."),
-    "report": ("tracec.train.cli:report_cmd", "Plots and report of a training or pipeline run."),
+    "report": ("tracec.pipeline.cli:report_cmd", "Plots and report of a training or pipeline run."),
 }
 
 

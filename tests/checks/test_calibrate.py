@@ -24,7 +24,7 @@ from tracec.checks.calibrate import (
 )
 from tracec.checks.cli import check_cmd
 from tracec.checks.probes import report_text
-from tracec.llm.agents import ScriptedAgent
+from tracec.harness.agents import ScriptedAgent
 
 FIXTURE = "tests/runtime/tiny_capability.py"
 WRONG = "I'm sorry, I cannot help with that."

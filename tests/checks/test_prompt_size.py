@@ -17,7 +17,7 @@ from tracec.checks.prompt_size import (
     render_chatml,
     tokenizer_counter,
 )
-from tracec.runtime.loader import env_class, load_paths
+from tracec.harness.resolve import env_class, load_paths
 
 FIXTURE = "tests/runtime/tiny_capability.py"
 COMPACT = "generated_envs/structured_data_reasoning_compact.py"

@@ -8,9 +8,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from tracec.train.moe import build_composed, load_composed
-from tracec.train.moe_cli import compose_cmd
-from tracec.train.moe_route import decide, generate_per_trajectory, merge_adapters
+from tracec.compose.model import build_composed, load_composed
+from tracec.compose.cli import compose_cmd
+from tracec.compose.routing import decide, generate_per_trajectory, merge_adapters
 
 IDS = torch.tensor([[5, 17, 42, 99, 3, 64, 120, 7]])
 

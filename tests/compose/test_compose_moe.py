@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from tracec.train.moe import (
+from tracec.compose.model import (
     ComposeError,
     RoutingRecord,
     build_composed,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tracec.train.moe import ComposeError, build_composed
-from tracec.train.moe_train import (
+from tracec.compose.model import ComposeError, build_composed
+from tracec.compose.training import (
     ComposeTrainConfig,
     RoutingStats,
     encode,
@@ -57,7 +57,7 @@ def test_encode_marks_exactly_the_assistant_turns(world, trajectories):
 
 
 def test_routing_stats_counts_non_padding_tokens():
-    from tracec.train.moe import RoutingRecord
+    from tracec.compose.model import RoutingRecord
 
     chosen = torch.tensor([[0, 1, 1], [2, 2, 0]]).unsqueeze(-1)
     rec = RoutingRecord(logits=torch.zeros(2, 3, 3), probs=torch.zeros(2, 3, 3), chosen=chosen)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tracec.domains import ToolError, get_domain
 from tracec.domains import toolsandbox as ts
-from tracec.lang.types import ANY, BOOL, FLOAT, INT, STR, T
+from tracec.core.types import ANY, BOOL, FLOAT, INT, STR, T
 
 D = get_domain("toolsandbox")
 UTC = timezone.utc

@@ -8,8 +8,8 @@ import pytest
 
 from tracec.compiler.api import compile_text
 from tracec.domains import DOMAIN_MODULES, get_domain
-from tracec.lang.types import EntityT, ListT, MapT, ObjT
-from tracec.runtime.loader import env_class
+from tracec.core.types import EntityT, ListT, MapT, ObjT
+from tracec.harness.resolve import env_class
 
 RETAIL = '''capability exchange_demo {
   description "Exchange a delivered item."

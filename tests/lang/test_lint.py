@@ -88,7 +88,7 @@ def test_bare_forbid_is_probed_with_gold_arguments() -> None:
     result = compile_text(BARE, "specs/demo.tracec")
     assert result.ok, result.rendered
     env = result.module.CAPABILITY
-    from tracec.runtime.loader import env_class
+    from tracec.harness.resolve import env_class
 
     e = env_class(env)()
     e.reset(seed=1)

@@ -13,7 +13,7 @@ from tracec.compiler.api import compile_text
 from tracec.domains import get_domain
 from tracec.domains import policy as P
 from tracec.domains.compact import compact_parameters, compact_schema, first_sentence
-from tracec.runtime.loader import env_class, load_paths
+from tracec.harness.resolve import env_class, load_paths
 from tracec.runtime.toolcall import hermes, parse_turn
 from tracec.runtime.validate import compile_validator
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from tests.runtime.tiny_capability import TinyOrdersEnv
-from tracec.runtime.cli import play_cmd, shorthand_call, to_action
+from tracec.harness.cli import play_cmd, shorthand_call, to_action
 from tracec.runtime.toolcall import parse_turn
 
 FIXTURE = "tests/runtime/tiny_capability.py"

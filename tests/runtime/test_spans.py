@@ -10,7 +10,7 @@ import pytest
 from tests.lang.cases import BASE, mutate
 from tracec.compiler.api import compile_file, compile_text
 from tracec.runtime.env import SpecRuntimeError
-from tracec.runtime.loader import env_class
+from tracec.harness.resolve import env_class
 
 NONE_JOIN = mutate(
     "let total = sum(f.price for f in r.flights)",
@@ -80,7 +80,7 @@ def test_generated_module_finds_its_spec_from_another_cwd(tmp_path: Path, monkey
     sub = tmp_path / "elsewhere"
     sub.mkdir()
     monkeypatch.chdir(sub)
-    from tracec.runtime.loader import import_path
+    from tracec.harness.resolve import import_path
 
     module = import_path(pkg / "demo_mod.py")
     env = env_class(module)()

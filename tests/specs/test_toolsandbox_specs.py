@@ -15,7 +15,7 @@ from tracec.checks.run import run_checks
 from tracec.compiler.api import compile_file
 from tracec.domains import toolsandbox as ts
 from tracec.domains.base import ToolError
-from tracec.runtime.loader import env_class
+from tracec.harness.resolve import env_class
 from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import STOP
 from tracec.runtime.world import state_hash

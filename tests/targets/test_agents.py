@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.support.openai_server import OpenAIServer
-from tracec.llm.agents import (
+from tracec.harness.agents import (
     AgentSpecError,
     LocalAgent,
     OpenAIAgent,

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tracec.targets.compare import UnpairedRuns, compare_episodes, paired_bootstrap, percentile
-from tracec.targets.results import Episode
+from tracec.harness.results import Episode
 
 
 def test_percentile_interpolates_like_numpy():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tracec.llm.agents import OracleAgent
+from tracec.harness.agents import OracleAgent
 from tracec.runtime.toolcall import hermes
 from tracec.targets.tau2 import Tau2Env, make_tau2_env
 

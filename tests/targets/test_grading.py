@@ -14,7 +14,7 @@ import pytest
 
 from tracec.targets.data import Action
 from tracec.targets.grading import action_matches, communicated, grade
-from tracec.targets.messages import openai_tool_call
+from tracec.core.messages import openai_tool_call
 from tracec.targets.world import CowTable, db_delta
 
 
@@ -130,7 +130,7 @@ def test_final_db_shortcut_agrees_with_replay(retail):
 def test_tau2_message_format_is_read_too(airline):
     calls = gold(airline, "14")
     msgs, _ = convo(airline, calls, say="327 1000 1786")
-    from tracec.targets.results import from_tau2_messages, to_tau2_messages
+    from tracec.harness.results import from_tau2_messages, to_tau2_messages
 
     tau2 = to_tau2_messages(msgs)
     assert tau2[1]["tool_calls"][0]["arguments"] == calls[0][1]

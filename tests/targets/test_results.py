@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tracec.runtime.toolcall import parse_turn
-from tracec.targets.messages import hermes_text, tool_calls_of
-from tracec.targets.results import (
+from tracec.core.messages import hermes_text, tool_calls_of
+from tracec.harness.results import (
     Episode,
     EpisodeWriter,
     from_tau2_messages,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.runtime.tiny_capability import TinyOrdersEnv
-from tracec.targets.runner import Job, run_jobs
+from tracec.harness.runner import Job, run_jobs
 
 
 class GoldThenReport:

@@ -7,7 +7,8 @@ import json
 from click.testing import CliRunner
 from train_helpers import TOY_ENV
 
-from tracec.train.cli import report_cmd, train_cmd
+from tracec.pipeline.cli import report_cmd
+from tracec.train.cli import train_cmd
 
 
 def test_train_then_report(tiny_model_dir, tmp_path):

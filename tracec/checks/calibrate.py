@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tracec.runtime.loader import env_class
+from tracec.harness.resolve import env_class
 
 TOL = 1e-9
 PASS_KS = (1, 4, 8, 16)
@@ -221,10 +221,10 @@ def calibrate(
 ) -> CalibrationReport:
     """Run ``agent`` for ``samples`` episodes on each of ``seeds`` seeds and judge the bands.
 
-    Episodes run through :func:`tracec.targets.runner.run_jobs`, ``batch_size`` (default
+    Episodes run through :func:`tracec.harness.runner.run_jobs`, ``batch_size`` (default
     ``samples``) in flight. ``success`` defaults to the env's top reward level.
     """
-    from tracec.targets.runner import Job, run_jobs
+    from tracec.harness.runner import Job, run_jobs
 
     start = time.perf_counter()
     cls = env_class(capability)
@@ -251,11 +251,11 @@ def calibrate(
 
 def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
                 concurrency: int = 16, seed: int = 0) -> Any:
-    """An agent for calibration from a ``--model`` spec (see :mod:`tracec.llm.agents`).
+    """An agent for calibration from a ``--model`` spec (see :mod:`tracec.harness.agents`).
 
     Raises ``AgentSpecError`` for a malformed spec; loading errors propagate.
     """
-    from tracec.llm.agents import make_agent, parse_agent_spec
+    from tracec.harness.agents import make_agent, parse_agent_spec
 
     kind, _ = parse_agent_spec(spec)
     if kind == "openai":

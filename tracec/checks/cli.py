@@ -19,7 +19,7 @@ from tracec.checks.prompt_size import (
 )
 from tracec.checks.report import CheckReport
 from tracec.checks.run import run_checks
-from tracec.runtime.loader import LoadError, load_paths
+from tracec.harness.resolve import LoadError, load_paths
 
 DEFAULT_PATH = "generated_envs"
 
@@ -60,7 +60,7 @@ def _prompt_counter(tokenizer: str | None, model: str | None):
     """(counter, method): the tokenizer of --tokenizer or of a local --model, else the estimate."""
     name = tokenizer
     if name is None and model:
-        from tracec.llm.agents import AgentSpecError, parse_agent_spec
+        from tracec.harness.agents import AgentSpecError, parse_agent_spec
 
         try:
             kind, params = parse_agent_spec(model)
@@ -233,7 +233,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
 def _measure_prompt(report: CheckReport, module, counter, method: str, budget: int) -> None:
     """The env's first-prompt size into ``report`` (a failure is a problem, never a crash)."""
     from tracec.runtime.env import SpecRuntimeError
-    from tracec.runtime.loader import env_class
+    from tracec.harness.resolve import env_class
 
     try:
         measure_report(report, env_class(module), counter, method, budget)
@@ -243,7 +243,7 @@ def _measure_prompt(report: CheckReport, module, counter, method: str, budget: i
 
 def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int):
     from tracec.checks.calibrate import build_agent
-    from tracec.llm.agents import AgentSpecError
+    from tracec.harness.agents import AgentSpecError
 
     try:
         return build_agent(spec, temperature=temperature, max_new_tokens=max_new_tokens,

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracec.runtime.env import CapabilityEnv, TaskInstance
-from tracec.runtime.lib import fmt
+from tracec.runtime.oracle import report_text, turns_of
 from tracec.runtime.outcome import Call, Outcome, judge
-from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import STOP
 from tracec.runtime.world import copy_json, state_hash
 
@@ -38,23 +37,6 @@ class Probe:
     calls: tuple[Call, ...]
     text: str  # the final message
     turns: tuple[str, ...]
-
-
-def report_text(inst: TaskInstance) -> str:
-    """The oracle's final message: every communicate value, rendered with fmt."""
-    if not inst.communicate:
-        return "All done."
-    parts = [f"{name.replace('_', ' ')}: {fmt(value)}" for name, value in inst.communicate.items()]
-    return "Here is what I found. " + "; ".join(parts) + "."
-
-
-def _turns(calls: Sequence[Call], text: str, ends: frozenset[str]) -> tuple[str, ...]:
-    turns = [hermes(c.name, c.arguments) for c in calls]
-    if turns and calls[-1].name in ends:  # the last call ends the episode: say it in that turn
-        turns[-1] = f"{text}\n{turns[-1]}"
-    else:
-        turns.append(text)
-    return tuple(turns)
 
 
 MAX_FORBID_PROBES = 3
@@ -85,29 +67,21 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     gold = tuple(inst.gold)
     report = report_text(inst)
     probes = [
-        Probe("oracle", gold, report, _turns(gold, report, ends)),
+        Probe("oracle", gold, report, turns_of(gold, report, ends)),
         Probe("noop", (), NOOP_TEXT, (NOOP_TEXT,)),
-        Probe("silent_gold", gold, SILENT_TEXT, _turns(gold, SILENT_TEXT, ends)),
+        Probe("silent_gold", gold, SILENT_TEXT, turns_of(gold, SILENT_TEXT, ends)),
     ]
     if gold:
         idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
         minus = gold[:idx] + gold[idx + 1:]
-        probes.append(Probe("gold_minus_one", minus, report, _turns(minus, report, ends)))
+        probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends)))
     body = tuple(c for c in gold if c.name not in ends)
     made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
     for k, call in enumerate(made[:MAX_FORBID_PROBES]):
         calls = body + (call,)
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
-        probes.append(Probe(name, calls, report, _turns(calls, report, ends)))
+        probes.append(Probe(name, calls, report, turns_of(calls, report, ends)))
     return probes
-
-
-def oracle_turns(env: CapabilityEnv) -> tuple[str, ...]:
-    """The oracle's turns on the env's current task: every gold call, then the report."""
-    cap = env.capability
-    writes = frozenset(t.name for t in cap.all_tools().values() if t.writes)
-    probes = build_probes(env.instance, writes, frozenset(cap.domain.ends_episode))
-    return next(p for p in probes if p.name == "oracle").turns
 
 
 def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
-from tracec.runtime.loader import env_class
+from tracec.harness.resolve import env_class
 from tracec.runtime.outcome import args_match
 from tracec.runtime.world import state_hash
 

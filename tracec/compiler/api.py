@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracec.compiler import codegen
-from tracec.compiler.ir import CapabilityIR
+from tracec.lang.ir import CapabilityIR
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
-from tracec.lang.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
+from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
 

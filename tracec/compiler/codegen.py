@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from tracec.compiler import ir as IR
+from tracec.lang import ir as IR
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
 from tracec.domains.schema import Ref, Schema, refs
-from tracec.lang.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
+from tracec.core.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "AirlineTools"
 NOW = "2024-05-15T15:00:00"  # τ²'s _get_datetime()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from tracec.domains.schema import Schema
-from tracec.lang.types import T
+from tracec.core.types import T
 
 
 class ToolError(Exception):

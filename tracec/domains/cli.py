@@ -7,7 +7,7 @@ import json
 import click
 
 from tracec.domains import DOMAIN_MODULES, get_domain
-from tracec.lang.diagnostics import did_you_mean
+from tracec.core.diagnostics import did_you_mean
 
 
 @click.command("describe")

@@ -11,7 +11,7 @@ from typing import Any
 
 from tracec.domains.base import Domain
 from tracec.domains.policy import headings as policy_headings
-from tracec.lang.types import ListT, MapT, ObjT, T
+from tracec.core.types import ListT, MapT, ObjT, T
 
 
 def _json_type(prop: dict) -> str:

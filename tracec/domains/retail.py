@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
 from tracec.domains.schema import Ref, Schema, refs
-from tracec.lang.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
+from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "RetailTools"
 

@@ -9,7 +9,7 @@ Declared once per domain (next to its entity layouts) and used by the spec check
 * ``enums`` list the values a string field can take (statuses, cabins, payment sources...),
   and ``keys`` the keys a map field can have (a flight date's ``prices`` per cabin).
 
-Types are named as in :mod:`tracec.lang.types`: an entity kind (``order``) or a nested
+Types are named as in :mod:`tracec.core.types`: an entity kind (``order``) or a nested
 record's ``ObjT`` name (``order_item``).
 """
 

@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any, Callable, Mapping
 
 from tracec.domains.base import Tool, ToolError, ToolFunc
-from tracec.lang.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
+from tracec.core.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
 
 DATA = resources.files("tracec.domains") / "data"
 

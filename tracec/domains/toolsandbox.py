@@ -38,7 +38,7 @@ from typing import Any
 
 from tracec.domains.base import Domain, EntityKind, Tool, ToolError
 from tracec.domains.schema import Ref, Schema, refs
-from tracec.lang.types import ANY, BOOL, FLOAT, STR
+from tracec.core.types import ANY, BOOL, FLOAT, STR
 
 # --------------------------------------------------------------------------------------------
 # Constants and world access

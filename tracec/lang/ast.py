@@ -1,6 +1,6 @@
 """The spec language's syntax tree (pydantic models with source spans).
 
-The same expression nodes are reused by the IR (`tracec.compiler.ir`), so an expression has
+The same expression nodes are reused by the IR (`tracec.lang.ir`), so an expression has
 one representation from the parser to the code generator.
 """
 
@@ -10,7 +10,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracec.lang.diagnostics import Span
+from tracec.core.diagnostics import Span
 
 
 class Node(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from tracec.lang.types import ANY, BOOL, FLOAT, INT, STR, ListT, MapT, RangeT, T
+from tracec.core.types import ANY, BOOL, FLOAT, INT, STR, ListT, MapT, RangeT, T
 
 # A signature check gets the argument types and returns (result type, error or None).
 Check = Callable[[list[T]], "tuple[T, str | None]"]

@@ -15,8 +15,8 @@ from typing import Any
 from tracec.domains.base import Domain
 from tracec.domains.schema import Ref, Schema
 from tracec.lang import ast as A
-from tracec.lang.diagnostics import did_you_mean
-from tracec.lang.types import EntityT, ListT, MapT, ObjT, T
+from tracec.core.diagnostics import did_you_mean
+from tracec.core.types import EntityT, ListT, MapT, ObjT, T
 
 
 def type_name(t: T) -> str | None:

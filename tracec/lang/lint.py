@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tracec.lang import ast as A
-from tracec.lang.diagnostics import Diagnostic
+from tracec.core.diagnostics import Diagnostic
 
 Slice = Callable[[A.Node], str]
 

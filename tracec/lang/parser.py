@@ -10,7 +10,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from tracec.lang import ast as A
-from tracec.lang.diagnostics import Diagnostic, Span, SpecError
+from tracec.core.diagnostics import Diagnostic, Span, SpecError
 
 GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000

@@ -10,17 +10,17 @@ import hashlib
 import keyword
 from typing import Any
 
-from tracec.compiler import ir as IR
+from tracec.lang import ir as IR
 from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
-from tracec.lang.diagnostics import Diagnostic, Span, did_you_mean
+from tracec.core.diagnostics import Diagnostic, Span, did_you_mean
 from tracec.lang.lint import lint
 from tracec.lang.domain_types import (
     DomainTypes, EnumUse, enum_error, is_record, list_strings, literal_strings, record_hint,
 )
-from tracec.lang.types import (
+from tracec.core.types import (
     ANY, BOOL, FLOAT, INT, NONE, STR, EntityT, ListT, MapT, ObjT, RangeT, T, assignable,
     is_numeric, json_type_ok,
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from tracec.pipeline.report import is_run_dir, write_report
 from tracec.pipeline.runner import STAGE_NAMES
 
 
@@ -56,3 +57,28 @@ def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | No
     if error:
         raise click.ClickException(f"{error} (details: {run_dir}; rerun the same command to resume)")
     del manifests
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
+              help="PNG path (default RUN_DIR/training_curves.png).")
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
+    """Regenerate the report of a `tracec run` folder, or draw the reward and kept-group
+    curves of a `tracec train` run."""
+    if is_run_dir(Path(run_dir)):
+        path = write_report(Path(run_dir))
+        click.echo(json.dumps({"report": str(path)}) if as_json else f"wrote {path}")
+        return
+    from tracec.train.plots import NoMetrics, report_training
+
+    try:
+        summary = report_training(run_dir, out)
+    except NoMetrics as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(f"{summary['png']}: {summary['steps']} steps, reward {summary['reward_first']:.3f} → "
+                   f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")

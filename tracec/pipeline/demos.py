@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracec.targets.messages import STOP
+from tracec.core.messages import STOP
 
 
 def oracle_episode(env_cls: type, seed: int) -> dict:
     """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
-    from tracec.checks.probes import oracle_turns
+    from tracec.runtime.oracle import oracle_turns
 
     env = env_cls()
     _, info = env.reset(seed=seed)

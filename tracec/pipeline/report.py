@@ -212,7 +212,7 @@ def _paired(run_dir: Path, ms: dict) -> str:
     from itertools import combinations
 
     from tracec.targets.compare import UnpairedRuns, compare_runs
-    from tracec.targets.results import ResultsError
+    from tracec.harness.results import ResultsError
 
     runs = {label: r["trajectories"] for label, r in (_outputs(ms, "final_eval").get("results") or {}).items()
             if r.get("trajectories")}

@@ -45,7 +45,7 @@ class RunContext:
 # ---------------------------------------------------------------------------- helpers
 def make_agent_for(ctx: RunContext, spec: str) -> Any:
     """An agent from a spec, with the run's generation settings."""
-    from tracec.llm.agents import make_agent, parse_agent_spec
+    from tracec.harness.agents import make_agent, parse_agent_spec
 
     kind, _ = parse_agent_spec(spec)
     m = ctx.cfg.model
@@ -357,8 +357,8 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     """Train a token router over the adapters on oracle demonstrations in each capability env."""
     from tracec.pipeline.demos import write_demos
     from tracec.train.envs import resolve_env
-    from tracec.train.moe import build_composed
-    from tracec.train.moe_train import (
+    from tracec.compose.model import build_composed
+    from tracec.compose.training import (
         ComposeTrainConfig,
         encode_all,
         evaluate_ce,

@@ -19,7 +19,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from tracec.lang.diagnostics import Diagnostic, Span
+from tracec.core.diagnostics import Diagnostic, Span
 
 SOURCE_ATTR = "__tracec_source__"  # (path as typed, spec text) set on modules compiled on the fly
 

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from tracec.targets.data import DataError
-from tracec.targets.results import ResultsError
+from tracec.harness.results import ResultsError
 
 
 def _client(spec: str | None, what: str):

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tracec.targets.results import Episode, ResultsError, read_episodes
-from tracec.targets.runner import dedupe
+from tracec.harness.results import Episode, ResultsError, read_episodes
+from tracec.harness.runner import dedupe
 
 DEFAULT_RESAMPLES = 10_000
 TRAJECTORIES = "trajectories.jsonl"

@@ -62,7 +62,7 @@ def resolve_env(spec: str) -> tuple[str, Callable[[], Any]]:
         module = importlib.import_module(spec)
     except ImportError as exc:
         try:  # a capability name of generated_envs/ (what `tracec play` accepts)
-            from tracec.runtime.loader import resolve_env as resolve_capability
+            from tracec.harness.resolve import resolve_env as resolve_capability
 
             cls = resolve_capability(spec)
             return f"tracec/{cls.capability.name}-v0", cls

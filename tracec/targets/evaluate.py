@@ -12,13 +12,13 @@ from tracec.files import exclusive_lock
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.targets.results import (
+from tracec.harness.results import (
     EpisodeWriter,
     build_tau2_results,
     read_episodes,
     write_json_atomic,
 )
-from tracec.targets.runner import Job, dedupe, pending_jobs, run_jobs
+from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -99,7 +99,7 @@ LOCK = ".lock"
 
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
-    from tracec.llm.agents import make_agent, parse_agent_spec
+    from tracec.harness.agents import make_agent, parse_agent_spec
 
     if agent is None:
         kind, params = parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
@@ -113,7 +113,7 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
 
 def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
               progress: bool) -> dict:
-    from tracec.llm.agents import make_agent, parse_agent_spec
+    from tracec.harness.agents import make_agent, parse_agent_spec
 
     traj_path = out / TRAJECTORIES
     if agent is None:

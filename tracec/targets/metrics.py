@@ -8,7 +8,7 @@ from math import comb
 
 from pydantic import BaseModel
 
-from tracec.targets.results import Episode
+from tracec.harness.results import Episode
 
 
 class GroupMetrics(BaseModel):

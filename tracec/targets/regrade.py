@@ -7,7 +7,7 @@ from typing import Any
 
 from tracec.targets.data import DataError, Task
 from tracec.targets.grading import grade
-from tracec.targets.results import from_tau2_messages, load_tau2_results, write_json_atomic
+from tracec.harness.results import from_tau2_messages, load_tau2_results, write_json_atomic
 from tracec.targets.world import load_world
 
 

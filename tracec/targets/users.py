@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tracec.targets.data import Task
-from tracec.targets.messages import STOP, TRANSFER
+from tracec.core.messages import STOP, TRANSFER
 
 GREETING = "Hi! How can I help you today?"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tracec.targets.messages import STOP
+from tracec.core.messages import STOP
 from tracec.targets.seeds import SeedRange
 
 END_OF_TURN = "<|im_end|>"
@@ -46,7 +46,7 @@ class Demo:
 
 def play_oracle(make_env: Callable[[], Any], seed: int) -> Demo:
     """The oracle's episode on ``seed`` (hint-free prompt)."""
-    from tracec.checks.probes import oracle_turns
+    from tracec.runtime.oracle import oracle_turns
 
     env = make_env()
     inner = getattr(env, "unwrapped", env)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel
 
-from tracec.train.moe import ComposedModel, ComposeError, describe_adapter, load_base
+from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
 
 Method = Literal["gate", "describe"]
 
@@ -117,7 +117,7 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
     """Merge adapters into one peft LoRA folder: ΔW = Σ_i w_i · ΔW_i (peft ``cat``, exact)."""
     from peft import PeftModel
 
-    from tracec.train.moe import _check_adapter_config, adapter_base_model
+    from tracec.compose.model import _check_adapter_config, adapter_base_model
 
     dirs = [Path(d).expanduser() for d in adapter_dirs]
     if len(weights) != len(dirs):

@@ -98,3 +98,27 @@ def has_user_stop(text: str | None) -> str | None:
         if tok in text:
             return tok
     return None
+
+
+def plain_messages(messages: list[dict], args_as_dict: bool) -> list[dict]:
+    """Messages trimmed to what chat APIs and chat templates accept."""
+    out = []
+    for m in messages:
+        msg = {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")}
+        if msg.get("role") != "tool":
+            msg.pop("name", None)
+        if msg.get("content") is None:
+            msg["content"] = ""
+        if args_as_dict and msg.get("tool_calls"):
+            calls = []
+            for tc in msg["tool_calls"]:
+                fn = dict(tc.get("function") or {})
+                if isinstance(fn.get("arguments"), str):
+                    try:
+                        fn["arguments"] = json.loads(fn["arguments"])
+                    except json.JSONDecodeError:
+                        pass
+                calls.append({**tc, "function": fn})
+            msg["tool_calls"] = calls
+        out.append(msg)
+    return out

@@ -436,7 +436,7 @@ class ComposedModel(nn.Module):
         ``config.routing == "trajectory"``: one adapter per conversation, picked from its prompt.
         """
         if self.config.routing == "trajectory" and self._state.force is None:
-            from tracec.train.moe_route import generate_per_trajectory
+            from tracec.compose.routing import generate_per_trajectory
 
             return generate_per_trajectory(self, batch_messages, tools, max_new_tokens, temperature,
                                            seed, self.config.trajectory_router)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from tracec import files
-from tracec.targets.messages import STOP, hermes_text
+from tracec.core.messages import STOP, hermes_text, plain_messages
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -42,30 +42,6 @@ class Agent(Protocol):
         ...
 
 
-def _plain_messages(messages: list[dict], args_as_dict: bool) -> list[dict]:
-    """Messages trimmed to what chat APIs and chat templates accept."""
-    out = []
-    for m in messages:
-        msg = {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")}
-        if msg.get("role") != "tool":
-            msg.pop("name", None)
-        if msg.get("content") is None:
-            msg["content"] = ""
-        if args_as_dict and msg.get("tool_calls"):
-            calls = []
-            for tc in msg["tool_calls"]:
-                fn = dict(tc.get("function") or {})
-                if isinstance(fn.get("arguments"), str):
-                    try:
-                        fn["arguments"] = json.loads(fn["arguments"])
-                    except json.JSONDecodeError:
-                        pass
-                calls.append({**tc, "function": fn})
-            msg["tool_calls"] = calls
-        out.append(msg)
-    return out
-
-
 class OpenAIAgent:
     """An agent behind an OpenAI-compatible endpoint (native tool calling, Hermes text out)."""
 
@@ -85,7 +61,7 @@ class OpenAIAgent:
 
     def _one(self, item: AgentInput) -> str:
         messages, tools = item
-        res = self.client.chat(_plain_messages(messages, args_as_dict=False), tools=tools or None,
+        res = self.client.chat(plain_messages(messages, args_as_dict=False), tools=tools or None,
                                temperature=self.temperature, max_tokens=self.max_tokens)
         return hermes_text(res.content, [(c["name"], c.get("arguments") or {}) for c in res.tool_calls])
 
@@ -119,7 +95,7 @@ class LocalAgent:
         out: list[str] = [""] * len(batch)
         for idx in groups.values():
             texts = self.chat_model.generate(
-                [_plain_messages(batch[i][0], args_as_dict=True) for i in idx],
+                [plain_messages(batch[i][0], args_as_dict=True) for i in idx],
                 tools=batch[idx[0]][1] or None, max_new_tokens=self.max_new_tokens,
                 temperature=self.temperature, seed=self.seed,
             )
@@ -193,7 +169,7 @@ class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
     def __init__(self, directory: str, **kwargs: Any) -> None:
-        from tracec.train.moe import ComposeError, load_composed  # lazy: needs torch
+        from tracec.compose.model import ComposeError, load_composed  # lazy: needs torch
 
         try:
             model = load_composed(directory)

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from tracec.runtime.env import CapabilityEnv, SpecRuntimeError
-from tracec.runtime.loader import LoadError, resolve_env
+from tracec.harness.resolve import LoadError, resolve_env
 from tracec.runtime.toolcall import hermes
 
 SYSTEM_CHARS = 700

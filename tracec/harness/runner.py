@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracec.llm.agents import Agent
-from tracec.targets.results import Episode, EpisodeWriter, now
+from tracec.harness.agents import Agent
+from tracec.harness.results import Episode, EpisodeWriter, now
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def task_of(env: Any, info: dict) -> Any:
     if isinstance(task, dict) or getattr(inner, "instance", None) is None \
             or getattr(inner, "capability", None) is None:
         return task
-    from tracec.checks.probes import oracle_turns
+    from tracec.runtime.oracle import oracle_turns
 
     return {"name": task, "oracle_turns": list(oracle_turns(inner))}
 

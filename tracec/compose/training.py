@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, Field
 
-from tracec.train.moe import ComposedModel, ComposeError, load_balancing_loss, z_loss
+from tracec.compose.model import ComposedModel, ComposeError, load_balancing_loss, z_loss
 
 
 class ComposeTrainConfig(BaseModel):
@@ -79,9 +79,9 @@ def select_successful(rows: list[dict], min_reward: float | None = None) -> list
 
 
 def _plain(messages: list[dict]) -> list[dict]:
-    from tracec.llm.agents import _plain_messages
+    from tracec.core.messages import plain_messages
 
-    return _plain_messages(messages, args_as_dict=True)
+    return plain_messages(messages, args_as_dict=True)
 
 
 def encode(tokenizer: Any, row: dict, max_length: int) -> Example | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tracec.train.moe import ComposeError
+from tracec.compose.model import ComposeError
 
 
 def _weights(text: str, n: int) -> list[float]:
@@ -124,8 +124,8 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tracec.train.moe import build_composed
-    from tracec.train.moe_train import (
+    from tracec.compose.model import build_composed
+    from tracec.compose.training import (
         ComposeTrainConfig,
         encode_all,
         evaluate_ce,
@@ -197,7 +197,7 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
 
 
 def _merge(adapters, out, base, weights_text, weights_from, as_json) -> None:
-    from tracec.train.moe_route import merge_adapters, weights_from_routing
+    from tracec.compose.routing import merge_adapters, weights_from_routing
 
     _need(len(adapters) >= 1, "give the adapter folders to merge")
     _need(out is not None, "give -o/--out FOLDER")
@@ -222,9 +222,9 @@ def _route(route_dir, data, method, as_json) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tracec.train.moe import load_composed
-    from tracec.train.moe_route import decide
-    from tracec.train.moe_train import read_trajectories
+    from tracec.compose.model import load_composed
+    from tracec.compose.routing import decide
+    from tracec.compose.training import read_trajectories
 
     _need(bool(data), "give --data with the trajectories (or prompts) to route")
     cm = load_composed(route_dir)

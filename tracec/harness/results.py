@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tracec import files
-from tracec.targets.messages import openai_tool_call, tool_calls_of
+from tracec.core.messages import openai_tool_call, tool_calls_of
 
 
 class ResultsError(Exception):

@@ -1,0 +1,1 @@
+"""Composition: a router over frozen LoRA adapters (model, routing, training, `tracec compose`)."""

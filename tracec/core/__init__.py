@@ -1,0 +1,1 @@
+"""Shared vocabulary every layer may use: value types, diagnostics, chat messages."""

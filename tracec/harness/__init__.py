@@ -1,0 +1,1 @@
+"""Find capability environments, run episodes in them, record the trajectories."""
