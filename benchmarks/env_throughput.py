@@ -85,7 +85,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     ref = args.env or _default_env()
-    env = resolve_env(ref)()
+    env = resolve_env(ref).cls()
     steps_per_s, tool = bench_steps(env, args.steps)
     result = {
         "env": env.capability.name,

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tracec.train.config import TrainConfig
-from tracec.train.envs import list_capabilities, resolve_env
+from tracec.harness.resolve import list_capabilities, resolve_env
 from tracec.train.plots import report_training
 from tracec.train.trainer import GRPOTrainer
 

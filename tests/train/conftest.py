@@ -15,6 +15,6 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture()
 def toy_env():
-    from tracec.train.envs import resolve_env
+    from tracec.harness.resolve import resolve_env
 
     return resolve_env(TOY_ENV)

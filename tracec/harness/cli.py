@@ -104,7 +104,7 @@ def _breakdown_table(bd: dict) -> Table:
 def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool) -> None:
     """Play ENV (a capability name, gym id, or generated module path) as the agent."""
     try:
-        cls = resolve_env(env_ref)
+        cls = resolve_env(env_ref).cls
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
     env = cls()

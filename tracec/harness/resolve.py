@@ -1,4 +1,9 @@
-"""Find capability environments: from generated modules, folders, specs, gym ids or names."""
+"""The one env resolver: what a user names (a generated module, a folder, a spec, a gym id, a
+capability name, ``module:Class`` or ``file.py:Class``) becomes an env class and factory.
+
+``tracec play``, ``check``, ``eval``, ``train`` and ``run`` all resolve through here, and every
+failure is a :class:`LoadError` whose message is the one-line diagnostic.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import importlib.util
 import sys
 import types
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +22,24 @@ from tracec.runtime.env import Capability, CapabilityEnv
 EnvClass = type[CapabilityEnv]
 
 
-class LoadError(Exception):
+class LoadError(ValueError):
     """A user-facing problem finding or importing an environment (message is the diagnostic)."""
+
+
+@dataclass(frozen=True)
+class EnvTarget:
+    """A resolved env: the name it was given, its capability name, its class and a
+    zero-argument factory (``gym.make`` for gym ids, else the class)."""
+
+    name: str
+    capability: str
+    factory: Callable[[], Any]
+    cls: type | None = None
+
+    @property
+    def gym_id(self) -> str:
+        """``tracec/<capability>-v0``: the env's name in trajectories."""
+        return f"tracec/{self.capability}-v0"
 
 
 def env_class(target: Any) -> EnvClass:
@@ -126,48 +149,110 @@ def load_paths(paths: list[Path]) -> list[tuple[str, Any]]:
     return out
 
 
-def _load_entry(entry: str) -> EnvClass:
+def _load_entry(entry: str) -> type:
     module_name, _, attr = entry.partition(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
         raise LoadError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
-    return env_class(getattr(module, attr)) if attr else env_class(module)
+    return _pick_class(module, attr or None, module_name)
 
 
-def _registered() -> dict[str, str]:
-    """``generated_envs.ENVS`` (importing it registers the gym ids); looks in cwd too."""
-    cwd = str(Path.cwd())
-    if (Path.cwd() / "generated_envs" / "__init__.py").is_file() and cwd not in sys.path:
-        sys.path.insert(0, cwd)
+def _pick_class(module: types.ModuleType, cls_name: str | None, label: str) -> type:
+    """The env class ``cls_name`` of ``module``, else its capability env, else its one
+    ``gymnasium.Env`` subclass."""
+    if cls_name:
+        if not hasattr(module, cls_name):
+            raise LoadError(f"{label} has no class {cls_name!r}")
+        value = getattr(module, cls_name)
+        return env_class(value) if isinstance(value, Capability) else value
     try:
-        pkg = importlib.import_module("generated_envs")
-    except ModuleNotFoundError:
-        return {}
-    return dict(getattr(pkg, "ENVS", {}) or {})
+        return env_class(module)
+    except LoadError:
+        pass
+    import gymnasium as gym
+
+    found = [v for v in vars(module).values()
+             if isinstance(v, type) and issubclass(v, gym.Env) and v.__module__ == module.__name__]
+    if len(found) != 1:
+        raise LoadError(f"{label}: expected one gymnasium.Env class, found {len(found)}; "
+                        "name it as MODULE:Class")
+    return found[0]
 
 
-def resolve_env(ref: str) -> EnvClass:
-    """An env class from a generated module path, a spec path, a gym id or a capability name."""
-    path = Path(ref)
-    if ref.endswith(".py"):
-        return env_class(import_path(path))
-    if ref.endswith(".tracec"):
+def _capability_name(cls: type, fallback: str) -> str:
+    cap = getattr(cls, "capability", None)
+    return getattr(cap, "name", None) or getattr(cls, "capability_name", None) or fallback
+
+
+def _target(name: str, cls: type) -> EnvTarget:
+    return EnvTarget(name, _capability_name(cls, cls.__name__), cls, cls)
+
+
+def import_registry(envs_dir: str | Path = "generated_envs") -> dict[str, str]:
+    """Import the ``generated_envs``-style package at ``envs_dir`` (registers the gym ids) and
+    return its ``ENVS`` map (capability -> ``module:Class``); ``{}`` when there is none."""
+    path = Path(envs_dir)
+    if not (path / "__init__.py").exists():
+        path = Path("generated_envs")
+        if not (path / "__init__.py").exists():
+            try:
+                return dict(getattr(importlib.import_module("generated_envs"), "ENVS", {}) or {})
+            except ImportError:
+                return {}
+    name, parent = path.resolve().name, str(path.resolve().parent)
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != \
+            (path / "__init__.py").resolve():
+        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+            del sys.modules[key]  # a different dir of the same name was imported before
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise LoadError(f"cannot import {path}: {exc}") from None
+    return dict(getattr(module, "ENVS", {}) or {})
+
+
+def list_capabilities(envs_dir: str | Path = "generated_envs") -> list[str]:
+    """Capability names registered in ``envs_dir`` (for ``tracec train --all``)."""
+    return sorted(import_registry(envs_dir))
+
+
+def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
+    """Resolve ``ref``: a generated module or ``file.py:Class``, a ``.tracec`` spec, a gym id
+    (``tracec/<name>-v0``), ``module:Class``, an importable module or a capability name listed in
+    ``envs_dir``'s ``ENVS``. Raises :class:`LoadError`."""
+    target, _, cls_name = ref.partition(":") if "/" not in ref.partition(":")[2] else (ref, "", "")
+    path = Path(target)
+    if path.suffix == ".py":
+        return _target(ref, _pick_class(import_path(path), cls_name or None, str(path)))
+    if path.suffix == ".tracec":
         if not path.is_file():
             raise LoadError(f"{path}: no such file")
-        return env_class(compile_specs([path])[0])
-    envs = _registered()
-    if "/" in ref or ref.endswith("-v0"):
+        return _target(ref, env_class(compile_specs([path])[0]))
+    envs = import_registry(envs_dir)
+    if ref.startswith("tracec/") or ref.endswith("-v0"):
         import gymnasium as gym
 
         try:
             spec = gym.spec(ref)
         except Exception as exc:  # noqa: BLE001 - gymnasium raises several kinds
-            raise LoadError(f"unknown environment id {ref!r}: {exc}") from None
-        if isinstance(spec.entry_point, str):
-            return _load_entry(spec.entry_point)
-        return env_class(spec.entry_point)
-    if ref in envs:
-        return _load_entry(envs[ref])
+            raise LoadError(f"unknown environment id {ref!r}: {exc} "
+                            "(compile specs first: tracec compile specs/)") from None
+        cls = _load_entry(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+        return EnvTarget(ref, _capability_name(cls, ref), lambda: gym.make(ref, disable_env_checker=True),
+                         cls)
+    if ref in envs:  # the registry's key is the capability name
+        cls = _load_entry(envs[ref])
+        return EnvTarget(ref, ref, cls, cls)
+    if cls_name or "." in target:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as exc:
+            raise LoadError(f"cannot import {target!r}: {exc}") from None
+        return _target(ref, _pick_class(module, cls_name or None, target))
     known = ", ".join(sorted(envs)) or "none (run `tracec compile specs/`)"
-    raise LoadError(f"unknown environment {ref!r}; known capabilities: {known}")
+    raise LoadError(f"unknown env {ref!r}: unknown environment, not a file, spec, gym id or "
+                    f"capability name (known capabilities in {envs_dir}: {known})")

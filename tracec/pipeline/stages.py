@@ -332,7 +332,7 @@ def _adapter_summary(cap: str, out: Path, meta: dict) -> dict:
 
 def run_train(ctx: RunContext, resume: bool) -> dict:
     """Train one GRPO LoRA adapter per checked capability env (resumable from checkpoints)."""
-    from tracec.train.envs import resolve_env
+    from tracec.harness.resolve import resolve_env
 
     envs = ctx.out("compile").get("envs") or {}
     names = sorted(envs)[: ctx.cfg.train.max_adapters] if ctx.cfg.train.max_adapters else sorted(envs)
@@ -356,7 +356,7 @@ def compose_inputs(ctx: RunContext) -> Any:
 def run_compose(ctx: RunContext, resume: bool) -> dict:
     """Train a token router over the adapters on oracle demonstrations in each capability env."""
     from tracec.pipeline.demos import write_demos
-    from tracec.train.envs import resolve_env
+    from tracec.harness.resolve import resolve_env
     from tracec.compose.model import build_composed
     from tracec.compose.training import (
         ComposeTrainConfig,
@@ -450,7 +450,7 @@ def grpo_inputs(ctx: RunContext) -> Any:
 
 def run_grpo_target(ctx: RunContext, resume: bool) -> dict:
     """GRPO on the τ² target's train split with the adapters' rollout budget, then a test eval."""
-    from tracec.train.envs import EnvTarget
+    from tracec.harness.resolve import EnvTarget
 
     if not ctx.cfg.baseline.grpo_on_target:
         raise StageSkipped("GRPO on the target is off (baseline.grpo_on_target = false)")

@@ -64,7 +64,7 @@ def _tau2_reward_info(env: Any, info: dict) -> dict:
 
 def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
     """``(jobs, env constructors by env name, τ² worlds by env name)``."""
-    from tracec.targets.envs import resolve_env
+    from tracec.harness.resolve import resolve_env
     from tracec.targets.tau2 import Tau2Env
     from tracec.targets.users import make_user_factory
     from tracec.targets.world import load_world
@@ -86,8 +86,9 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         for trial in range(cfg.trials):
             jobs += [Job(name, t.id, trial, cfg.seed + trial, {"task_id": t.id}) for t in tasks]
     for spec in cfg.envs:
-        name, ctor = resolve_env(spec)
-        makers[name] = ctor
+        env = resolve_env(spec)
+        name = env.gym_id
+        makers[name] = env.factory
         n = cfg.num_tasks or 10
         for trial in range(cfg.trials):
             jobs += [Job(name, str(cfg.env_seeds + i), trial, cfg.env_seeds + i) for i in range(n)]

@@ -51,13 +51,13 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tracec.llm.local import ModelNotPrepared
-    from tracec.train.envs import EnvNotFound, resolve_env
+    from tracec.harness.resolve import LoadError, resolve_env
     from tracec.train.sft import SFTError
     from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
-    except EnvNotFound as exc:
+    except LoadError as exc:
         raise click.ClickException(str(exc)) from None
     config = _config(env.name, opts)
     try:
@@ -157,7 +157,7 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
     if all_dir:
         if env:
             raise click.ClickException("give either ENV or --all DIR, not both")
-        from tracec.train.envs import list_capabilities
+        from tracec.harness.resolve import list_capabilities
 
         opts["envs_dir"] = all_dir
         caps = list_capabilities(all_dir)
@@ -168,11 +168,11 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
     elif env:
         target = Path(out) if out else None
         if target is None:
-            from tracec.train.envs import EnvNotFound, resolve_env
+            from tracec.harness.resolve import LoadError, resolve_env
 
             try:
                 target = Path("adapters") / resolve_env(env, opts["envs_dir"]).capability
-            except EnvNotFound as exc:
+            except LoadError as exc:
                 raise click.ClickException(str(exc)) from None
         results = [_train_one(env, target, opts, as_json)]
     else:

@@ -24,7 +24,7 @@ import torch
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
-from tracec.train.envs import EnvTarget
+from tracec.harness.resolve import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
 from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
