@@ -8,7 +8,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from tracec.compose.model import build_composed, load_composed
+from tracec.compose.api import load_composed
+from tracec.compose.model import build_composed
 from tracec.compose.cli import compose_cmd
 from tracec.compose.routing import decide, generate_per_trajectory, merge_adapters
 

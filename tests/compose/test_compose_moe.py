@@ -8,12 +8,12 @@ import shutil
 import pytest
 import torch
 
+from tracec.compose.api import load_composed
 from tracec.compose.model import (
     ComposeError,
     RoutingRecord,
     build_composed,
     load_balancing_loss,
-    load_composed,
     route,
     z_loss,
 )

@@ -124,16 +124,8 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tracec.compose.model import build_composed
-    from tracec.compose.training import (
-        ComposeTrainConfig,
-        encode_all,
-        evaluate_ce,
-        read_trajectories,
-        select_successful,
-        split,
-        train_gates,
-    )
+    from tracec.compose.api import train_composed
+    from tracec.compose.training import ComposeTrainConfig, read_trajectories
 
     _need(bool(adapters), "give one or more adapter folders")
     _need(bool(data), "give --data TRAJECTORIES.jsonl")
@@ -143,57 +135,37 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
                              alpha=alpha, z_coef=z_coef, max_length=max_length, seed=seed,
                              min_reward=min_reward)
     rows = read_trajectories(data)
-    good = select_successful(rows, min_reward)
-    if not good:
-        raise ComposeError(f"none of the {len(rows)} trajectories is successful; nothing to train on")
-    cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting, device=device)
-    tok = cm._require_tokenizer()
-    examples, skipped = encode_all(tok, good, max_length)
-    train_set, held = split(examples, holdout, seed)
-    console.print(f"{len(rows)} trajectories, {len(good)} successful, {len(examples)} usable "
-                  f"({skipped} skipped), {len(held)} held out; slots: {', '.join(cm.slots)}")
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    metrics_path = out_dir / "metrics.jsonl"
-    with open(metrics_path, "w", encoding="utf-8") as fh, Progress(
+    with Progress(
         TextColumn("gates"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=as_json,
     ) as progress:
-        import math
+        task = progress.add_task("train", total=None, info="")
 
-        total = max_steps or math.ceil(len(train_set) / batch_size) * epochs
-        task = progress.add_task("train", total=total, info="")
+        def on_start(info: dict) -> None:
+            console.print(f"{info['trajectories']} trajectories, {info['successful']} successful, "
+                          f"{info['examples']} usable ({info['skipped_long']} skipped), "
+                          f"{info['held_out']} held out; slots: {', '.join(info['slots'])}")
+            progress.update(task, total=info["total_steps"])
 
         def on_step(row: dict) -> None:
-            fh.write(json.dumps(row) + "\n")
             progress.update(task, advance=1, info=f"ce {row['ce']:.3f} lb {row['lb']:.3f}")
 
-        metrics, stats = train_gates(cm, train_set, cfg, tok.pad_token_id, on_step)
-    cm.config = cm.config.model_copy(update={"routing": routing, "training": {
-        **cfg.model_dump(), "data": [str(d) for d in data], "trajectories": len(train_set),
-        "held_out": len(held), "steps": len(metrics)}})
-    cm.save(out_dir)
-    (out_dir / "routing.json").write_text(json.dumps(stats.to_json(), indent=2) + "\n")
-    eval_set = held or train_set
-    ce = {"composed": evaluate_ce(cm, eval_set, tok.pad_token_id, batch_size)}
-    for slot, name in enumerate(cm.slots):
-        ce[name] = evaluate_ce(cm, eval_set, tok.pad_token_id, batch_size, force=slot)
-    summary = {"out": str(out_dir), "steps": len(metrics), "final": metrics[-1],
-               "routing": stats.to_json(), "ce": ce, "ce_on": "held_out" if held else "train"}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        result = train_composed(list(adapters), rows, out, cfg, data=[str(d) for d in data],
+                                base=base, top_k=top_k, weighting=weighting, routing=routing,
+                                holdout=holdout, device=device, on_start=on_start, on_step=on_step)
     if as_json:
-        click.echo(json.dumps(summary))
+        click.echo(json.dumps(result.summary()))
         return
     from rich.table import Table
 
-    console.print(_routing_table(stats, "routing during training: share of tokens per slot"))
-    table = Table(title=f"assistant-token cross-entropy ({summary['ce_on']} trajectories)")
+    console.print(_routing_table(result.stats, "routing during training: share of tokens per slot"))
+    table = Table(title=f"assistant-token cross-entropy ({result.ce_on} trajectories)")
     table.add_column("model")
     table.add_column("CE", justify="right")
-    for name, value in ce.items():
+    for name, value in result.ce.items():
         table.add_row(name if name != "<none>" else "base (no adapter)", f"{value:.4f}")
     console.print(table)
-    console.print(f"saved {out_dir}/moe.json, gates.safetensors, routing.json, metrics.jsonl")
+    console.print(f"saved {result.out}/moe.json, gates.safetensors, routing.json, metrics.jsonl")
 
 
 def _merge(adapters, out, base, weights_text, weights_from, as_json) -> None:
@@ -222,7 +194,7 @@ def _route(route_dir, data, method, as_json) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tracec.compose.model import load_composed
+    from tracec.compose.api import load_composed
     from tracec.compose.routing import decide
     from tracec.compose.training import read_trajectories
 

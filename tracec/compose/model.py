@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -314,6 +314,8 @@ class ComposedModel(nn.Module):
         self.config = config
         self.tokenizer = tokenizer
         self.stop_ids: list[int] = []
+        # (model, conversations, tools) -> one slot per conversation; None: route per token
+        self.slot_picker: Callable[[ComposedModel, list[list[dict]], list[dict] | None], list[int]] | None = None
         names = [f"e{i}" for i in range(len(config.adapters))]
         layers = decoder_layers(peft_model)
         n_slots = len(names) + 1
@@ -433,14 +435,29 @@ class ComposedModel(nn.Module):
                  seed: int | None = None) -> list[str]:
         """Raw assistant text per conversation (same contract as ``LocalChatModel.generate``).
 
-        ``config.routing == "trajectory"``: one adapter per conversation, picked from its prompt.
+        With a ``slot_picker`` (set by the caller, e.g. :func:`tracec.compose.api.load_composed`
+        for ``routing == "trajectory"``) each conversation uses the one slot it picks.
         """
-        if self.config.routing == "trajectory" and self._state.force is None:
-            from tracec.compose.routing import generate_per_trajectory
-
-            return generate_per_trajectory(self, batch_messages, tools, max_new_tokens, temperature,
-                                           seed, self.config.trajectory_router)
+        if self.slot_picker is not None and self._state.force is None:
+            slots = self.slot_picker(self, batch_messages, tools)
+            return self.generate_slots(batch_messages, slots, tools, max_new_tokens, temperature, seed)
         return self.generate_tokenwise(batch_messages, tools, max_new_tokens, temperature, seed)
+
+    def generate_slots(self, batch_messages: list[list[dict]], slots: list[int],
+                       tools: list[dict] | None = None, max_new_tokens: int = 256,
+                       temperature: float = 0.0, seed: int | None = None) -> list[str]:
+        """Generation where conversation ``i`` uses slot ``slots[i]`` alone (decided by the caller)."""
+        groups: dict[int, list[int]] = {}
+        for i, slot in enumerate(slots):
+            groups.setdefault(slot, []).append(i)
+        out = [""] * len(batch_messages)
+        for slot, idx in sorted(groups.items()):
+            with self.forced(slot):
+                texts = self.generate_tokenwise([batch_messages[i] for i in idx], tools,
+                                                max_new_tokens, temperature, seed)
+            for i, t in zip(idx, texts):
+                out[i] = t
+        return out
 
     def generate_tokenwise(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
                            max_new_tokens: int = 256, temperature: float = 0.0,
@@ -567,57 +584,6 @@ def build_composed(adapter_dirs: list[str | Path], base: str | None = None, top_
         base = bases.pop()
     model, tokenizer, _ = load_base(base, device, dtype)
     return compose(model, dirs, base, top_k, weighting, tokenizer)
-
-
-def _resolve_adapter_path(ref: AdapterRef, composed_dir: Path) -> Path:
-    path = Path(ref.path)
-    if not path.is_absolute():
-        path = composed_dir / path
-    if not path.exists():
-        raise ComposeError(f"adapter {ref.name!r}: folder {path} not found")
-    return path
-
-
-def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dtype | None = None,
-                  adapter_dirs: list[str | Path] | None = None,
-                  routing: Literal["token", "trajectory"] | None = None) -> ComposedModel:
-    """Load a composed model saved by :meth:`ComposedModel.save`; verifies adapter hashes/order.
-
-    ``routing`` overrides moe.json's routing mode (per token or one adapter per trajectory).
-    """
-    from safetensors.torch import load_file
-
-    root = Path(composed_dir).expanduser()
-    if not (root / "moe.json").is_file():
-        raise ComposeError(f"{root}: not a composed model (no moe.json)")
-    try:
-        config = MoeConfig.model_validate_json((root / "moe.json").read_text())
-    except ValueError as exc:
-        raise ComposeError(f"{root / 'moe.json'}: invalid ({exc})") from None
-    if config.format != FORMAT:
-        raise ComposeError(f"{root / 'moe.json'}: format {config.format!r}, expected {FORMAT!r}")
-    paths = ([Path(p) for p in adapter_dirs] if adapter_dirs
-             else [_resolve_adapter_path(r, root) for r in config.adapters])
-    if len(paths) != len(config.adapters):
-        raise ComposeError(f"moe.json lists {len(config.adapters)} adapters, got {len(paths)}")
-    refs = []
-    for i, (ref, path) in enumerate(zip(config.adapters, paths)):
-        found = sha256_file(adapter_weights_file(path))
-        if found != ref.sha256:
-            other = [r.name for r in config.adapters if r.sha256 == found]
-            why = (f"it is adapter {other[0]!r}: the order differs from moe.json" if other
-                   else "the weights changed since composition")
-            raise ComposeError(f"adapter #{i} ({ref.name!r}) at {path}: sha256 mismatch — {why}")
-        refs.append(ref.model_copy(update={"path": str(path.resolve())}))
-    model, tokenizer, _ = load_base(config.base_model, device, dtype)
-    composed = compose(model, paths, config.base_model, config.top_k, config.weighting, tokenizer, refs)
-    composed.config = config.model_copy(update={"routing": routing}) if routing else config
-    state = load_file(str(root / "gates.safetensors"), device=device)
-    missing, unexpected = composed.gates.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ComposeError(f"{root / 'gates.safetensors'}: gate tensors do not match "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    return composed
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")

@@ -169,7 +169,8 @@ class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
     def __init__(self, directory: str, **kwargs: Any) -> None:
-        from tracec.compose.model import ComposeError, load_composed  # lazy: needs torch
+        from tracec.compose.api import load_composed  # lazy: needs torch
+        from tracec.compose.model import ComposeError
 
         try:
             model = load_composed(directory)

@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from tracec.runtime.env import CapabilityEnv, SpecRuntimeError
 from tracec.harness.resolve import LoadError, resolve_env
+from tracec.runtime.env import CapabilityEnv, SpecRuntimeError
 from tracec.runtime.toolcall import hermes
 
 SYSTEM_CHARS = 700

@@ -355,18 +355,11 @@ def compose_inputs(ctx: RunContext) -> Any:
 
 def run_compose(ctx: RunContext, resume: bool) -> dict:
     """Train a token router over the adapters on oracle demonstrations in each capability env."""
-    from tracec.pipeline.demos import write_demos
+    from tracec.compose.api import train_composed
+    from tracec.compose.model import ComposeError
+    from tracec.compose.training import ComposeTrainConfig, read_trajectories, select_successful
     from tracec.harness.resolve import resolve_env
-    from tracec.compose.model import build_composed
-    from tracec.compose.training import (
-        ComposeTrainConfig,
-        encode_all,
-        evaluate_ce,
-        read_trajectories,
-        select_successful,
-        split,
-        train_gates,
-    )
+    from tracec.pipeline.demos import write_demos
 
     c = ctx.cfg.compose
     adapters = ctx.out("train").get("adapters") or {}
@@ -379,36 +372,19 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     classes = {n: resolve_env(envs[n]).factory for n in sorted(adapters)}
     demos = write_demos(classes, c.demo_episodes, ctx.cfg.seed, out / "demos.jsonl")
     rows = read_trajectories([demos["trajectories"]])
-    good = select_successful(rows)
-    if not good:
+    if not select_successful(rows):
         raise StageError(f"none of the {len(rows)} oracle demonstrations succeeded; no gate data")
     tcfg = ComposeTrainConfig(epochs=c.epochs, max_steps=c.max_steps, batch_size=c.batch_size,
                               lr=c.lr, alpha=c.alpha, max_length=c.max_length, seed=ctx.cfg.seed)
-    cm = build_composed([adapters[n]["dir"] for n in sorted(adapters)], base=None, top_k=c.top_k,
-                        device=ctx.cfg.device)
-    tok = cm._require_tokenizer()
-    examples, skipped = encode_all(tok, good, c.max_length)
-    if not examples:
-        raise StageError(f"every demonstration is longer than compose.max_length={c.max_length}")
-    train_set, held = split(examples, c.holdout, ctx.cfg.seed)
-    model_dir = out / "model"
-    model_dir.mkdir(parents=True, exist_ok=True)
-    with open(model_dir / "metrics.jsonl", "w", encoding="utf-8") as fh:
-        metrics, stats = train_gates(cm, train_set, tcfg, tok.pad_token_id,
-                                     lambda row: fh.write(json.dumps(row) + "\n"))
-    cm.config = cm.config.model_copy(update={"routing": c.routing, "training": {
-        **tcfg.model_dump(), "data": [demos["trajectories"]], "trajectories": len(train_set),
-        "held_out": len(held), "steps": len(metrics)}})
-    cm.save(model_dir)
-    routing = stats.to_json()
-    (model_dir / "routing.json").write_text(json.dumps(routing, indent=2) + "\n")
-    eval_set = held or train_set
-    ce = {"composed": evaluate_ce(cm, eval_set, tok.pad_token_id, c.batch_size)}
-    for slot, name in enumerate(cm.slots):
-        ce[name] = evaluate_ce(cm, eval_set, tok.pad_token_id, c.batch_size, force=slot)
-    return {"dir": str(model_dir), "steps": len(metrics), "demos": demos["episodes"],
-            "demos_used": len(examples), "skipped_long": skipped, "routing": routing, "ce": ce,
-            "slots": list(cm.slots)}
+    try:
+        result = train_composed([adapters[n]["dir"] for n in sorted(adapters)], rows, out / "model",
+                                tcfg, data=[demos["trajectories"]], top_k=c.top_k,
+                                routing=c.routing, holdout=c.holdout, device=ctx.cfg.device)
+    except ComposeError as exc:
+        raise StageError(f"compose: {exc}") from None
+    return {"dir": result.out, "steps": result.steps, "demos": demos["episodes"],
+            "demos_used": result.examples, "skipped_long": result.skipped_long,
+            "routing": result.routing, "ce": result.ce, "slots": result.slots}
 
 
 # ---------------------------------------------------------------------------- 7. final eval
