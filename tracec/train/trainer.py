@@ -24,8 +24,9 @@ import torch
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
-from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
-from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
+from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
+from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_retention, memory_budget_bytes,
+                                 plan_step)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
 SEED_STRIDE = 1_000_003
@@ -88,6 +89,8 @@ class GRPOTrainer:
         self.env = env
         self.out = Path(out_dir)
         self.accelerator = accelerator
+        if config.device == "cpu":
+            limit_heap_retention()
         self.tokenizer, model, self.model_path = build_policy(config)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
@@ -182,10 +185,7 @@ class GRPOTrainer:
     def _set_checkpointing(self, on: bool) -> None:
         if on == self._checkpointing:
             return
-        if on:
-            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        else:
-            self.policy.gradient_checkpointing_disable()
+        set_checkpointing(self.policy, on)
         self._checkpointing = on
 
     def _sync_generator(self) -> None:
