@@ -130,9 +130,9 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
         chosen = ckpt
         if OVERHEAD + weights + update <= budget:
             break
-    free = budget - OVERHEAD - weights - fixed_kv
-    rows = max(1, min(gen_batch, int(free // max(1, kv * episode_tokens * 2))))  # 2: batch + copy
-    rollout = fixed_kv + rows * kv * episode_tokens * 2
+    free = 0.9 * budget - OVERHEAD - weights - fixed_kv  # 10 % margin for what is not modelled
+    rows = max(1, min(gen_batch, int(free // max(1, kv * episode_tokens * 1.25))))  # + workspace
+    rollout = fixed_kv + rows * kv * episode_tokens * 1.25
     plan = MemoryPlan(weights, float(rollout), update, rows, chosen, float(budget))
     if plan.total > budget:
         hints = []
