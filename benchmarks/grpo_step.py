@@ -38,6 +38,16 @@ def legacy_token_logprobs(model, input_ids, attention_mask=None, start=1):
     return torch.cat([torch.zeros_like(logp[:, :1]), logp], dim=1)
 
 
+def naive_prefill_tokens(ep) -> int:
+    """Tokens the naive engine prefills for this episode: its whole sequence before every turn."""
+    total, seen_model = len(ep.prompt_ids), False
+    for j, m in enumerate(ep.env_mask):
+        if m and not seen_model and j > 0:
+            total += len(ep.prompt_ids) + j
+        seen_model = bool(m)
+    return total
+
+
 def measure_limits(model, prompt: list[int], rows: int, steps: int = 8) -> dict:
     """Prefill tokens/s (batch 1, 1024-token chunks) and one decode step's time at ``rows`` rows
     over this context, with plain transformers forwards (no rollout engine involved)."""
@@ -115,6 +125,7 @@ def main() -> None:
     m = result.metrics
     record.update({k: m[k] for k in ("gen_seconds", "prefill_tokens", "decode_steps", "update_seconds",
                                      "kept_groups", "model_tokens", "trained_tokens", "reward_mean")})
+    record["naive_prefill_tokens"] = sum(naive_prefill_tokens(e) for e in result.episodes)
     record["first_prompt_tokens"] = max(len(e.prompt_ids) for e in result.episodes)
     record["episode_tokens_max"] = max(e.length for e in result.episodes)
     record["plan"] = tr.plan.describe() if tr.plan else None
