@@ -123,7 +123,8 @@ def main() -> None:
     result = tr.train_step()
     record["step_wall_seconds"] = time.perf_counter() - t0
     m = result.metrics
-    record.update({k: m[k] for k in ("gen_seconds", "prefill_tokens", "decode_steps", "update_seconds",
+    record.update({k: m[k] for k in ("gen_seconds", "prefill_tokens", "decode_steps",
+                                     "decode_row_counts", "update_seconds",
                                      "kept_groups", "model_tokens", "trained_tokens", "reward_mean")})
     record["naive_prefill_tokens"] = sum(naive_prefill_tokens(e) for e in result.episodes)
     record["first_prompt_tokens"] = max(len(e.prompt_ids) for e in result.episodes)
@@ -142,8 +143,16 @@ def main() -> None:
         renderer = ChatRenderer(tr.tokenizer)
         eps, _ = start_group(env.factory, 12345, 0, 1, 0, renderer)
         tr.policy.eval()
-        rows = min(cfg.gen_batch, args.groups * args.group_size)
-        record["limits"] = measure_limits(tr.policy, eps[0].prompt_ids, rows)
+        counts = {int(k): v for k, v in m["decode_row_counts"].items()} or {1: 0}
+        probes = {rows: measure_limits(tr.policy, eps[0].prompt_ids, rows) for rows in counts}
+        first = next(iter(probes.values()))
+        bound = (m["prefill_tokens"] / first["prefill_tokens_per_s"]
+                 + sum(n * probes[r]["decode_step_seconds"] for r, n in counts.items()))
+        record["limits"] = {"prefill_tokens_per_s": first["prefill_tokens_per_s"],
+                            "prefill_probe_tokens": first["prefill_probe_tokens"],
+                            "decode_step_seconds_by_rows": {str(r): p["decode_step_seconds"]
+                                                            for r, p in probes.items()},
+                            "bound_seconds": bound, "efficiency_ratio": m["gen_seconds"] / bound}
     record["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
     text = json.dumps(record, indent=1)
     print(text, flush=True)

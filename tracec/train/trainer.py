@@ -254,6 +254,7 @@ class GRPOTrainer:
             "gen_seconds": stats.gen_seconds,
             "prefill_tokens": stats.prefill_tokens,
             "decode_steps": stats.decode_steps,
+            "decode_row_counts": {str(k): v for k, v in sorted(stats.decode_row_counts.items())},
             "update_seconds": update_s,
             "step_seconds": elapsed,
             **update,
