@@ -5,7 +5,6 @@ Specs that never pass are reported, never written.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -45,13 +44,16 @@ def load_language_reference(path: Path | None = None) -> str:
 
 
 def domain_tools_text(domain: str) -> str:
+    """What `tracec describe DOMAIN` prints: tools, entities, references, enums, generators."""
     from tracec.domains import get_domain
 
     try:
         dom = get_domain(domain)
     except (KeyError, ModuleNotFoundError):
         raise AnalysisError(f"unknown domain {domain!r}") from None
-    return json.dumps(dom.tool_schemas(), indent=1)
+    from tracec.domains.describe import describe_text
+
+    return describe_text(dom)
 
 
 def extract_spec(reply: str) -> str:

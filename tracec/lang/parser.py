@@ -290,12 +290,15 @@ class _Builder:
         seen: dict[str, Span] = {}
         for item in tree.children[1:]:
             kind = item.data
-            if kind in {"description", "domain_decl", "max_turns", "hint_stmt", "seed", "reward"}:
-                if kind in seen:
-                    label = {"domain_decl": "domain", "hint_stmt": "hint"}.get(kind, kind)
+            if kind in {"description", "domain_decl", "max_turns", "hint_stmt", "seed", "reward",
+                        "tools_decl", "policy_sections", "policy_text", "compact_decl"}:
+                key = "policy" if kind.startswith("policy") else kind
+                if key in seen:
+                    label = {"domain_decl": "domain", "hint_stmt": "hint", "tools_decl": "tools",
+                             "compact_decl": "compact_tools"}.get(key, key)
                     raise self.err(f"duplicate `{label}` in capability", _span_of(item),
-                                   f"`{label}` was already given on line {seen[kind].line}")
-                seen[kind] = _span_of(item)
+                                   f"`{label}` was already given on line {seen[key].line}")
+                seen[key] = _span_of(item)
             if kind == "description":
                 cap.description = self.text(item.children[0])
             elif kind == "domain_decl":
@@ -316,6 +319,26 @@ class _Builder:
                                       span=_span_of(item))
             elif kind == "tool_decl":
                 cap.tools.append(self.tool_decl(item))
+            elif kind == "tools_decl":
+                cap.shown_tools = [
+                    A.NameRef.model_construct(name=str(t.children[0]), span=_span_of(t.children[0]))
+                    for t in item.children if t is not None
+                ]
+                cap.shown_tools_span = _span_of(item)
+            elif kind == "policy_sections":
+                toks = [t for t in item.children if t is not None]
+                cap.policy = A.PolicyDecl.model_construct(
+                    sections=[self.string(t) for t in toks],
+                    section_spans=[_span_of(t) for t in toks], text=None, span=_span_of(item))
+            elif kind == "policy_text":
+                text = self.text(item.children[0])
+                if any(not isinstance(p, str) for p in text.parts):
+                    raise self.err("a policy text cannot interpolate values", text.span,
+                                   "use `{{` and `}}` for literal braces")
+                cap.policy = A.PolicyDecl.model_construct(
+                    sections=None, section_spans=[], text="".join(text.parts), span=_span_of(item))
+            elif kind == "compact_decl":
+                cap.compact_tools = True
         return cap
 
     def seed_stmt(self, tree: Tree) -> A.SeedStmt:

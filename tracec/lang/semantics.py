@@ -11,10 +11,15 @@ import keyword
 from typing import Any
 
 from tracec.compiler import ir as IR
+from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
 from tracec.lang.diagnostics import Diagnostic, Span, did_you_mean
+from tracec.lang.lint import lint
+from tracec.lang.domain_types import (
+    DomainTypes, EnumUse, enum_error, is_record, list_strings, literal_strings, record_hint,
+)
 from tracec.lang.types import (
     ANY, BOOL, FLOAT, INT, NONE, STR, EntityT, ListT, MapT, ObjT, RangeT, T, assignable,
     is_numeric, json_type_ok,
@@ -86,6 +91,11 @@ class Checker:
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
         self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
+        self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
+        self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
+        self.dtypes = DomainTypes(domain)
+        self.enums: dict[int, EnumUse] = {}  # id(expression node) -> the enum it holds
+        self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
         self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
 
     # ------------------------------------------------------------------ helpers
@@ -125,16 +135,18 @@ class Checker:
             if not fields:
                 return ANY
             if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
                 self.error(f"unknown field `{name}` on {base.kind}", span,
-                           did_you_mean(name, fields) or
-                           f"{base.kind} has: {', '.join(sorted(fields))}", code="E110")
+                           did_you_mean(name, known) or
+                           f"{base.kind} has: {', '.join(sorted(known))}", code="E110")
                 return ANY
             return fields[name]
         if isinstance(base, ObjT):
             fields = base.field_map()
             if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
                 self.error(f"unknown field `{name}` on {base}", span,
-                           did_you_mean(name, fields) or f"{base} has: {', '.join(sorted(fields))}",
+                           did_you_mean(name, known) or f"{base} has: {', '.join(sorted(known))}",
                            code="E110")
                 return ANY
             return fields[name]
@@ -222,12 +234,43 @@ class Checker:
         base = self.expr(e.obj, scope)
         name_span = Span(line=e.span.end_line, column=max(e.span.end_column - len(e.name), 1),
                          end_line=e.span.end_line, end_column=e.span.end_column)
+        ref = self.dtypes.ref(base, e.name)
+        if ref is not None and e.name not in self.dtypes.fields_of(base):
+            if scope.root_kind() == "reward":
+                self.error(f"`.{e.name}` looks up a {ref.target} record, which reward rules "
+                           "cannot do", name_span,
+                           f"bind it with `let` in every task (let x = {self.text_of(e)}) and "
+                           "use that name here",
+                           code="E113")
+                return ANY
+            e.ref = (self.dtypes.collection(ref.target), ref.field, ref.nullable)
+            return EntityT(ref.target)
+        enum = self.dtypes.enum(base, e.name)
+        if enum is not None:
+            self.enums[id(e)] = enum
+        keys = self.dtypes.key_enum(base, e.name)
+        if keys is not None:
+            self.key_enums[id(e)] = keys
         return self.attr_type(base, e.name, name_span)
 
     def e_index(self, e: A.Index, scope: Scope) -> T:
         base = self.expr(e.obj, scope)
         idx = self.expr(e.index, scope)
+        if isinstance(e.obj, A.Attr) and isinstance(e.index, A.Str):
+            keys = self.key_enums.get(id(e.obj))
+            if keys is not None and e.index.value not in keys.values:
+                msg, hint = enum_error(e.index.value, keys)
+                self.error(msg, e.index.span, hint, code="E114")
         return self.index_type(base, idx, e.index, e.span)
+
+    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str]) -> None:
+        """Each string literal must be a value of ``enum`` (did-you-mean otherwise)."""
+        if enum is None:
+            return
+        for lit in literals:
+            if lit.value not in enum.values:
+                msg, hint = enum_error(lit.value, enum)
+                self.error(msg, lit.span, hint, code="E114")
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
@@ -322,6 +365,11 @@ class Checker:
 
     def e_compare(self, e: A.Compare, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("==", "!="):
+            self.check_enum_literals(self.enums.get(id(e.left)), literal_strings(e.right))
+            self.check_enum_literals(self.enums.get(id(e.right)), literal_strings(e.left))
+        elif e.op in ("in", "not in"):
+            self.check_enum_literals(self.enums.get(id(e.left)), list_strings(e.right))
         if e.op in ("in", "not in"):
             if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
                 self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
@@ -436,7 +484,11 @@ class Checker:
             return BOOL
         if e.func == "communicated":
             for a in e.args:
-                self.expr(a, scope)
+                at = self.expr(a, scope)
+                if is_record(at):
+                    self.error(f"`communicated` of a whole {at}: no agent message can contain it",
+                               a.span, record_hint(at, list(self.dtypes.fields_of(
+                                   at.elem if isinstance(at, ListT) else at))), code="E251")
             if e.kwargs:
                 self.error("`communicated` takes values, not keyword arguments", e.kwargs[0].span,
                            code="E153")
@@ -494,6 +546,7 @@ class Checker:
             for a in args:
                 self.expr(a.value, scope)
             return False
+        self.check_shown(tool, span)
         props: dict[str, Any] = schema.get("properties", {}) or {}
         seen: set[str] = set()
         for a in args:
@@ -506,6 +559,11 @@ class Checker:
                            did_you_mean(a.name, props) or
                            f"its arguments: {', '.join(props) or 'none'}", code="E162")
                 continue
+            prop = props[a.name] if isinstance(props[a.name], dict) else {}
+            if isinstance(prop.get("enum"), list):
+                self.check_enum_literals(
+                    EnumUse(tuple(str(v) for v in prop["enum"]), f"argument `{a.name}` of `{tool}`"),
+                    literal_strings(a.value))
             jtype = props[a.name].get("type") if isinstance(props[a.name], dict) else None
             if not json_type_ok(t, jtype):
                 self.error(f"argument `{a.name}` of `{tool}` must be {jtype}, got {t}",
@@ -516,6 +574,78 @@ class Checker:
                 self.error(f"`{tool}` is missing required argument{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(f'`{m}`' for m in missing)}", span, code="E164")
         return True
+
+    def check_shown(self, tool: str, span: Span) -> None:
+        """A domain tool the spec uses must be one the agent is shown (`tools [...]`)."""
+        if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
+            return  # (after a wrong `tools` entry, its fix decides what is shown)
+        line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
+        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+                   f"the agent is only shown the tools listed on line {line}; add `{tool}` "
+                   "there", code="E167")
+
+    # ------------------------------------------------------------------ prompt budget
+    def prompt_budget(self) -> tuple[list[str] | None, list[str] | None, str | None]:
+        """Check `tools [...]` and `policy ...`: (tool names, policy sections, policy text)."""
+        cap = self.cap
+        names: list[str] | None = None
+        if cap.shown_tools is not None:
+            names = []
+            self.shown = {}
+            known = self.known_tools()
+            for ref in cap.shown_tools:
+                if ref.name in self.shown:
+                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
+                               "list each tool once", code="E240")
+                    continue
+                self.shown[ref.name] = ref.span.line
+                if self.domain is not None and ref.name not in known:
+                    self.error(f"unknown tool `{ref.name}` in domain {self.domain.name}", ref.span,
+                               did_you_mean(ref.name, known) or
+                               f"tools: {', '.join(sorted(known))}", code="E241")
+                    self.shown_unknown = True
+                    continue
+                if ref.name not in self.tools:  # inline tools are always shown
+                    names.append(ref.name)
+            if not cap.shown_tools and not self.tools and cap.shown_tools_span is not None:
+                self.error("`tools []` leaves the agent no tool to call", cap.shown_tools_span,
+                           "list the domain tools the tasks need, e.g. tools "
+                           "[get_reservation_details, cancel_reservation]", code="E242")
+                self.shown_unknown = True
+        sections: list[str] | None = None
+        text: str | None = None
+        pd = cap.policy
+        if pd is not None and pd.text is not None:
+            text = pd.text
+            if not text.strip():
+                self.error("the policy text is empty", pd.span,
+                           "give the rules the agent must follow, or drop `policy` to show the "
+                           "domain's full policy", code="E245")
+        elif pd is not None and self.domain is not None:
+            sections = []
+            listed: set[str] = set()
+            available = policy_md.headings(self.domain.policy)
+            idx = policy_md.index(self.domain.policy)  # parsed once: a spec may list many
+            if not available:
+                self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
+                           "give the text instead: policy \"...\"", code="E243")
+            for heading, sp in zip(pd.sections or [], pd.section_spans):
+                found = policy_md.find(self.domain.policy, heading, idx)
+                if not found:
+                    if available:
+                        dym = did_you_mean(heading, available)
+                        listing = "sections: " + ", ".join(f'"{h}"' for h in available)
+                        self.error(f"domain {self.domain.name}'s policy has no section "
+                                   f"\"{heading}\"", sp,
+                                   f"{dym} {listing}" if dym else listing, code="E244")
+                    continue
+                canonical = found[0].heading
+                if canonical in listed:
+                    self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
+                    continue
+                sections.append(canonical)
+                listed.add(canonical)
+        return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
         self.check_binding(d.name, d.span, "tool")
@@ -699,7 +829,10 @@ class Checker:
                 self.error(f"unknown field `{f.name}` on {kind}", f.span,
                            did_you_mean(f.name, known) or f"{kind} has: {', '.join(sorted(known))}",
                            code="E110")
-            elif not assignable(t, known[f.name]):
+                continue
+            self.check_enum_literals(self.dtypes.entity_enum(kind, f.name),
+                                     literal_strings(f.value))
+            if not assignable(t, known[f.name]):
                 self.error(f"field `{f.name}` of {kind} is {known[f.name]}, got {t}", f.value.span,
                            code="E185")
         return fields
@@ -733,7 +866,11 @@ class Checker:
             gold.append(IR.CallIR.model_construct(tool=call.name, args=call.args, writes=self.tool_writes(call.name)))
         comms = []
         for c in t.communicate:
-            self.expr(c, scope)
+            ct = self.expr(c, scope)
+            if is_record(ct):
+                self.error(f"`communicate` of a whole {ct}: no agent message can contain it",
+                           c.span, record_hint(ct, list(self.dtypes.fields_of(
+                               ct.elem if isinstance(ct, ListT) else ct))), code="E251")
             comms.append(IR.CommunicateIR.model_construct(label=self.text_of(c), value=c))
         forbids = []
         for f in t.forbid:
@@ -777,6 +914,7 @@ class Checker:
                        code="E174")
         tt = self.expr(st.target, scope)
         vt = self.expr(st.value, scope)
+        self.check_enum_literals(self.enums.get(id(st.target)), literal_strings(st.value))
         if not assignable(vt, tt):
             self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
 
@@ -793,7 +931,12 @@ class Checker:
     def text(self, text: A.Text, scope: Scope) -> None:
         for part in text.parts:
             if not isinstance(part, str):
-                self.expr(part, scope)
+                t = self.expr(part, scope)
+                if is_record(t):
+                    self.error(f"a whole {t} in text: the user would read a Python "
+                               f"{'list' if isinstance(t, ListT) else 'dict'}", part.span,
+                               record_hint(t, list(self.dtypes.fields_of(
+                                   t.elem if isinstance(t, ListT) else t))), code="E250")
 
     def distractor(self, d: A.Distractor, scope: Scope) -> IR.DistractorIR:
         ops: list[Any] = []
@@ -971,6 +1114,7 @@ class Checker:
             if tir is not None and d.name in self.tools:
                 self.tools[d.name] = {"parameters": tir.parameters, "writes": tir.writes}
                 tools.append(tir)
+        shown_tools, policy_sections, policy_text = self.prompt_budget()
         seed_steps, seed_scope = self.seed()
         if not cap.tasks:
             self.error(f"capability `{cap.name}` has no tasks", cap.span,
@@ -1016,6 +1160,8 @@ class Checker:
             seed=seed_steps, tasks=tasks, tools=tools, rules=rules,
             levels=sorted({r.level for r in rules}, reverse=True),
             distractors=list(seen_d),
+            shown_tools=shown_tools, policy_sections=policy_sections, policy=policy_text,
+            compact_tools=cap.compact_tools,
         )
 
 
@@ -1025,4 +1171,7 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     """Check a parsed capability against its domain; returns the IR (None on errors)."""
     checker = Checker(cap, source, path, domain)
     result = checker.run()
-    return result, checker.diags
+    extra = lint(cap, checker.text_of)
+    if any(d.severity == "error" for d in extra):
+        result = None
+    return result, checker.diags + extra

@@ -148,7 +148,10 @@ def gold_calls(task: Any) -> tuple[list[tuple[str, dict]], list[str]]:
 
 
 class OracleAgent:
-    """Replays the gold actions one per turn, then states the info to communicate and stops."""
+    """Replays the gold actions one per turn, then states the info to communicate and stops.
+
+    On compiled envs the runner gives it the probe oracle's turns (``task["oracle_turns"]``:
+    gold calls, then every value to communicate rendered as the rules read it)."""
 
     name = "oracle"
 
@@ -157,8 +160,12 @@ class OracleAgent:
             raise AgentSpecError("the oracle agent needs each episode's task")
         out = []
         for (messages, _), task in zip(batch, tasks):
-            calls, info = gold_calls(task)
             done = sum(1 for m in messages if m.get("role") == "assistant")
+            if isinstance(task, dict) and "oracle_turns" in task:
+                turns = task["oracle_turns"]
+                out.append(turns[done] if done < len(turns) else f"Goodbye. {STOP}")
+                continue
+            calls, info = gold_calls(task)
             if done < len(calls):
                 out.append(hermes_text(None, [calls[done]]))
             else:
