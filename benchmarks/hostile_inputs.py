@@ -7,7 +7,7 @@ Categories (issue 13): 1. ``env.step()`` on hostile turns (the corpus in
 env); 2. specs (the hostile-spec corpus plus seeded mutations of the shipped specs): compile,
 import, reset under a time limit; 3. every command on hostile files, and ``eval --agent local:``
 with a missing model; 4. offline labeler attribution on injected-fault trajectories, before (the
-labeler at ``--before REV``, default the merge base with main) and after.
+labeler at ``--before REV``, default 6bd3761, the last commit before these fixes) and after.
 """
 
 from __future__ import annotations
@@ -92,6 +92,49 @@ def bench_step(n_fuzz: int, seed: int) -> dict:
 
 # ---------------------------------------------------------------- 2. specs
 
+NAMES = ["rng", "rt", "db", "v", "o", "__class__", "len", "class", "x" * 70, "users", "r", "total",
+         "a", "b", "cnt", "amount"]
+
+
+def random_expr(rng: random.Random, depth: int = 3) -> str:
+    """A random expression over the BASE spec's names (literals, arithmetic, nesting, calls)."""
+    leaves = [str(rng.randint(-3, 3)), str(rng.randint(0, 10**6)), str(rng.randint(10**30, 10**45)),
+              f"{rng.uniform(0, 1e6):.3f}", '"text"', "True", "None", "len(r.flights)",
+              "r.reservation_id", "total"]
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(leaves)
+    sub = lambda: random_expr(rng, depth - 1)  # noqa: E731
+    forms = [
+        lambda: f"{sub()} {rng.choice(['+', '-', '*', '/', '//', '%'])} {sub()}",
+        lambda: "[" + ", ".join(sub() for _ in range(rng.randint(0, 3))) + "]",
+        lambda: '{"k": ' + sub() + "}",
+        lambda: f"[{sub()} for {rng.choice(NAMES) if rng.random() < 0.2 else 'q'} in r.flights]",
+        lambda: (lambda n: "[" * n + "]" * n)(rng.randint(1, 80)),
+        lambda: f'fresh_id("G", {rng.randint(0, 64)})',
+        lambda: f"sum(f.price for f in r.flights) + 0 * len([{sub()}])",
+    ]
+    return rng.choice(forms)()
+
+
+def random_spec(rng: random.Random) -> str:
+    """The BASE spec with a random description, spawn count, lets and rule divisor."""
+    from tests.lang.cases import BASE
+
+    desc = "".join(rng.choice('ab "\\\n\u00e9\x00\u2028') for _ in range(rng.randint(0, 20)))
+    text = BASE.replace('"A demo."', '"' + desc.replace("\\", "\\\\").replace('"', '\\"')
+                        .replace("\n", "\\n") + '"')
+    text = text.replace("users = user[2..3]", f"users = user[2..{rng.choice([3, 50, 999, 2000])}]")
+    lets = "".join(f"\n    let {rng.choice(NAMES) if rng.random() < 0.1 else 'w'}{i} = "
+                   f"{random_expr(rng)}"
+                   for i in range(rng.randint(0, 4)))
+    text = text.replace("let total = sum(f.price for f in r.flights)",
+                        "let total = sum(f.price for f in r.flights)" + lets)
+    if rng.random() < 0.5:
+        divisor = rng.choice(["total", "1", "2.5", "len(r.flights)", "0"])
+        text = text.replace("1.0 when progress == 1",
+                            f"1.0 when progress / {divisor} >= 0 and progress == 1")
+    return text
+
 
 def bench_specs(n_fuzz: int, seed: int) -> dict:
     from tracec.compiler.api import compile_text
@@ -103,6 +146,7 @@ def bench_specs(n_fuzz: int, seed: int) -> dict:
                             "/ 0", "// 0", "% 0", "[" * 70, "list[" * 70, "{x}", "1." + "5" * 60]
     corpus = [text for text, _ in SPEC_CASES.values()]
     corpus += [mutate(rng, rng.choice(shipped), spec_tokens) for _ in range(n_fuzz)]
+    corpus += [random_spec(rng) for _ in range(n_fuzz)]
     out = {"inputs": 0, "compiled": 0, "diagnosed": 0, "crashes": 0, "not_importable": 0,
            "hangs": 0, "located_reset_errors": 0, "unlocated_reset_errors": 0, "examples": []}
     for i, text in enumerate(corpus):
@@ -203,7 +247,7 @@ def bench_attribution(tmp: Path, before: str | None) -> dict:
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)  # type: ignore[union-attr]
             impls = {"before": mod, **impls}
-        except (subprocess.CalledProcessError, OSError) as exc:
+        except (subprocess.CalledProcessError, OSError, ImportError) as exc:
             result["before_error"] = str(exc)[:100]
     for name, mod in impls.items():
         score = attribution(mod.label_trajectory, mod.load_task_gold, cases, tmp)
@@ -218,16 +262,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fuzz", type=int, default=300, help="random inputs per env / specs")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--before", default=None,
-                    help="git revision of the offline labeler to compare with (default: "
-                         "merge-base with main)")
+    ap.add_argument("--before", default="6bd3761",
+                    help="git revision of the offline labeler to compare with ('' for none)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    before = args.before
-    if before is None:
-        proc = subprocess.run(["git", "merge-base", "HEAD", "main"], capture_output=True,
-                              text=True, cwd=ROOT)
-        before = proc.stdout.strip() or None
+    before = args.before or None
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
