@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 OPTIONS = {  # name -> ComposeTrainConfig overrides
     "zeros, LB over N+1 (before)": {"warmup": "none", "lb_over": "all"},
     "zeros, LB over N": {"warmup": "none"},
+    "zeros + dense warm-up 8 steps, LB over N (default)": {"warmup": "dense", "warmup_steps": 8},
     "zeros + dense warm-up ¼ of steps, LB over N": {"warmup": "dense", "warmup_frac": 0.25},
     "zeros + dense warm-up ½ of steps, LB over N": {"warmup": "dense", "warmup_frac": 0.5},
     "zeros + top-2 warm-up ½ of steps, LB over N": {"warmup": "top2", "warmup_frac": 0.5},

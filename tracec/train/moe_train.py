@@ -186,6 +186,15 @@ def predicting_positions(train_mask: torch.Tensor) -> torch.Tensor:
     return keep
 
 
+def _forward_mask(mask: torch.Tensor) -> torch.Tensor | None:
+    """None for right-padded rows (1…1 0…0): causal attention never looks ahead at the pads, so
+    the real positions' logits are the same without a mask, and attention can take the fused
+    causal path (no T×T score matrix per head). Any other mask is passed through."""
+    lengths = mask.sum(-1, keepdim=True)
+    right = torch.arange(mask.shape[-1], device=mask.device).unsqueeze(0) < lengths
+    return None if bool((right == mask.bool()).all()) else mask
+
+
 def assistant_ce(cm: ComposedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
     """Mean next-token CE over the trained tokens, with logits only at the predicting positions.
 
@@ -196,8 +205,8 @@ def assistant_ce(cm: ComposedModel, batch: dict[str, torch.Tensor]) -> tuple[tor
     keep = predicting_positions(batch["train_mask"])
     target = batch["input_ids"][:, 1:][batch["train_mask"][:, 1:].bool()]
     n = int(target.numel())
-    out = cm(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False,
-             logits_to_keep=keep)
+    out = cm(batch["input_ids"], attention_mask=_forward_mask(batch["attention_mask"]),
+             use_cache=False, logits_to_keep=keep)
     logits = out.logits
     if logits.dim() != 2 or logits.shape[0] != n:  # a model without boolean logits_to_keep
         logits = logits[keep] if logits.dim() == 3 and logits.shape[:2] == keep.shape else None
