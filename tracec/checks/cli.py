@@ -14,6 +14,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tracec.checks.calibrate import Bands, CalibrationReport
+from tracec.checks.prompt_size import (
+    CHARS_PER_TOKEN, DEFAULT_BUDGET, measure_report, tokenizer_counter,
+)
 from tracec.checks.report import CheckReport
 from tracec.checks.run import run_checks
 from tracec.runtime.loader import LoadError, load_paths
@@ -23,22 +26,69 @@ DEFAULT_PATH = "generated_envs"
 
 def _table(reports: list[CheckReport]) -> Table:
     table = Table(title="tracec check", box=box.SIMPLE_HEAD, pad_edge=False)
-    headers = ("env", "tasks", "env_chk", "determ", "probes", "var", "std", "levels", "time", "result")
+    headers = ("env", "tasks", "env_chk", "determ", "probes", "var", "std", "levels", "prompt",
+               "time", "result")
     for col in headers:
-        right = col in {"tasks", "var", "std", "levels", "time"}
+        right = col in {"tasks", "var", "std", "levels", "prompt", "time"}
         table.add_column(col, justify="right" if right else "left", no_wrap=True,
                          min_width=12 if col == "env" else None)
 
     def mark(x: bool | None) -> str:
         return "-" if x is None else ("[green]ok[/]" if x else "[red]FAIL[/]")
 
+    def prompt(r: CheckReport) -> str:
+        if r.prompt_tokens is None:
+            return "-"
+        over = r.prompt_budget is not None and r.prompt_tokens > r.prompt_budget
+        return f"[yellow]{r.prompt_tokens}[/]" if over else str(r.prompt_tokens)
+
     for r in reports:
         table.add_row(
             r.env, str(len(r.tasks)), mark(r.check_env), mark(r.determinism), mark(r.probes),
             f"{r.variance_share:.0%}", f"{r.reward_std:.3f}", f"{r.levels_reached}/{r.levels_total}",
-            f"{r.seconds:.1f}s", "[green]pass[/]" if r.passed else "[red]FAIL[/]",
+            prompt(r), f"{r.seconds:.1f}s", "[green]pass[/]" if r.passed else "[red]FAIL[/]",
         )
+    methods = sorted({r.prompt_method for r in reports if r.prompt_method})
+    if methods:
+        how = ("estimated as characters / " + f"{CHARS_PER_TOKEN:g}" if methods == ["estimate"]
+               else "counted with " + ", ".join(methods))
+        table.caption = f"prompt: tokens of the largest first prompt ({how})"
     return table
+
+
+def _prompt_counter(tokenizer: str | None, model: str | None):
+    """(counter, method): the tokenizer of --tokenizer or of a local --model, else the estimate."""
+    name = tokenizer
+    if name is None and model:
+        from tracec.llm.agents import AgentSpecError, parse_agent_spec
+
+        try:
+            kind, params = parse_agent_spec(model)
+        except AgentSpecError:
+            kind, params = "", {}
+        if kind == "local":
+            name = params["model"]
+    if name is None:
+        return None, "estimate"
+    try:
+        from tracec.llm.local import ModelNotPrepared, load_tokenizer, resolve_model
+    except ImportError:  # pragma: no cover - transformers is in the train extra
+        raise click.ClickException(
+            "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"
+        ) from None
+    try:
+        # a folder with only tokenizer files is enough here (no config.json needed)
+        folder = Path(name).expanduser()
+        tok = load_tokenizer(str(folder) if folder.is_dir() else resolve_model(name))
+    except ModelNotPrepared as exc:
+        raise click.ClickException(f"cannot load tokenizer {name!r}: {exc}") from None
+    except ImportError:
+        raise click.ClickException(
+            "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is a user-facing problem
+        raise click.ClickException(f"cannot load tokenizer {name!r}: {type(exc).__name__}: {exc}") from None
+    return tokenizer_counter(tok), Path(name.rstrip("/")).name or name
 
 
 def _band(text: str) -> tuple[float, float]:
@@ -93,9 +143,15 @@ def _calibration_options(fn):
 @click.option("--seeds", default=64, show_default=True, type=click.IntRange(1), help="Seeds per task.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.option("--no-env-checker", is_flag=True, help="Skip gymnasium's check_env.")
+@click.option("--prompt-budget", default=DEFAULT_BUDGET, show_default=True, type=click.IntRange(1),
+              metavar="N", help="Warn when an env's first prompt is longer than N tokens.")
+@click.option("--tokenizer", default=None, metavar="NAME",
+              help="Count prompt tokens with this tokenizer (smollm2, a path or an HF id) "
+                   "[default: a local --model's, else an estimate of characters / "
+                   f"{CHARS_PER_TOKEN:g}].")
 @_calibration_options
 def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker: bool,
-              model: str | None, samples: int, calib_seeds: int, temperature: float,
+              prompt_budget: int, tokenizer: str | None, model: str | None, samples: int, calib_seeds: int, temperature: float,
               max_new_tokens: int, success: float | None, mean_band: tuple[float, float],
               success_band: tuple[float, float], min_std: float, max_all_success: float,
               max_all_zero: float, max_constant: float, min_informative: float) -> None:
@@ -111,6 +167,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
     bands = Bands(mean_reward=mean_band, success_rate=success_band, min_std=min_std,
                   max_all_success=max_all_success, max_all_zero=max_all_zero,
                   max_constant=max_constant, min_informative=min_informative)
+    counter, method = _prompt_counter(tokenizer, model)
     agent = _load_agent(model, temperature, max_new_tokens, samples) if model else None
     targets = list(paths) or [Path(DEFAULT_PATH)]
     if not paths and not targets[0].is_dir():
@@ -137,6 +194,8 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                                     progress=lambda n, t=task: bar.advance(t, n))
             except LoadError as exc:
                 report = CheckReport(env=Path(label).stem, module=label, problems=[str(exc)])
+            else:
+                _measure_prompt(report, module, counter, method, prompt_budget)
             reports.append(report)
 
     calibs: dict[str, CalibrationReport] = {}
@@ -155,6 +214,9 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
         for r in reports:
             for p in r.problems:
                 console.print(f"[red]{escape(r.env)}:[/] {escape(p)}", highlight=False)
+            for w in r.warnings:
+                if w.startswith("first prompt"):
+                    console.print(f"[yellow]{escape(r.env)}:[/] {escape(w)}", highlight=False)
         for c in calibs.values():
             _print_calibration(console, c)
     failed = sum(1 for r in reports if not r.passed)
@@ -166,6 +228,17 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
             if calib_failed:
                 click.echo(f"{calib_failed} of {len(calibs)} environments failed calibration", err=True)
         click.get_current_context().exit(1)
+
+
+def _measure_prompt(report: CheckReport, module, counter, method: str, budget: int) -> None:
+    """The env's first-prompt size into ``report`` (a failure is a problem, never a crash)."""
+    from tracec.runtime.env import SpecRuntimeError
+    from tracec.runtime.loader import env_class
+
+    try:
+        measure_report(report, env_class(module), counter, method, budget)
+    except (SpecRuntimeError, LoadError) as exc:
+        report.problems.append(f"prompt size: {exc}")
 
 
 def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int):

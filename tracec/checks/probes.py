@@ -5,7 +5,9 @@
 * ``noop``: one plain message -> must reach the bottom level;
 * ``silent_gold``: the gold calls without the report;
 * ``gold_minus_one``: the oracle without its last write call (last call when none writes);
-* ``forbidden``: the oracle plus the first forbidden call that names its arguments.
+* ``forbidden`` (``forbidden_2``, ``forbidden_3``): the oracle plus one forbidden call, for
+  each of the task's first three forbids; a bare ``forbid tool`` is called with the gold
+  calls' arguments of the same names (skipped when a required argument has none).
 
 The expected reward judges the rules on an :class:`Outcome` built directly from the probe's
 calls replayed on a copy of the initial world; the actual reward comes from running the env.
@@ -13,8 +15,9 @@ calls replayed on a copy of the initial world; the actual reward comes from runn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tracec.runtime.env import CapabilityEnv, TaskInstance
 from tracec.runtime.lib import fmt
@@ -54,8 +57,31 @@ def _turns(calls: Sequence[Call], text: str, ends: frozenset[str]) -> tuple[str,
     return tuple(turns)
 
 
-def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str]) -> list[Probe]:
-    """The probes for one drawn task."""
+MAX_FORBID_PROBES = 3
+
+
+def forbid_call(forbid: Call, gold: Sequence[Call], tools: Mapping[str, Any] | None) -> Call | None:
+    """The call a probe makes for ``forbid``: its own arguments, or (a bare forbid) the tool's
+    required arguments taken from the gold calls' arguments of the same names."""
+    if forbid.args is not None:
+        return Call(forbid.name, dict(forbid.args))
+    tool = (tools or {}).get(forbid.name)
+    if tool is None:
+        return None
+    props = tool.parameters.get("properties", {}) or {}
+    required = list(tool.parameters.get("required", []) or [])
+    known: dict[str, Any] = {}
+    for c in gold:
+        for k, v in (c.args or {}).items():
+            known.setdefault(k, v)
+    if any(r not in known for r in required):
+        return None
+    return Call(forbid.name, {k: known[k] for k in props if k in known})
+
+
+def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str],
+                 tools: Mapping[str, Any] | None = None) -> list[Probe]:
+    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids)."""
     gold = tuple(inst.gold)
     report = report_text(inst)
     probes = [
@@ -67,12 +93,21 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
         idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
         minus = gold[:idx] + gold[idx + 1:]
         probes.append(Probe("gold_minus_one", minus, report, _turns(minus, report, ends)))
-    forbid = next((f for f in inst.forbid if f.args is not None), None)
-    if forbid is not None:
-        body = tuple(c for c in gold if c.name not in ends)
-        calls = body + (Call(forbid.name, dict(forbid.args)),)
-        probes.append(Probe("forbidden", calls, report, _turns(calls, report, ends)))
+    body = tuple(c for c in gold if c.name not in ends)
+    made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
+    for k, call in enumerate(made[:MAX_FORBID_PROBES]):
+        calls = body + (call,)
+        name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
+        probes.append(Probe(name, calls, report, _turns(calls, report, ends)))
     return probes
+
+
+def oracle_turns(env: CapabilityEnv) -> tuple[str, ...]:
+    """The oracle's turns on the env's current task: every gold call, then the report."""
+    cap = env.capability
+    writes = frozenset(t.name for t in cap.all_tools().values() if t.writes)
+    probes = build_probes(env.instance, writes, frozenset(cap.domain.ends_episode))
+    return next(p for p in probes if p.name == "oracle").turns
 
 
 def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:

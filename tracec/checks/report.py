@@ -25,6 +25,14 @@ class CheckReport(BaseModel):
     rule_hits: list[int] = Field(default_factory=list)  # per rule: probe episodes it decided
     distractors: dict[str, int] = Field(default_factory=dict)  # name -> episodes it was applied in
     seconds: float = 0.0
+    # first-prompt size in tokens (largest over a few seeds; see tracec.checks.prompt_size)
+    prompt_tokens: int | None = None  # as the env shows it (the spec's compact_tools setting)
+    prompt_tool_tokens: int | None = None  # of which the tool schemas
+    prompt_tokens_full: int | None = None  # with full tool schemas
+    prompt_tokens_compact: int | None = None  # with compact tool schemas
+    prompt_tools: int | None = None  # tools shown
+    prompt_method: str = ""  # "estimate" or the tokenizer that counted
+    prompt_budget: int | None = None
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

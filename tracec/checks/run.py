@@ -14,6 +14,7 @@ from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.runtime.loader import env_class
+from tracec.runtime.outcome import args_match
 from tracec.runtime.world import state_hash
 
 Progress = Callable[[int], None]  # called with the number of (seed, task) units just done
@@ -117,7 +118,15 @@ def run_checks(
             inst = env.instance
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
-            probes = build_probes(inst, env._box.writes, env._box.ends)
+            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools)
+            for f in inst.forbid:
+                hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
+                if hit is not None:
+                    probes_ok = False
+                    problems.add(f"forbid-gold:{tdef.name}:{f.name}",
+                                 f"{where}: `forbid {f.name}` matches the gold call "
+                                 f"{hit.name}({', '.join(f'{k}={v!r}' for k, v in (hit.args or {}).items())}), "
+                                 f"first at seed {seed}: the expert would be punished")
             promised = [expected(env, probe) for probe in probes]
             for k, (probe, (want, want_rule)) in enumerate(zip(probes, promised)):
                 if k:
@@ -139,6 +148,13 @@ def run_checks(
                         f"{where}, probe {probe.name}: the rules promise {want:.2f} ({_fmt_rule(cap, want_rule)}) "
                         f"but the env gave {ep.reward:.2f} ({_fmt_rule(cap, ep.rule)}){why}, first at seed {seed}",
                     )
+                if probe.name.startswith("forbidden") and ep.reward >= top - TOL \
+                        and probe.calls[-1] in env.calls:
+                    probes_ok = False
+                    problems.add(f"forbid-inert:{tdef.name}:{probe.name}",
+                                 f"{where}, probe {probe.name}: the gold actions plus the forbidden "
+                                 f"call {probe.calls[-1].name} still get the top level {top:.2f}; "
+                                 f"the forbid does not lower the reward, first at seed {seed}")
                 if probe.name == "oracle" and abs(ep.reward - top) > TOL:
                     probes_ok = False
                     problems.add(f"oracle:{tdef.name}",

@@ -25,8 +25,11 @@ from tracec.compiler.ir import ir_json_schema
 @click.option("--emit-ir", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Also write each capability's IR as DIR/<name>.ir.json.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@click.option("--werror", is_flag=True,
+              help="Treat warnings (unused lets, punctuation-only reply keywords, unreachable "
+                   "code...) as errors: exit 1 and write nothing (for CI).")
 def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_ir: Path | None,
-                as_json: bool) -> None:
+                as_json: bool, werror: bool) -> None:
     """Compile capability specs (default: specs/) into Gymnasium env modules.
 
     \b
@@ -34,6 +37,7 @@ def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_i
       tracec compile specs/
       tracec compile specs/ --check          # CI: fail when generated_envs/ is stale
       tracec compile specs/x.tracec --emit-ir build/ir
+      tracec compile specs/ --check --werror # CI: also fail on warnings
     """
     console = Console(stderr=True)
     targets = list(paths) or [Path("specs")]
@@ -70,6 +74,14 @@ def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_i
         if as_json:
             click.echo(json.dumps(summary, indent=2))
         click.echo(f"error: {len(failed)} of {len(bp.results)} spec(s) failed to compile; "
+                   f"nothing was written", err=True)
+        sys.exit(1)
+    warned = [r for r in bp.results if any(d.severity == "warning" for d in r.diagnostics)]
+    if werror and warned:
+        summary["ok"] = False
+        if as_json:
+            click.echo(json.dumps(summary, indent=2))
+        click.echo(f"error: {len(warned)} of {len(bp.results)} spec(s) have warnings (--werror); "
                    f"nothing was written", err=True)
         sys.exit(1)
     if emit_ir is not None:

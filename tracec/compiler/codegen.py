@@ -7,6 +7,7 @@ int, float or bool, or as an identifier the checker has validated, so spec text 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -37,6 +38,8 @@ def lit(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return pystr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({pystr(repr(value))})"  # never a bare `inf`/`nan` name
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, list):
@@ -59,7 +62,7 @@ class ExprGen:
 
     # atoms
     def g_num(self, e: A.Num) -> tuple[str, int]:
-        return repr(e.value), _PREC["atom"]
+        return lit(e.value), _PREC["atom"]
 
     def g_str(self, e: A.Str) -> tuple[str, int]:
         return pystr(e.value), _PREC["atom"]
@@ -79,6 +82,11 @@ class ExprGen:
         return e.id, _PREC["atom"]
 
     def g_attr(self, e: A.Attr) -> tuple[str, int]:
+        if e.ref is not None:  # domain reference: the record the id field names
+            coll, id_field, nullable = e.ref
+            key = f"{self.gen(e.obj, _PREC['atom'])}[{pystr(id_field)}]"
+            extra = ", nullable=True" if nullable else ""
+            return f"rt.ref(db, {pystr(coll)}, {key}{extra})", _PREC["atom"]
         return f"{self.gen(e.obj, _PREC['atom'])}[{pystr(e.name)}]", _PREC["atom"]
 
     def g_index(self, e: A.Index) -> tuple[str, int]:
@@ -198,11 +206,22 @@ class ExprGen:
 
 
 class Writer:
+    """Lines of generated code, and the spec position each came from (the line table)."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.at: tuple[int, int] | None = None  # spec (line, column) of what is written now
+        self.marks: list[tuple[int, int, int]] = []  # (first module line, spec line, column)
+        self._n = 0  # module lines written so far
 
     def __call__(self, line: str = "", indent: int = 0) -> None:
+        if not line and len(self.lines) >= 2 and not self.lines[-1] and not self.lines[-2]:
+            return  # at most two blank lines in a row (keeps the line table exact)
+        at = self.at or (0, 0)
+        if (self.marks[-1][1:] if self.marks else (0, 0)) != at:
+            self.marks.append((self._n + 1, *at))
         self.lines.append(("    " * indent + line) if line else "")
+        self._n += 1 + line.count("\n")
 
     def emit(self, prefix: str, lines: list[str], indent: int, suffix: str = "") -> None:
         """A possibly multi-line expression: prefix on its first line, suffix on its last."""
@@ -232,6 +251,35 @@ class Writer:
     def text(self) -> str:
         out = "\n".join(self.lines).rstrip() + "\n"
         return re.sub(r"\n{4,}", "\n\n\n", out)
+
+
+def spec_at(node: Any, line: int = 0) -> tuple[int, int]:
+    """The spec position of a node (its line and column), or ``line`` with column 0."""
+    span = getattr(node, "span", None)
+    if span is not None and span.line > 0 and (line == 0 or span.line == line):
+        return span.line, span.column
+    return line, 0
+
+
+def _gen_line_table(w: Writer) -> None:
+    """``SPEC_LINES``: (first module line, spec line, spec column) for each run of lines that
+    came from one spec statement; the runtime maps a failure's line back to the spec."""
+    marks = [m for m in w.marks]
+    w.at = None
+    w()
+    w()
+    w("# spec positions of the code above, for run-time errors: (module line, spec line, column)")
+    w("SPEC_LINES = (")
+    row = ""
+    for m in marks:
+        item = f"({m[0]}, {m[1]}, {m[2]}), "
+        if len(row) + len(item) + 4 > LINE:
+            w(row.rstrip(), 1)
+            row = ""
+        row += item
+    if row:
+        w(row.rstrip(), 1)
+    w(")")
 
 
 def _bool_chain(e: Any, op: str) -> list[Any]:
@@ -433,9 +481,17 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(pystr(i) for i in items) + ")"
 
 
+def _doc_char(ch: str) -> str:
+    if ch == "\n" or (ch.isprintable() and ch not in '"\\' and not "\ud800" <= ch <= "\udfff"):
+        return ch
+    if ch in '"\\':
+        return "\\" + ch
+    return ascii(ch)[1:-1]  # \x00, \u2028, \ud800: escaped, so the file is valid UTF-8
+
+
 def _docstring(text: str) -> str:
-    safe = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return f'"""{safe}"""'
+    """A docstring for any text: quotes, backslashes and unprintable characters escaped."""
+    return '"""' + "".join(_doc_char(ch) for ch in text) + '"""'
 
 
 def generate_module(cap: IR.CapabilityIR) -> str:
@@ -508,6 +564,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w.emit("hint=", wrap_str(cap.hint, 1), 1, ",")
     w(f"spec_path={pystr(cap.spec_path)},", 1)
     w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
+    _gen_prompt_budget(w, cap)
     w(")")
     w()
     w()
@@ -515,7 +572,28 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w(_docstring(f"The `{cap.name}` capability as a Gymnasium environment."), 1)
     w()
     w("capability = CAPABILITY", 1)
+    _gen_line_table(w)
     return w.text()
+
+
+def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
+    """The `tools`, `policy` and `compact_tools` statements, as literals (omitted when default)."""
+    if cap.shown_tools is not None:
+        w.emit("tool_names=", wrap_tuple(cap.shown_tools, 1), 1, ",")
+    if cap.policy_sections is not None:
+        w.emit("policy_sections=", wrap_tuple(cap.policy_sections, 1), 1, ",")
+    if cap.policy is not None:
+        w.emit("policy=", wrap_str(cap.policy, 1), 1, ",")
+    if cap.compact_tools:
+        w("compact_tools=True,", 1)
+
+
+def wrap_tuple(items: list[str], indent: int) -> list[str]:
+    """A tuple of string literals, on one line when it fits, else one item per line."""
+    one = _tuple(items)
+    if 4 * indent + 20 + len(one) <= LINE:
+        return [one]
+    return ["("] + [f"    {pystr(i)}," for i in items] + [")"]
 
 
 def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
@@ -524,6 +602,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("seed")
     names = []
     for step in cap.seed:
+        w.at = (step.line, 0)
         if isinstance(step, IR.SeedSpawn):
             count = step.count
             if isinstance(count, A.Range):
@@ -543,6 +622,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
         else:
             w.emit(f"{step.name} = ", pretty(gen, step.value, LINE - 8 - len(step.name)), 1)
         names.append(step.name)
+    w.at = None
     w.call_block("return {", [f"{pystr(n)}: {n}" for n in names], 1, tail="}")
 
 
@@ -558,12 +638,17 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                 _gen_setup(w, gen, setup)
         if i < len(task.lets):
             let = task.lets[i]
+            w.at = spec_at(let)
             w.emit(f"{let.name} = ", pretty(gen, let.value, LINE - 8 - len(let.name)), 1)
+    w.at = spec_at(task.user)
     _assign_text(w, "user_text", gen, task.user, 1)
     names = []
     for d in task.distractors:
+        w.at = (d.line, 0)
         w(f"# distractor `{d.name}`", 1)
         for op in d.ops:
+            w.at = spec_at(getattr(op, "source", None) or getattr(op, "text", None), d.line) \
+                if isinstance(op, (IR.CloneOp, IR.SayOp)) else (d.line, 0)
             if isinstance(op, IR.CloneOp):
                 w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
                                            gen.gen(op.source),
@@ -575,6 +660,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                 _assign_text(w, 'user_text += " " +', gen, op.text, 1, op="")
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
+    w.at = (task.line, 0)
     w("return TaskInstance(", 1)
     w(f"task={pystr(task.name)},", 2)
     w("user=user_text,", 2)
@@ -596,7 +682,10 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         else:
             text = gen.text(r.text)
             text_lines = wrap_str(text_of(r.text), 4) if _plain(r.text) else [text]
-            replies.append(["Reply("] + _indent([_tuple(r.keywords) + ","])
+            kw = _tuple(r.keywords)
+            kw_lines = ([kw + ","] if len(kw) + 1 + 16 <= LINE else
+                        ["("] + _indent([pystr(k) + "," for k in r.keywords]) + ["),"])
+            replies.append(["Reply("] + _indent(kw_lines)
                            + _indent(_with_comma(text_lines)) + [")"])
     w.call_block("replies=[", replies, 2, tail="],")
     if task.hint is not None and _plain(task.hint):
@@ -610,6 +699,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     w.call_block("values={", values, 2, tail="},")
     w(f"distractors={_tuple(names)},", 2)
     w(")", 1)
+    w.at = None
 
 
 def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
@@ -627,8 +717,11 @@ def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
 
 
 def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
+    w.at = (setup.line, 0)
     w(f"# setup (spec line {setup.line})", 1)
     for op in setup.ops:
+        node = getattr(op, "target", None) or getattr(op, "source", None)
+        w.at = spec_at(node) if node is not None else (setup.line, 0)
         if isinstance(op, IR.SetOp):
             w(f"{gen.gen(op.target)} = {gen.gen(op.value)}", 1)
         elif isinstance(op, IR.CloneOp):
@@ -660,6 +753,7 @@ def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
     gen = ExprGen("tool")
     returned = False
     for st in tool.body or []:
+        w.at = spec_at(st)
         if isinstance(st, A.Let):
             w(f"{st.name} = {gen.gen(st.value)}", 1)
         elif isinstance(st, A.Require):
@@ -672,12 +766,14 @@ def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
             break
     if not returned:
         w("return None", 1)
+    w.at = None
 
 
 def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("reward")
     w("RULES = (")
     for rule in cap.rules:
+        w.at = spec_at(rule.cond, rule.line) if rule.cond is not None else (rule.line, 0)
         cond = "True" if rule.cond is None else gen.gen(rule.cond)
         args = [repr(rule.level), pystr(rule.text), f"lambda o: {cond}"]
         if rule.fractional:
@@ -696,6 +792,7 @@ def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
         if rule.fractional:
             w(f"value=lambda o: {gen.gen(rule.value)},", 2)
         w("),", 1)
+    w.at = None
     w(")")
 
 

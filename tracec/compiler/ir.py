@@ -163,6 +163,11 @@ class CapabilityIR(IRModel):
     rules: list[RuleIR] = []
     levels: list[float] = []
     distractors: list[str] = []
+    # prompt budget: what the agent is shown (None: every domain tool, the full policy)
+    shown_tools: list[str] | None = None  # domain tools of `tools [...]` (inline tools always)
+    policy_sections: list[str] | None = None  # headings of `policy sections [...]`
+    policy: str | None = None  # `policy "..."`
+    compact_tools: bool = False
 
 
 def ir_json_schema() -> dict[str, Any]:

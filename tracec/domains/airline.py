@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
+from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "AirlineTools"
@@ -101,6 +102,41 @@ RESERVATION_FIELDS = {
     "insurance": STR,
     "status": STR,
 }
+FLIGHT_STATUSES = ("available", "landed", "cancelled", "delayed", "flying", "on time")
+SCHEMA = Schema(
+    refs=refs(
+        ("reservation", Ref("user", "user_id", "user")),
+        ("reservation_flight", Ref("flight", "flight_number", "flight")),
+    ),
+    enums={
+        "reservation": {
+            "cabin": CABINS,
+            "flight_type": ("one_way", "round_trip"),
+            "insurance": ("yes", "no"),
+            "status": ("cancelled",),
+        },
+        "user": {"membership": ("regular", "silver", "gold")},
+        "airline_payment_method": {"source": ("credit_card", "gift_card", "certificate")},
+        "flight_date": {"status": FLIGHT_STATUSES},
+    },
+    keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
+    generators={
+        "user": "Draws name, address, email, dob, a credit card plus maybe gift cards and "
+        "certificates, 0-2 saved passengers and a membership; `reservations` fills as "
+        "reservations for the user are added.",
+        "flight": "Draws a route (two distinct airports; a fixed origin or destination keeps the "
+        "other distinct), a schedule, and `dates` for 2024-05-01..30: landed (9% cancelled) "
+        "before 2024-05-15, landed/delayed/flying/on time on it, available with seats and "
+        "`prices` per cabin after it.",
+        "reservation": "Fixed `user_id`: that user (created when new); otherwise a random "
+        "existing user. Without `flights`: an itinerary on existing flights for `flight_type` "
+        "(adds a flight when there is none, or no return flight). Draws passengers (the user, "
+        "saved passengers, others), insurance, baggage (`nonfree_baggages` 0 unless fixed) and "
+        "`created_at` (2024-04-30..05-14); `payment_history` is one payment of the total from a "
+        "non-certificate method of the user, consistent with fixed fields. Adds the id to the "
+        "user's `reservations`.",
+    },
+)
 LAYOUT = common.Layout(
     nullable={"airline_address": frozenset({"address2"}), "reservation": frozenset({"status"})},
     optional={
@@ -820,4 +856,5 @@ DOMAIN = Domain(
     empty_db=empty_db,
     functions={"reservation_total": reservation_total, "db_hash": common.db_hash},
     ends_episode=frozenset({"transfer_to_human_agents"}),
+    schema=SCHEMA,
 )

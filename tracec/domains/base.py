@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from tracec.domains.schema import Schema
 from tracec.lang.types import T
 
 
@@ -96,6 +97,7 @@ class Domain:
     empty_db: Callable[[], dict]
     functions: Mapping[str, ToolFunc] = field(default_factory=dict)  # spec escape hatch
     ends_episode: frozenset[str] = frozenset()  # tools that end the conversation
+    schema: Schema = field(default_factory=Schema)  # references between records, enums
 
     def tool_schemas(self) -> list[dict]:
         return [t.openai_schema() for t in self.tools.values()]

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
+from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "RetailTools"
@@ -75,6 +76,34 @@ RECORD_TYPES = {
     "orders": ObjT(tuple(ORDER_FIELDS.items()), "order"),
 }
 ORDER_STATUSES = ("pending", "processed", "delivered", "cancelled")
+# every status an order can reach: generated ones, then the ones the tools set
+ORDER_STATUSES_ALL = ORDER_STATUSES + (
+    "exchange requested", "return requested", "pending (item modified)",
+)
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+PAYMENT_SOURCES = ("credit_card", "paypal", "gift_card")
+SCHEMA = Schema(
+    refs=refs(
+        ("order", Ref("user", "user_id", "user")),
+        ("order_item", Ref("product", "product_id", "product")),
+    ),
+    enums={
+        "order": {"status": ORDER_STATUSES_ALL, "cancel_reason": CANCEL_REASONS},
+        "retail_payment_method": {"source": PAYMENT_SOURCES},
+        "order_payment": {"transaction_type": ("payment", "refund")},
+    },
+    generators={
+        "user": "Draws name, address, email and 1-3 payment methods (credit card, paypal, gift "
+        "card with a 0-200 balance); `orders` fills as orders for the user are added.",
+        "product": "A catalog product not used yet (12 kinds) with 3-10 variants, about 65% "
+        "available, priced in the product's range.",
+        "order": "Fixed `user_id`: that user (created when new); otherwise a random existing "
+        "user. Without `items`: 1-5 items of existing products (adds products until there are "
+        "2). Status pending/delivered (40% each), processed or cancelled unless fixed; "
+        "fulfillments follow the status; `payment_history` pays the items' total with one of "
+        "the user's methods (plus a refund when cancelled). Adds the id to the user's `orders`.",
+    },
+)
 
 
 def empty_db() -> dict:
@@ -614,4 +643,5 @@ DOMAIN = Domain(
     empty_db=empty_db,
     functions={"order_total": order_total, "db_hash": common.db_hash},
     ends_episode=frozenset({"transfer_to_human_agents"}),
+    schema=SCHEMA,
 )

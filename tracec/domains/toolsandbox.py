@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.domains.base import Domain, EntityKind, Tool, ToolError
+from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import ANY, BOOL, FLOAT, STR
 
 # --------------------------------------------------------------------------------------------
@@ -1345,4 +1346,22 @@ DOMAIN = Domain(
     empty_db=empty_db,
     functions={},
     ends_episode=frozenset({"end_conversation"}),
+    schema=Schema(
+        refs=refs(
+            ("message", Ref("sender", "sender_person_id", "contact", nullable=True)),
+            ("message", Ref("recipient", "recipient_person_id", "contact", nullable=True)),
+        ),
+        generators={
+            "settings": "Draws the radios (80% on each), low battery mode (15%; then the radios "
+            "are off), a position and `now` (a whole minute, 2023-2026, 07:00-21:59 UTC). Spawn "
+            "it before messages and reminders, whose times are drawn around `now`.",
+            "contact": "Draws a fresh name and phone number; the first contact of a world is the "
+            "owner (`is_self`, no relationship), the others get a relationship.",
+            "message": "Needs the owner contact. Between the owner and another contact (10%: an "
+            "unknown number, person id None), either direction, 10 minutes to 30 days before "
+            "`now`; a fixed person id or phone number completes the other from the contacts.",
+            "reminder": "Created before `now`, due 3 days before to 14 days after it (5-minute "
+            "steps); 25% have a location.",
+        },
+    ),
 )

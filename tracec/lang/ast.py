@@ -50,6 +50,9 @@ class Attr(Node):
     node: Literal["attr"] = "attr"
     obj: "Expr"
     name: str
+    # set by the checker when `name` navigates a domain reference (`item.product`):
+    # (collection, id field, nullable)
+    ref: tuple[str, str, bool] | None = None
 
 
 class Index(Node):
@@ -312,6 +315,20 @@ class ToolDecl(Node):
     python: str | None = None  # named function of the domain module
 
 
+class NameRef(Node):
+    """A name with its own span (an entry of `tools [...]`)."""
+
+    name: str
+
+
+class PolicyDecl(Node):
+    """`policy sections ["Heading", ...]` (sections) or `policy "text"` (text)."""
+
+    sections: list[str] | None = None
+    section_spans: list[Span] = []
+    text: str | None = None
+
+
 class Capability(Node):
     name: str
     description: Text | None = None
@@ -324,3 +341,7 @@ class Capability(Node):
     distractors: list[Distractor] = []
     reward: Reward | None = None
     tools: list[ToolDecl] = []
+    shown_tools: list[NameRef] | None = None  # `tools [...]`; None: every tool
+    shown_tools_span: Span | None = None
+    policy: PolicyDecl | None = None
+    compact_tools: bool = False

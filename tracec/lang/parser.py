@@ -12,8 +12,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tracec.lang import ast as A
 from tracec.lang.diagnostics import Diagnostic, Span, SpecError
 
-GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "tracec.lark"
+GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000
+MAX_NESTING = 60  # levels of nested expressions, types and literals
+MAX_NUMBER_CHARS = 40  # digits of a number literal (ints to 10**40; floats stay finite)
 
 # Friendly names for terminals in "expected ..." messages.
 _TOKEN_NAMES = {
@@ -107,13 +109,35 @@ def _syntax_diagnostic(err: UnexpectedInput, source: str) -> Diagnostic:
     return Diagnostic(message=f"unexpected `{shown}`", span=_span_of(tok), hint=hint, code="E003")
 
 
+def _check_depth(cap: A.Capability) -> None:
+    """Expressions, types and literals nested deeper than MAX_NESTING are an error (the
+    generated module must stay within Python's own parser limits)."""
+    stack: list[tuple[Any, int]] = [(cap, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list):
+            stack.extend((x, depth) for x in node)
+            continue
+        if not isinstance(node, A.Node):
+            continue
+        if depth > MAX_NESTING:
+            raise SpecError([Diagnostic(
+                message=f"nested more than {MAX_NESTING} levels deep", span=node.span,
+                hint="split the expression with `let`", code="E005")])
+        for value in vars(node).values():
+            if isinstance(value, (A.Node, list)):
+                stack.append((value, depth + 1))
+
+
 def parse_source(source: str) -> A.Capability:
     """Parse a whole spec. Raises SpecError with diagnostics on a syntax error."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise SpecError([Diagnostic(message="spec is larger than 1 MB", span=Span(), code="E004")])
     try:
         tree = _parser().parse(source, start="start")
-        return _Builder(source).capability(tree.children[0])
+        cap = _Builder(source).capability(tree.children[0])
+        _check_depth(cap)
+        return cap
     except UnexpectedInput as err:
         raise SpecError([_syntax_diagnostic(err, source)]) from None
     except RecursionError:
@@ -266,19 +290,22 @@ class _Builder:
         seen: dict[str, Span] = {}
         for item in tree.children[1:]:
             kind = item.data
-            if kind in {"description", "domain_decl", "max_turns", "hint_stmt", "seed", "reward"}:
-                if kind in seen:
-                    label = {"domain_decl": "domain", "hint_stmt": "hint"}.get(kind, kind)
+            if kind in {"description", "domain_decl", "max_turns", "hint_stmt", "seed", "reward",
+                        "tools_decl", "policy_sections", "policy_text", "compact_decl"}:
+                key = "policy" if kind.startswith("policy") else kind
+                if key in seen:
+                    label = {"domain_decl": "domain", "hint_stmt": "hint", "tools_decl": "tools",
+                             "compact_decl": "compact_tools"}.get(key, key)
                     raise self.err(f"duplicate `{label}` in capability", _span_of(item),
-                                   f"`{label}` was already given on line {seen[kind].line}")
-                seen[kind] = _span_of(item)
+                                   f"`{label}` was already given on line {seen[key].line}")
+                seen[key] = _span_of(item)
             if kind == "description":
                 cap.description = self.text(item.children[0])
             elif kind == "domain_decl":
                 cap.domain = str(item.children[0])
                 cap.domain_span = _span_of(item.children[0])
             elif kind == "max_turns":
-                cap.max_turns = int(item.children[0])
+                cap.max_turns = int(self.number(item.children[0], int))
             elif kind == "hint_stmt":
                 cap.hint = self.text(item.children[0])
             elif kind == "seed":
@@ -292,6 +319,26 @@ class _Builder:
                                       span=_span_of(item))
             elif kind == "tool_decl":
                 cap.tools.append(self.tool_decl(item))
+            elif kind == "tools_decl":
+                cap.shown_tools = [
+                    A.NameRef.model_construct(name=str(t.children[0]), span=_span_of(t.children[0]))
+                    for t in item.children if t is not None
+                ]
+                cap.shown_tools_span = _span_of(item)
+            elif kind == "policy_sections":
+                toks = [t for t in item.children if t is not None]
+                cap.policy = A.PolicyDecl.model_construct(
+                    sections=[self.string(t) for t in toks],
+                    section_spans=[_span_of(t) for t in toks], text=None, span=_span_of(item))
+            elif kind == "policy_text":
+                text = self.text(item.children[0])
+                if any(not isinstance(p, str) for p in text.parts):
+                    raise self.err("a policy text cannot interpolate values", text.span,
+                                   "use `{{` and `}}` for literal braces")
+                cap.policy = A.PolicyDecl.model_construct(
+                    sections=None, section_spans=[], text="".join(text.parts), span=_span_of(item))
+            elif kind == "compact_decl":
+                cap.compact_tools = True
         return cap
 
     def seed_stmt(self, tree: Tree) -> A.SeedStmt:
@@ -452,11 +499,18 @@ class _Builder:
         node.span = _span_of(item)
         return node
 
+    def number(self, tok: Token, kind: type) -> int | float:
+        """A number literal's value; literals longer than MAX_NUMBER_CHARS are errors."""
+        if len(tok) > MAX_NUMBER_CHARS:
+            raise self.err(f"number literal with {len(tok)} characters (at most "
+                           f"{MAX_NUMBER_CHARS})", _span_of(tok))
+        return kind(tok)
+
     def x_int(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num.model_construct(value=int(tok))
+        return A.Num.model_construct(value=self.number(tok, int))
 
     def x_float(self, tree: Tree, tok: Token) -> A.Num:
-        return A.Num.model_construct(value=float(tok))
+        return A.Num.model_construct(value=self.number(tok, float))
 
     def x_string(self, tree: Tree, tok: Token) -> A.Str:
         return A.Str.model_construct(value=self.string(tok).replace("\\{", "{").replace("\\}", "}"))

@@ -11,10 +11,15 @@ import keyword
 from typing import Any
 
 from tracec.compiler import ir as IR
+from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
 from tracec.lang.diagnostics import Diagnostic, Span, did_you_mean
+from tracec.lang.lint import lint
+from tracec.lang.domain_types import (
+    DomainTypes, EnumUse, enum_error, is_record, list_strings, literal_strings, record_hint,
+)
 from tracec.lang.types import (
     ANY, BOOL, FLOAT, INT, NONE, STR, EntityT, ListT, MapT, ObjT, RangeT, T, assignable,
     is_numeric, json_type_ok,
@@ -22,6 +27,10 @@ from tracec.lang.types import (
 
 DEFAULT_MAX_TURNS = 12
 MAX_MAX_TURNS = 200
+MAX_NAME_LEN = 64  # names become module, file and function names
+MAX_SPAWN = 1000  # records one `kind[count]` may generate
+MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
+MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
 
 TYPE_NAMES: dict[str, T] = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY}
 JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -46,6 +55,7 @@ class Scope:
         self.kind = kind  # seed | task | reward | tool | distractor
         self.parent = parent
         self.names: dict[str, T] = {}
+        self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
 
     def lookup(self, name: str) -> T | None:
         scope: Scope | None = self
@@ -81,6 +91,12 @@ class Checker:
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
         self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
+        self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
+        self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
+        self.dtypes = DomainTypes(domain)
+        self.enums: dict[int, EnumUse] = {}  # id(expression node) -> the enum it holds
+        self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
+        self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
 
     # ------------------------------------------------------------------ helpers
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
@@ -94,7 +110,10 @@ class Checker:
         return _slice(self.source, node.span)
 
     def check_binding(self, name: str, span: Span, what: str) -> None:
-        if keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
+        if len(name) > MAX_NAME_LEN:
+            self.error(f"{what} name is {len(name)} characters long (at most {MAX_NAME_LEN})",
+                       span, "choose a shorter name", code="E102")
+        elif keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
             self.error(f"`{name}` cannot be used as a {what} name", span,
                        "names may not be Python keywords, start with `_`, or be one of the "
                        "generated code's own names (rng, db, v, o, rt, ...)", code="E101")
@@ -116,16 +135,18 @@ class Checker:
             if not fields:
                 return ANY
             if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
                 self.error(f"unknown field `{name}` on {base.kind}", span,
-                           did_you_mean(name, fields) or
-                           f"{base.kind} has: {', '.join(sorted(fields))}", code="E110")
+                           did_you_mean(name, known) or
+                           f"{base.kind} has: {', '.join(sorted(known))}", code="E110")
                 return ANY
             return fields[name]
         if isinstance(base, ObjT):
             fields = base.field_map()
             if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
                 self.error(f"unknown field `{name}` on {base}", span,
-                           did_you_mean(name, fields) or f"{base} has: {', '.join(sorted(fields))}",
+                           did_you_mean(name, known) or f"{base} has: {', '.join(sorted(known))}",
                            code="E110")
                 return ANY
             return fields[name]
@@ -213,15 +234,47 @@ class Checker:
         base = self.expr(e.obj, scope)
         name_span = Span(line=e.span.end_line, column=max(e.span.end_column - len(e.name), 1),
                          end_line=e.span.end_line, end_column=e.span.end_column)
+        ref = self.dtypes.ref(base, e.name)
+        if ref is not None and e.name not in self.dtypes.fields_of(base):
+            if scope.root_kind() == "reward":
+                self.error(f"`.{e.name}` looks up a {ref.target} record, which reward rules "
+                           "cannot do", name_span,
+                           f"bind it with `let` in every task (let x = {self.text_of(e)}) and "
+                           "use that name here",
+                           code="E113")
+                return ANY
+            e.ref = (self.dtypes.collection(ref.target), ref.field, ref.nullable)
+            return EntityT(ref.target)
+        enum = self.dtypes.enum(base, e.name)
+        if enum is not None:
+            self.enums[id(e)] = enum
+        keys = self.dtypes.key_enum(base, e.name)
+        if keys is not None:
+            self.key_enums[id(e)] = keys
         return self.attr_type(base, e.name, name_span)
 
     def e_index(self, e: A.Index, scope: Scope) -> T:
         base = self.expr(e.obj, scope)
         idx = self.expr(e.index, scope)
+        if isinstance(e.obj, A.Attr) and isinstance(e.index, A.Str):
+            keys = self.key_enums.get(id(e.obj))
+            if keys is not None and e.index.value not in keys.values:
+                msg, hint = enum_error(e.index.value, keys)
+                self.error(msg, e.index.span, hint, code="E114")
         return self.index_type(base, idx, e.index, e.span)
+
+    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str]) -> None:
+        """Each string literal must be a value of ``enum`` (did-you-mean otherwise)."""
+        if enum is None:
+            return
+        for lit in literals:
+            if lit.value not in enum.values:
+                msg, hint = enum_error(lit.value, enum)
+                self.error(msg, lit.span, hint, code="E114")
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
+        self.check_binding(comp.var, comp.span, "loop variable")
         inner = Scope("comp", scope)
         if isinstance(it, ListT):
             inner.names[comp.var] = it.elem
@@ -272,8 +325,27 @@ class Checker:
             return ANY
         return t
 
+    def const_of(self, e: Any, scope: Scope) -> Any:
+        """The value of a number literal, or of a name bound to one with `let` (else None)."""
+        if isinstance(e, A.Num):
+            return e.value
+        if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num):
+            return -e.operand.value
+        if isinstance(e, A.Name):
+            s: Scope | None = scope
+            while s is not None:
+                if e.id in s.names:
+                    return s.consts.get(e.id)
+                s = s.parent
+        return None
+
     def e_binop(self, e: A.BinOp, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("/", "//", "%"):
+            zero = self.const_of(e.right, scope)
+            if zero is not None and not isinstance(zero, bool) and zero == 0:
+                self.error(f"division by zero: `{self.text_of(e.right)}` is 0", e.right.span,
+                           code="E145")
         if ANY in (lt, rt):
             return ANY if e.op != "/" else FLOAT
         if e.op == "+" and lt == STR and rt == STR:
@@ -293,6 +365,11 @@ class Checker:
 
     def e_compare(self, e: A.Compare, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("==", "!="):
+            self.check_enum_literals(self.enums.get(id(e.left)), literal_strings(e.right))
+            self.check_enum_literals(self.enums.get(id(e.right)), literal_strings(e.left))
+        elif e.op in ("in", "not in"):
+            self.check_enum_literals(self.enums.get(id(e.left)), list_strings(e.right))
         if e.op in ("in", "not in"):
             if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
                 self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
@@ -387,6 +464,11 @@ class Checker:
         if b.needs_rng and scope.root_kind() in ("tool", "reward"):
             self.error(f"`{e.func}` is random; randomness is only allowed in seed, tasks and "
                        "distractors", e.span, code="E155")
+        if e.func == "fresh_id" and len(e.args) == 2:
+            digits = self.const_of(e.args[1], scope)
+            if digits is None or not (0 <= digits <= MAX_ID_DIGITS):
+                self.error(f"fresh_id needs a number of digits from 0 to {MAX_ID_DIGITS}",
+                           e.args[1].span, 'e.g. fresh_id("GC", 6)', code="E156")
         if not types:
             result, err = b.check([ANY])
             return result
@@ -402,7 +484,11 @@ class Checker:
             return BOOL
         if e.func == "communicated":
             for a in e.args:
-                self.expr(a, scope)
+                at = self.expr(a, scope)
+                if is_record(at):
+                    self.error(f"`communicated` of a whole {at}: no agent message can contain it",
+                               a.span, record_hint(at, list(self.dtypes.fields_of(
+                                   at.elem if isinstance(at, ListT) else at))), code="E251")
             if e.kwargs:
                 self.error("`communicated` takes values, not keyword arguments", e.kwargs[0].span,
                            code="E153")
@@ -460,6 +546,7 @@ class Checker:
             for a in args:
                 self.expr(a.value, scope)
             return False
+        self.check_shown(tool, span)
         props: dict[str, Any] = schema.get("properties", {}) or {}
         seen: set[str] = set()
         for a in args:
@@ -472,6 +559,11 @@ class Checker:
                            did_you_mean(a.name, props) or
                            f"its arguments: {', '.join(props) or 'none'}", code="E162")
                 continue
+            prop = props[a.name] if isinstance(props[a.name], dict) else {}
+            if isinstance(prop.get("enum"), list):
+                self.check_enum_literals(
+                    EnumUse(tuple(str(v) for v in prop["enum"]), f"argument `{a.name}` of `{tool}`"),
+                    literal_strings(a.value))
             jtype = props[a.name].get("type") if isinstance(props[a.name], dict) else None
             if not json_type_ok(t, jtype):
                 self.error(f"argument `{a.name}` of `{tool}` must be {jtype}, got {t}",
@@ -482,6 +574,78 @@ class Checker:
                 self.error(f"`{tool}` is missing required argument{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(f'`{m}`' for m in missing)}", span, code="E164")
         return True
+
+    def check_shown(self, tool: str, span: Span) -> None:
+        """A domain tool the spec uses must be one the agent is shown (`tools [...]`)."""
+        if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
+            return  # (after a wrong `tools` entry, its fix decides what is shown)
+        line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
+        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+                   f"the agent is only shown the tools listed on line {line}; add `{tool}` "
+                   "there", code="E167")
+
+    # ------------------------------------------------------------------ prompt budget
+    def prompt_budget(self) -> tuple[list[str] | None, list[str] | None, str | None]:
+        """Check `tools [...]` and `policy ...`: (tool names, policy sections, policy text)."""
+        cap = self.cap
+        names: list[str] | None = None
+        if cap.shown_tools is not None:
+            names = []
+            self.shown = {}
+            known = self.known_tools()
+            for ref in cap.shown_tools:
+                if ref.name in self.shown:
+                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
+                               "list each tool once", code="E240")
+                    continue
+                self.shown[ref.name] = ref.span.line
+                if self.domain is not None and ref.name not in known:
+                    self.error(f"unknown tool `{ref.name}` in domain {self.domain.name}", ref.span,
+                               did_you_mean(ref.name, known) or
+                               f"tools: {', '.join(sorted(known))}", code="E241")
+                    self.shown_unknown = True
+                    continue
+                if ref.name not in self.tools:  # inline tools are always shown
+                    names.append(ref.name)
+            if not cap.shown_tools and not self.tools and cap.shown_tools_span is not None:
+                self.error("`tools []` leaves the agent no tool to call", cap.shown_tools_span,
+                           "list the domain tools the tasks need, e.g. tools "
+                           "[get_reservation_details, cancel_reservation]", code="E242")
+                self.shown_unknown = True
+        sections: list[str] | None = None
+        text: str | None = None
+        pd = cap.policy
+        if pd is not None and pd.text is not None:
+            text = pd.text
+            if not text.strip():
+                self.error("the policy text is empty", pd.span,
+                           "give the rules the agent must follow, or drop `policy` to show the "
+                           "domain's full policy", code="E245")
+        elif pd is not None and self.domain is not None:
+            sections = []
+            listed: set[str] = set()
+            available = policy_md.headings(self.domain.policy)
+            idx = policy_md.index(self.domain.policy)  # parsed once: a spec may list many
+            if not available:
+                self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
+                           "give the text instead: policy \"...\"", code="E243")
+            for heading, sp in zip(pd.sections or [], pd.section_spans):
+                found = policy_md.find(self.domain.policy, heading, idx)
+                if not found:
+                    if available:
+                        dym = did_you_mean(heading, available)
+                        listing = "sections: " + ", ".join(f'"{h}"' for h in available)
+                        self.error(f"domain {self.domain.name}'s policy has no section "
+                                   f"\"{heading}\"", sp,
+                                   f"{dym} {listing}" if dym else listing, code="E244")
+                    continue
+                canonical = found[0].heading
+                if canonical in listed:
+                    self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
+                    continue
+                sections.append(canonical)
+                listed.add(canonical)
+        return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
         self.check_binding(d.name, d.span, "tool")
@@ -583,6 +747,7 @@ class Checker:
     def seed(self) -> tuple[list[Any], Scope]:
         scope = Scope("seed")
         steps: list[Any] = []
+        records, too_many = 0, False
         for st in self.cap.seed:
             self.check_binding(st.name, st.span, "variable")
             if st.name in scope.names:
@@ -598,6 +763,12 @@ class Checker:
                     if ct not in (INT, RangeT(INT)):
                         self.error(f"the count of records must be whole numbers, got {ct}",
                                    count.span, code="E181")
+                    else:
+                        records += self.spawn_bound(count)
+                        if records > MAX_WORLD_RECORDS and not too_many:
+                            too_many = True
+                            self.error(f"the seed generates up to {records} records (at most "
+                                       f"{MAX_WORLD_RECORDS} in all)", count.span, code="E186")
                 fields = self.record_fields(kind, st.fields or [], scope)
                 steps.append(IR.SeedSpawn.model_construct(name=st.name, entity=kind, count=count, fields=fields,
                                           line=st.span.line))
@@ -611,6 +782,20 @@ class Checker:
                 scope.names[st.name] = t
             self.seed_types[st.name] = scope.names[st.name]
         return steps, scope
+
+    def spawn_bound(self, count: Any) -> int:
+        """The most records a literal count or range asks for (error above MAX_SPAWN)."""
+        ends = [count.lo, count.hi] if isinstance(count, A.Range) else [count]
+        values = [self.const_of(x, Scope("seed")) for x in ends]
+        if any(v is None for v in values):
+            self.error("the count of records must be whole numbers such as 3 or 3..5",
+                       count.span, code="E181")
+            return 0
+        if min(values) < 0 or max(values) > MAX_SPAWN:
+            self.error(f"the count of records must be between 0 and {MAX_SPAWN}", count.span,
+                       code="E181")
+            return 0
+        return int(max(values))
 
     def spawn_of(self, value: Any) -> tuple[str, Any] | None:
         """`kind[count]` where kind is an entity kind of the domain (and not a variable)."""
@@ -644,7 +829,10 @@ class Checker:
                 self.error(f"unknown field `{f.name}` on {kind}", f.span,
                            did_you_mean(f.name, known) or f"{kind} has: {', '.join(sorted(known))}",
                            code="E110")
-            elif not assignable(t, known[f.name]):
+                continue
+            self.check_enum_literals(self.dtypes.entity_enum(kind, f.name),
+                                     literal_strings(f.value))
+            if not assignable(t, known[f.name]):
                 self.error(f"field `{f.name}` of {kind} is {known[f.name]}, got {t}", f.value.span,
                            code="E185")
         return fields
@@ -678,7 +866,11 @@ class Checker:
             gold.append(IR.CallIR.model_construct(tool=call.name, args=call.args, writes=self.tool_writes(call.name)))
         comms = []
         for c in t.communicate:
-            self.expr(c, scope)
+            ct = self.expr(c, scope)
+            if is_record(ct):
+                self.error(f"`communicate` of a whole {ct}: no agent message can contain it",
+                           c.span, record_hint(ct, list(self.dtypes.fields_of(
+                               ct.elem if isinstance(ct, ListT) else ct))), code="E251")
             comms.append(IR.CommunicateIR.model_construct(label=self.text_of(c), value=c))
         forbids = []
         for f in t.forbid:
@@ -709,6 +901,11 @@ class Checker:
             self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
+        const = self.const_of(let.value, scope)
+        if const is not None:
+            scope.consts[let.name] = const
+            if not isinstance(const, bool) and const == 0:
+                self.zero_lets.add(let.name)  # a rule dividing by it fails in that task
 
     def set_stmt(self, st: A.SetStmt, scope: Scope) -> None:
         """`set target = value` (inline tools and setup blocks): a field, of a fitting type."""
@@ -717,6 +914,7 @@ class Checker:
                        code="E174")
         tt = self.expr(st.target, scope)
         vt = self.expr(st.value, scope)
+        self.check_enum_literals(self.enums.get(id(st.target)), literal_strings(st.value))
         if not assignable(vt, tt):
             self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
 
@@ -733,7 +931,12 @@ class Checker:
     def text(self, text: A.Text, scope: Scope) -> None:
         for part in text.parts:
             if not isinstance(part, str):
-                self.expr(part, scope)
+                t = self.expr(part, scope)
+                if is_record(t):
+                    self.error(f"a whole {t} in text: the user would read a Python "
+                               f"{'list' if isinstance(t, ListT) else 'dict'}", part.span,
+                               record_hint(t, list(self.dtypes.fields_of(
+                                   t.elem if isinstance(t, ListT) else t))), code="E250")
 
     def distractor(self, d: A.Distractor, scope: Scope) -> IR.DistractorIR:
         ops: list[Any] = []
@@ -786,6 +989,8 @@ class Checker:
             for n in sorted(common):
                 types = {s[n] for s in task_scopes}
                 scope.names[n] = types.pop() if len(types) == 1 else ANY
+                if n in self.zero_lets:
+                    scope.consts[n] = 0
         rules: list[IR.RuleIR] = []
         seen_conj: list[tuple[frozenset[str], int]] = []
         otherwise_line: int | None = None
@@ -909,6 +1114,7 @@ class Checker:
             if tir is not None and d.name in self.tools:
                 self.tools[d.name] = {"parameters": tir.parameters, "writes": tir.writes}
                 tools.append(tir)
+        shown_tools, policy_sections, policy_text = self.prompt_budget()
         seed_steps, seed_scope = self.seed()
         if not cap.tasks:
             self.error(f"capability `{cap.name}` has no tasks", cap.span,
@@ -944,10 +1150,12 @@ class Checker:
             and isinstance(cap.description.parts[0], str) else "",
             domain=cap.domain, max_turns=max_turns,
             hint="".join(p for p in cap.hint.parts if isinstance(p, str)) if cap.hint else "",
-            spec_path=self.path, spec_sha256=hashlib.sha256(self.source.encode()).hexdigest(),
+            spec_path=self.path, spec_sha256=hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).hexdigest(),
             seed=seed_steps, tasks=tasks, tools=tools, rules=rules,
             levels=sorted({r.level for r in rules}, reverse=True),
             distractors=list(seen_d),
+            shown_tools=shown_tools, policy_sections=policy_sections, policy=policy_text,
+            compact_tools=cap.compact_tools,
         )
 
 
@@ -957,4 +1165,7 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     """Check a parsed capability against its domain; returns the IR (None on errors)."""
     checker = Checker(cap, source, path, domain)
     result = checker.run()
-    return result, checker.diags
+    extra = lint(cap, checker.text_of)
+    if any(d.severity == "error" for d in extra):
+        result = None
+    return result, checker.diags + extra

@@ -15,15 +15,19 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from tracec.domains.base import Domain, Tool, ToolError
-from tracec.runtime.lib import Unsatisfiable
+from tracec.domains.compact import compact_schema
+from tracec.domains.policy import excerpt as policy_excerpt
+from tracec.runtime.lib import Unsatisfiable, fmt
 from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
 from tracec.runtime.spaces import UnicodeText
+from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
 from tracec.runtime.world import copy_json, same_json, state_hash
 
 __all__ = [
+    "MAX_CALLS_PER_TURN",
     "MAX_WORLD_DRAWS",
     "Call",
     "Capability",
@@ -38,6 +42,7 @@ __all__ = [
 ]
 
 MAX_WORLD_DRAWS = 50
+MAX_CALLS_PER_TURN = 32  # more tool calls in one turn are one error observation
 
 
 def _make_encoder() -> Callable[[Any], str]:
@@ -118,6 +123,11 @@ class Capability:
     hint: str = ""
     spec_path: str = ""
     spec_sha256: str = ""
+    # prompt budget (`tools [...]`, `policy ...`, `compact_tools` in the spec)
+    tool_names: Sequence[str] | None = None  # the domain tools the agent is shown; None: all
+    policy_sections: Sequence[str] | None = None  # headings of the domain policy to keep
+    policy: str | None = None  # an inline policy text (replaces the domain's)
+    compact_tools: bool = False  # default rendering of the tool schemas
 
     @property
     def levels(self) -> list[float]:
@@ -125,21 +135,37 @@ class Capability:
         return [float(r.level) for r in self.rules]
 
     def all_tools(self) -> dict[str, Tool]:
-        """Domain tools followed by the inline tools (an inline tool overrides a domain one)."""
-        tools = dict(self.domain.tools)
+        """The agent's tools: the domain's (or the `tools [...]` subset, in domain order)
+        followed by the inline tools (an inline tool overrides a domain one)."""
+        if self.tool_names is None:
+            tools = dict(self.domain.tools)
+        else:
+            keep = set(self.tool_names)
+            tools = {n: t for n, t in self.domain.tools.items() if n in keep}
         tools.update({t.name: t for t in self.tools})
         return tools
+
+    def policy_text(self) -> str:
+        """The policy the agent is shown: inline text, an excerpt, or the domain's policy."""
+        if self.policy is not None:
+            return self.policy
+        if self.policy_sections is not None:
+            return policy_excerpt(self.domain.policy, self.policy_sections)
+        return self.domain.policy
 
 
 class _Toolbox:
     """Tools, validators and schemas of a capability, built once per class."""
 
-    def __init__(self, cap: Capability):
+    def __init__(self, cap: Capability, compact: bool = False):
         self.tools = cap.all_tools()
         self.validators: dict[str, Validator] = {
             n: compile_validator(n, t.parameters) for n, t in self.tools.items()
         }
         self.schemas = [t.openai_schema() for t in self.tools.values()]
+        if compact:
+            self.schemas = [compact_schema(s) for s in self.schemas]
+        self.policy = cap.policy_text()
         self.writes = frozenset(n for n, t in self.tools.items() if t.writes)
         self.ends = frozenset(cap.domain.ends_episode)
         self.names = ", ".join(self.tools)
@@ -174,19 +200,25 @@ class CapabilityEnv(gym.Env[str, str]):
 
     capability: ClassVar[Capability]
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
-    _toolboxes: ClassVar[dict[int, tuple[Capability, _Toolbox]]] = {}  # holds cap: ids stay unique
+    # holds cap, so ids stay unique
+    _toolboxes: ClassVar[dict[tuple[int, bool], tuple[Capability, _Toolbox]]] = {}
 
-    def __init__(self, render_mode: str | None = None, max_text_length: int = 1 << 20):
+    def __init__(self, render_mode: str | None = None, max_text_length: int = 1 << 20,
+                 compact_tools: bool | None = None):
+        """``compact_tools``: show compact tool schemas (None: the spec's `compact_tools`)."""
         if getattr(type(self), "capability", None) is None:
             raise TypeError(f"{type(self).__name__} must set the class attribute `capability`")
+        if compact_tools is not None and not isinstance(compact_tools, bool):
+            raise TypeError(f"compact_tools must be a bool or None, got {type(compact_tools).__name__}")
         self.render_mode = render_mode
         self.observation_space = UnicodeText(max_text_length)
         self.action_space = UnicodeText(max_text_length)
         cap = self.capability
-        key = id(cap)
+        self.compact_tools = cap.compact_tools if compact_tools is None else compact_tools
+        key = (id(cap), self.compact_tools)
         cached = CapabilityEnv._toolboxes.get(key)
         if cached is None:
-            cached = CapabilityEnv._toolboxes[key] = (cap, _Toolbox(cap))
+            cached = CapabilityEnv._toolboxes[key] = (cap, _Toolbox(cap, self.compact_tools))
         self._box = cached[1]
         self._task_names = [t.name for t in cap.tasks]
         self._done = True
@@ -199,8 +231,8 @@ class CapabilityEnv(gym.Env[str, str]):
     # ------------------------------------------------------------ prompts
 
     def system_prompt(self, hint: str | None = None) -> str:
-        """The system prompt: instructions, domain policy, and the hint when given."""
-        text = f"{INSTRUCTIONS}<policy>\n{self.capability.domain.policy}\n</policy>"
+        """The system prompt: instructions, the (excerpted) policy, and the hint when given."""
+        text = f"{INSTRUCTIONS}<policy>\n{self._box.policy}\n</policy>"
         if hint:
             text += f"\n<hint>\n{hint}\n</hint>"
         return text
@@ -229,22 +261,31 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def _draw(self, rng: random.Random, tdef: TaskDef, where: str) -> tuple[dict, TaskInstance]:
         cap = self.capability
+        last: Unsatisfiable | None = None
         for _ in range(MAX_WORLD_DRAWS):
             db = cap.domain.empty_db()
+            stage = "world generation"
             try:
                 seed_vars = cap.build_world(rng, db)
+                stage = f"task `{tdef.name}`"
                 inst = tdef.fn(rng, db, seed_vars)
-            except Unsatisfiable:
+            except Unsatisfiable as exc:
+                last = exc
                 continue
             except Exception as exc:
                 raise SpecRuntimeError(
-                    f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
+                    located(cap, exc, f"{cap.name}: {stage}", where)
+                    or f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
                 ) from exc
             return db, inst
-        raise SpecRuntimeError(
-            f"{cap.name}: task `{tdef.name}` is unsatisfiable at {where}: "
+        unsat = f"{cap.name}: task `{tdef.name}` is unsatisfiable"
+        at = located(cap, last, unsat, where, message=(
+            f"{unsat} at {where}: this `{str(last).split()[0]}` was empty in all "
+            f"{MAX_WORLD_DRAWS} worlds drawn ({last})")) if last is not None else None
+        raise SpecRuntimeError(at or (
+            f"{unsat} at {where}: "
             f"{MAX_WORLD_DRAWS} worlds drawn, a `pick`/`sample` was always empty"
-        )
+        ))
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for call in inst.gold:
@@ -254,6 +295,30 @@ class CapabilityEnv(gym.Env[str, str]):
                     f"{self.capability.name}: task `{inst.task}` at {where}: gold action "
                     f"{_describe_call(call)} fails: {bug or obs}"
                 )
+
+    def _probe_rules(self, inst: TaskInstance, where: str) -> None:
+        """Evaluate every reward rule on a failed and a gold-like outcome: a rule that raises is a
+        :class:`SpecRuntimeError` here, at reset, instead of at the episode's last ``step``."""
+        gold = [Call(c.name, c.arguments) for c in inst.gold]
+        texts = [" ".join(fmt(v) for v in inst.communicate.values())]
+        probes = (
+            Outcome(v=dict(inst.values)),
+            Outcome.from_calls(state_matches=True, gold=inst.gold, calls=gold, forbid=inst.forbid,
+                               writes=self._box.writes, texts=texts, v=dict(inst.values)),
+        )
+        for i, rule in enumerate(self.capability.rules):
+            for o in probes:
+                try:
+                    rule.cond(o)
+                    if rule.value is not None:
+                        float(rule.value(o))
+                except Exception as exc:  # noqa: BLE001 - located report of a spec bug
+                    raise SpecRuntimeError(
+                        located(self.capability, exc, f"{self.capability.name}: task "
+                                f"`{inst.task}`: reward rule {i + 1}", where)
+                        or f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
+                        f"{i + 1} `{rule.text}` fails: {type(exc).__name__}: {exc}"
+                    ) from exc
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
@@ -265,6 +330,7 @@ class CapabilityEnv(gym.Env[str, str]):
         initial, inst = self._draw(rng, tdef, where)
         gold_db = copy_json(initial)
         self._replay_gold(gold_db, inst, where)
+        self._probe_rules(inst, where)
         self.initial_db = initial  # the task's records (inst.values) point into this copy
         self.gold_db = gold_db
         self._gold_hash: str | None = None
@@ -316,16 +382,30 @@ class CapabilityEnv(gym.Env[str, str]):
         self.turn += 1
         ended_by: str | None = None
         try:
+            if len(action) > self.action_space.max_length:
+                raise ToolCallParseError(
+                    f"the turn has {len(action)} characters (at most {self.action_space.max_length})"
+                )
             parsed = parse_turn(action)
+            if len(parsed.calls) > MAX_CALLS_PER_TURN:
+                raise ToolCallParseError(
+                    f"{len(parsed.calls)} tool calls in one turn (at most {MAX_CALLS_PER_TURN})"
+                )
         except ToolCallParseError as exc:
             obs = f"Error: {exc}"
             self.messages.append({"role": "assistant", "content": action})
             self.messages.append({"role": "user", "content": obs})
         else:
-            if parsed.calls:
-                obs, ended_by = self._tool_turn(parsed.text, parsed.calls)
-            else:
-                obs, ended_by = self._text_turn(parsed.text)
+            try:
+                if parsed.calls:
+                    obs, ended_by = self._tool_turn(parsed.text, parsed.calls)
+                else:
+                    obs, ended_by = self._text_turn(parsed.text)
+            except Exception as exc:  # noqa: BLE001 - never raise out of step(): report the bug
+                bug = f"turn {self.turn} raised {type(exc).__name__}: {str(exc)[:200]}"
+                self.tool_bugs.append(bug)
+                obs, ended_by = f"Error: internal error: {bug}", None
+                self.messages.append({"role": "user", "content": obs})
         terminated = ended_by is not None
         truncated = not terminated and self.turn >= self.capability.max_turns
         reward = 0.0
@@ -396,21 +476,28 @@ class CapabilityEnv(gym.Env[str, str]):
     def _final(self, ended_by: str, truncated: bool) -> tuple[float, dict]:
         o = self.outcome()
         comm = all(mentioned(v, o.texts) for v in self.instance.communicate.values())
+        failed = None
         if truncated:
             reward, index = 0.0, None
         else:
             try:
                 reward, index = judge(self.capability.rules, o)
-            except Exception as exc:
-                raise SpecRuntimeError(
-                    f"{self.capability.name}: task `{self.instance.task}`: a reward rule failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            except Exception as exc:  # noqa: BLE001 - reset() probes the rules; never raise here
+                bug = (f"{self.capability.name}: task `{self.instance.task}`: a reward rule failed: "
+                       f"{type(exc).__name__}: {exc}")
+                self.tool_bugs.append(bug)
+                reward, index, failed = 0.0, None, bug
         rule = self.capability.rules[index] if index is not None else None
+        if rule is not None:
+            rule_text = rule.text
+        elif truncated:
+            rule_text = "truncated at max_turns"
+        else:
+            rule_text = failed or "no rule holds"
         return reward, {
             "reward": reward,
             "rule": index,
-            "rule_text": rule.text if rule else ("truncated at max_turns" if truncated else "no rule holds"),
+            "rule_text": rule_text,
             "state_matches": o.state_matches,
             "communicated": comm,
             "progress": o.progress,

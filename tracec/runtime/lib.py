@@ -45,6 +45,7 @@ __all__ = [
     "money",
     "pick",
     "randint",
+    "ref",
     "require",
     "round_",
     "sample",
@@ -161,7 +162,9 @@ def last_name(rng: Rng) -> str:
 
 
 def fresh_id(rng: Rng, prefix: str = "", digits: int = 6) -> str:
-    """``prefix`` followed by ``digits`` random digits."""
+    """``prefix`` followed by ``digits`` random digits (at most 32)."""
+    if not 0 <= digits <= 32:
+        raise ValueError(f"fresh_id needs 0 to 32 digits, got {digits}")
     return prefix + "".join(str(rng.randrange(10)) for _ in range(digits))
 
 
@@ -291,6 +294,17 @@ def fmt(x: Any) -> str:
     if x is None:
         return "none"
     return str(x)
+
+
+def ref(db: Mapping[str, Any], collection: str, record_id: Any, nullable: bool = False) -> Any:
+    """The record of ``db[collection]`` whose id is ``record_id`` (a domain reference such as
+    ``item.product``); ``None`` for a ``None`` id of a nullable reference."""
+    if record_id is None and nullable:
+        return None
+    records = db.get(collection) or {}
+    if record_id not in records:
+        raise LookupError(f"no record with id {record_id!r} in {collection}")
+    return records[record_id]
 
 
 def text(*parts: Any) -> str:

@@ -8,6 +8,10 @@ Accepted tool-call forms:
 * the whole turn being one bare JSON object ``{"name": ..., "arguments": {...}}``.
 
 Anything else is a plain message. ``<think>...</think>`` reasoning is dropped from the text.
+
+Hostile JSON is a :class:`ToolCallParseError`, never another exception: nesting deeper than
+:data:`MAX_DEPTH`, integers longer than :data:`MAX_INT_DIGITS` digits, ``NaN``/``Infinity`` and
+numbers that overflow to infinity.
 """
 
 from __future__ import annotations
@@ -21,7 +25,63 @@ OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
-_decode = json.JSONDecoder().decode
+MAX_DEPTH = 64  # nesting of arrays/objects in one tool call
+MAX_INT_DIGITS = 1000
+
+
+class _BadNumber(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _BadNumber(f"integer with {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _BadNumber(f"number {text[:40]} is out of range")
+    return value
+
+
+def _parse_constant(text: str) -> Any:
+    raise _BadNumber(f"{text} is not a valid JSON number")
+
+
+_decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+
+
+def _depth_ok(obj: Any) -> bool:
+    stack = [(obj, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            x = list(x.values())
+        elif not isinstance(x, list):
+            continue
+        if d > MAX_DEPTH:
+            return False
+        stack.extend((y, d + 1) for y in x if isinstance(y, (dict, list)))
+    return True
+
+
+def _decode(src: str) -> Any:
+    """``json`` decoding that fails only with :class:`json.JSONDecodeError` (message says why)."""
+    try:
+        obj = _decoder.decode(src)
+    except json.JSONDecodeError:
+        raise
+    except _BadNumber as exc:
+        raise json.JSONDecodeError(str(exc), src, 0) from None
+    except (RecursionError, MemoryError):
+        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", src, 0) from None
+    except ValueError as exc:  # e.g. int conversion limits
+        raise json.JSONDecodeError(str(exc).split(";")[0], src, 0) from None
+    if not _depth_ok(obj):
+        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", src, 0)
+    return obj
 
 
 class ToolCallParseError(ValueError):

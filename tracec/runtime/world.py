@@ -66,6 +66,9 @@ def add(rng: random.Random, domain: Domain, db: dict, kind: str, fields: Mapping
     return record
 
 
+MAX_SPAWN = 1000
+
+
 def spawn(
     rng: random.Random,
     domain: Domain,
@@ -74,7 +77,10 @@ def spawn(
     count: int,
     fields_fn: FieldsFn | None = None,
 ) -> list[dict]:
-    """``count`` new records of ``kind``; ``fields_fn()`` gives each one's fixed fields."""
+    """``count`` new records of ``kind`` (at most :data:`MAX_SPAWN`); ``fields_fn()`` gives
+    each one's fixed fields."""
+    if not 0 <= int(count) <= MAX_SPAWN:
+        raise ValueError(f"spawn of {count} {kind} records (0 to {MAX_SPAWN} allowed)")
     return [add(rng, domain, db, kind, fields_fn() if fields_fn else None) for _ in range(int(count))]
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class LoraSettings(BaseModel):
@@ -28,7 +30,7 @@ class TrainConfig(BaseModel):
     lora: LoraSettings = Field(default_factory=LoraSettings)
     group_size: int = Field(8, ge=2, description="G rollouts per env seed")
     groups_per_step: int = Field(4, ge=1, description="kept groups wanted per optimiser step")
-    steps: int = Field(50, ge=1)
+    steps: int = Field(50, ge=0, description="GRPO steps (0: only the SFT warm start, if any)")
     learning_rate: float = Field(2e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
@@ -46,7 +48,27 @@ class TrainConfig(BaseModel):
     updates_per_batch: int = Field(1, ge=1, description="optimiser passes over each rollout batch")
     micro_batch: int = Field(4, ge=1, description="sequences per forward/backward")
     gen_batch: int = Field(32, ge=1, description="sequences per generate() call")
+    rollout_engine: Literal["kv", "naive"] = Field(
+        "kv", description="kv: prefill shared prompts once, keep KV caches across turns; "
+        "naive: re-prefill every conversation each turn with generate()")
+    grad_checkpointing: bool | None = Field(
+        None, description="recompute activations in backward (None: only when needed to fit memory_gb)")
+    memory_gb: float | None = Field(
+        8.0, gt=0, description="RAM a step is planned to fit in (None: what is available)")
     checkpoint_every: int = Field(10, ge=1)
     seed: int = 0
     device: str = "cpu"
     vllm_server: str | None = Field(None, description="trl vllm-serve URL; generate there")
+    train_seeds: tuple[int, int] = Field((0, 10**9), description="env seeds [start, stop) training "
+                                         "draws from; must stay below the held-out 10^9")
+    warmup_sft: int = Field(0, ge=0, description="behaviour-cloning steps on oracle demos before GRPO")
+    sft_batch: int = Field(4, ge=1, description="oracle demonstrations per SFT step")
+    sft_lr: float = Field(2e-4, gt=0, description="SFT learning rate")
+    init_adapter: str | None = Field(None, description="start from this adapter's weights")
+
+    @model_validator(mode="after")
+    def _seeds_below_heldout(self) -> TrainConfig:
+        from tracec.targets.seeds import SeedRange, check_training_range
+
+        check_training_range(SeedRange(start=self.train_seeds[0], stop=self.train_seeds[1]))
+        return self

@@ -50,11 +50,31 @@ def batch_advantages(rewards: list[float], groups: list[int]) -> GroupAdvantages
     return GroupAdvantages(advantages, kept)
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Log-probability of each token given its prefix; shape ``[B, T]`` (position 0 is 0)."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
-    return torch.cat([torch.zeros_like(logp[:, :1]), logp], dim=1)
+def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``log_softmax(logits)[..., index]`` row by row as ``logit - logsumexp``, in fp32, without a
+    full-vocabulary log-probability tensor; ``logits`` ``[B, K, V]``, ``index`` ``[B, K]``."""
+    rows = []
+    for lg, ix in zip(logits, index):
+        lg = lg.float()
+        rows.append(lg.gather(-1, ix[:, None]).squeeze(-1) - torch.logsumexp(lg, dim=-1))
+    return torch.stack(rows)
+
+
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                   start: int = 1) -> torch.Tensor:
+    """Log-probability of each token given its prefix; shape ``[B, T]``, 0 before ``start``.
+
+    Only positions ``start-1 … T-2`` go through the LM head (``logits_to_keep``): pass the first
+    completion position of the batch as ``start`` and prompt positions cost no logits at all.
+    Rows are right-padded, so ``attention_mask`` may be None (causal attention never looks at
+    the padding after a row's last token)."""
+    width = input_ids.shape[1]
+    start = max(1, min(int(start), width))
+    if start == width:
+        return torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=width - start + 1)
+    logp = selective_log_softmax(out.logits[:, :-1], input_ids[:, start:])
+    return torch.cat([torch.zeros_like(logp[:, :1]).expand(-1, start), logp], dim=1)
 
 
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,

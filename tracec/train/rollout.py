@@ -131,18 +131,48 @@ def start_group(make_env: Callable[[], Any], seed: int, group: int, size: int, n
 class RolloutStats:
     gen_seconds: float = 0.0
     gen_tokens: int = 0
+    prefill_tokens: int = 0  # tokens forwarded by the model outside decode steps
+    decode_steps: int = 0
+    decode_rows: int = 0  # sum over decode steps of the batch size
+
+ENGINES = ("kv", "naive")
+
+
+def naive_budgets(episodes: list[Episode], active: list[int], gen_batch: int, max_new_tokens: int,
+                  max_total_tokens: int) -> dict[int, int]:
+    """Per-episode new-token budget of one round: the naive engine's rule (the longest sequence
+    of each ``gen_batch`` chunk of active episodes bounds the whole chunk)."""
+    out = {}
+    for start in range(0, len(active), gen_batch):
+        chunk = active[start: start + gen_batch]
+        longest = max(episodes[i].length for i in chunk)
+        budget = min(max_new_tokens, max(1, max_total_tokens - longest))
+        out.update({i: budget for i in chunk})
+    return out
 
 
 def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
                  max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
                  temperature: float, gen_batch: int, device: str = "cpu",
-                 stats: RolloutStats | None = None, generator: Generator | None = None) -> None:
+                 stats: RolloutStats | None = None, generator: Generator | None = None,
+                 engine: str = "kv", kv_rows: int | None = None) -> None:
     """Play all episodes to the end, batching generation across every active episode.
 
-    ``generator(prompts, max_new_tokens, temperature)`` replaces local sampling with ``model``
-    (e.g. :class:`tracec.train.vllm_gen.VLLMGenerator`)."""
+    ``engine="kv"`` (:mod:`tracec.train.kv_rollout`) prefills each distinct prompt once and keeps
+    every episode's KV cache across turns (``kv_rows`` rows per forward, default ``gen_batch``);
+    ``"naive"`` re-prefills each whole conversation every turn with ``generate()``. Both give the
+    same greedy tokens and the same sampling distribution. ``generator(prompts, max_new_tokens,
+    temperature)`` replaces local sampling with ``model`` (e.g.
+    :class:`tracec.train.vllm_gen.VLLMGenerator`) and takes precedence over ``engine``."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown rollout engine {engine!r} (choose from {', '.join(ENGINES)})")
     renderer = ChatRenderer(tokenizer)
     stats = stats if stats is not None else RolloutStats()
+    if generator is None and engine == "kv":
+        _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens,
+                max_total_tokens, max_turns, temperature, gen_batch, device, stats,
+                kv_rows or gen_batch)
+        return
     while True:
         active = [i for i, ep in enumerate(episodes) if not ep.done]
         if not active:
@@ -159,8 +189,39 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
                                     device)
             stats.gen_seconds += time.perf_counter() - t0
             stats.gen_tokens += sum(len(o) for o in outs)
+            stats.prefill_tokens += sum(len(p) for p in prompts)
+            stats.decode_steps += max((len(o) for o in outs), default=1) - 1
             for i, out in zip(chunk, outs):
                 _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
+
+
+def _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens, max_total_tokens,
+            max_turns, temperature, gen_batch, device, stats, kv_rows) -> None:
+    from tracec.train.kv_rollout import KVEngine
+
+    engine = KVEngine(model, tokenizer.pad_token_id, stop_ids, device, max_rows=kv_rows)
+    t0 = time.perf_counter()
+    for i, ep in enumerate(episodes):
+        if not ep.done:
+            engine.start(i, ep.prompt_ids)
+    stats.gen_seconds += time.perf_counter() - t0
+    while True:
+        active = [i for i, ep in enumerate(episodes) if not ep.done]
+        if not active:
+            break
+        budgets = naive_budgets(episodes, active, gen_batch, max_new_tokens, max_total_tokens)
+        t0 = time.perf_counter()
+        outs = engine.generate(active, [episodes[i].prompt_ids + episodes[i].completion_ids
+                                        for i in active], [budgets[i] for i in active], temperature)
+        stats.gen_seconds += time.perf_counter() - t0
+        stats.gen_tokens += sum(len(o) for o in outs)
+        for i, out in zip(active, outs):
+            _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
+            if episodes[i].done:
+                engine.finish(i)
+    stats.prefill_tokens += engine.stats.prefill_tokens
+    stats.decode_steps += engine.stats.decode_steps
+    stats.decode_rows += sum(engine.stats.decode_rows)
 
 
 def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],

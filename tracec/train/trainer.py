@@ -22,9 +22,11 @@ from typing import Any
 import torch
 
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
+from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
+from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
 SEED_STRIDE = 1_000_003
@@ -34,6 +36,9 @@ RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not d
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
+
+
+__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 
 class PromptTooLong(ValueError):
@@ -85,6 +90,11 @@ class GRPOTrainer:
         self.out = Path(out_dir)
         self.accelerator = accelerator
         self.tokenizer, model, self.model_path = build_policy(config)
+        self.sft_summary: dict[str, Any] | None = None
+        if config.init_adapter:  # e.g. continue from an SFT-only run
+            from tracec.train.sft import load_init_adapter
+
+            self.sft_summary = load_init_adapter(model, config.init_adapter, config)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -104,8 +114,11 @@ class GRPOTrainer:
             main = accelerator is None or accelerator.is_main_process
             self.generator = VLLMGenerator(config.vllm_server, self.stop_ids, weight_sync=main,
                                            device=self.device)
+        self.plan: MemoryPlan | None = None
+        self._checkpointing = False
         self.step = 0
         self.seed_cursor = 0
+        self.seeds_seen = (2**31, -1)
         self.metrics_path = self.out / "metrics.jsonl"
 
     # ------------------------------------------------------------------ helpers
@@ -122,8 +135,10 @@ class GRPOTrainer:
 
     def _next_seed(self) -> int:
         rank, world = self._rank
-        seed = self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank
+        start, stop = self.config.train_seeds  # training never reaches the held-out seeds
+        seed = start + (self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank) % (stop - start)
         self.seed_cursor += 1
+        self.seeds_seen = (min(self.seeds_seen[0], seed), max(self.seeds_seen[1], seed))
         return seed
 
     # ------------------------------------------------------------------ rollouts
@@ -144,14 +159,43 @@ class GRPOTrainer:
                 f"the env's first prompt is {longest} tokens, leaving no room under "
                 f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
                 f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
+        turns = cfg.max_turns or 4
+        guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
+        distinct = len({tuple(e.prompt_ids) for e in episodes})
+        self.plan = self._plan(longest, guess, distinct, len(episodes))
         policy = self.policy
         policy.eval()
         self._sync_generator()
         run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
                      max_new_tokens=cfg.max_new_tokens, max_total_tokens=self.max_total_tokens,
                      max_turns=cfg.max_turns, temperature=cfg.temperature, gen_batch=cfg.gen_batch,
-                     device=self.device, stats=stats, generator=self.generator)
+                     device=self.device, stats=stats, generator=self.generator,
+                     engine=cfg.rollout_engine, kv_rows=self.plan.kv_rows)
         return episodes
+
+    def _plan(self, prompt_tokens: int, episode_tokens: int, distinct: int, episodes: int) -> MemoryPlan:
+        """The memory plan for this step (raises :class:`MemoryBudgetError` before the work)."""
+        cfg = self.config
+        params = list(self.policy.parameters())
+        dtype_bytes = params[0].element_size() if params else 4
+        budget = memory_budget_bytes(cfg.memory_gb) if self.device == "cpu" else float("inf")
+        return plan_step(self.policy.config, sum(p.numel() for p in params),
+                         sum(p.numel() for p in params if p.requires_grad),
+                         prompt_tokens=prompt_tokens, episode_tokens=episode_tokens,
+                         distinct_prompts=distinct if cfg.rollout_engine == "kv" else 0,
+                         episodes=episodes if cfg.rollout_engine == "kv" else 0,
+                         gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
+                         grad_checkpointing=cfg.grad_checkpointing, budget=budget,
+                         dtype_bytes=dtype_bytes)
+
+    def _set_checkpointing(self, on: bool) -> None:
+        if on == self._checkpointing:
+            return
+        if on:
+            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            self.policy.gradient_checkpointing_disable()
+        self._checkpointing = on
 
     def _sync_generator(self) -> None:
         """Push the policy to the vLLM server once per optimiser step (main process)."""
@@ -184,7 +228,9 @@ class GRPOTrainer:
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
         kept = kept_batch(episodes)
+        t_update = time.perf_counter()
         update = self.update(kept)
+        update_s = time.perf_counter() - t_update
         self.step += 1
         rewards = [e.reward for e in sampled]
         n_groups = len({e.group for e in sampled})
@@ -206,6 +252,9 @@ class GRPOTrainer:
             "model_tokens": sum(e.model_tokens for e in sampled),
             "gen_tokens_per_s": stats.gen_tokens / stats.gen_seconds if stats.gen_seconds else 0.0,
             "gen_seconds": stats.gen_seconds,
+            "prefill_tokens": stats.prefill_tokens,
+            "decode_steps": stats.decode_steps,
+            "update_seconds": update_s,
             "step_seconds": elapsed,
             **update,
         }
@@ -223,6 +272,11 @@ class GRPOTrainer:
             normaliser = float(self.accelerator.reduce(total, "sum").item()) / world
         if normaliser == 0:
             return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
+        if rows:  # the real lengths are known now: check the update fits before running it
+            longest = max(len(r[0]) for r in rows)
+            prompt = min(len(e.base_prompt_ids) for e, _ in kept)
+            plan = self._plan(prompt, longest, 0, 0)
+            self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
         if not batches:  # this process kept nothing, others did: contribute a zero gradient
             batches = [[([self.tokenizer.pad_token_id] * 2, [0, 0], 0.0)]]
@@ -231,23 +285,23 @@ class GRPOTrainer:
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
             with torch.no_grad():
                 for b, rows_b in enumerate(batches):
-                    ids, attn, _, _ = self._pad(rows_b)
+                    ids, start, _, _ = self._pad(rows_b)
                     if cfg.updates_per_batch > 1:
-                        olds[b] = token_logprobs(self.model, ids, attn)
+                        olds[b] = token_logprobs(self.model, ids, None, start)
                     if cfg.beta > 0:
                         with self.policy.disable_adapter():
-                            refs[b] = token_logprobs(self.model, ids, attn)
+                            refs[b] = token_logprobs(self.model, ids, None, start)
         self.model.train()
         totals = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
         grad_norm = 0.0
         for _ in range(cfg.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
             for b, rows_b in enumerate(batches):
-                ids, attn, mask, advs = self._pad(rows_b)
+                ids, start, mask, advs = self._pad(rows_b)
                 last = b == len(batches) - 1  # DDP: one gradient sync per process and pass
                 sync = self.accelerator.no_sync(self.model) if (world > 1 and not last) else nullcontext()
                 with sync:
-                    logp = token_logprobs(self.model, ids, attn)
+                    logp = token_logprobs(self.model, ids, None, start)
                     old = olds[b] if olds[b] is not None else logp.detach()
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
@@ -266,15 +320,16 @@ class GRPOTrainer:
         return {**totals, "trained_tokens": int(normaliser), "grad_norm": grad_norm}
 
     def _pad(self, rows: list[tuple[list[int], list[int], float]]):
+        """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
         width = max(len(r[0]) for r in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
-        attn = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in rows],
-                            device=self.device)
+        trained = [r[1].index(1) for r in rows if 1 in r[1]]
+        start = min(trained) if trained else width
         mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
                             dtype=torch.float32)
         advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
-        return ids, attn, mask, advs
+        return ids, start, mask, advs
 
     # ------------------------------------------------------------------ checkpoints
     def _ckpt_dir(self) -> Path:
@@ -290,7 +345,7 @@ class GRPOTrainer:
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save({"torch": torch.get_rng_state(), "python": random.getstate()}, tmp / "rng.pt")
         state = {"step": self.step, "seed_cursor": self.seed_cursor,
-                 "config": self.config.model_dump(mode="json")}
+                 "config": self.config.model_dump(mode="json"), "sft": self.sft_summary}
         (tmp / "state.json").write_text(json.dumps(state, indent=1) + "\n")
         old = final.with_name("last.old")
         shutil.rmtree(old, ignore_errors=True)
@@ -324,6 +379,7 @@ class GRPOTrainer:
         random.setstate(rng["python"])
         self.step = int(state["step"])
         self.seed_cursor = int(state["seed_cursor"])
+        self.sft_summary = state.get("sft")
         self._truncate_metrics(self.step)
         return True
 
@@ -336,13 +392,20 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ the run
     def fit(self, resume: bool = False,
-            on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-        """Train to ``config.steps``; returns the last step's metrics."""
+            on_step: Callable[[dict[str, Any]], None] | None = None,
+            on_sft_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Warm start (``warmup_sft``) then GRPO to ``config.steps``; returns the last step's
+        metrics. A resumed run continues GRPO from its checkpoint (the warm start is in it)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        if resume:
-            self.load_checkpoint()
-        elif self.metrics_path.exists():
+        resumed = self.load_checkpoint() if resume else False
+        if not resume and self.metrics_path.exists():
             self.metrics_path.unlink()
+        if self.config.warmup_sft and not resumed:
+            from tracec.train.sft import warmup_sft
+
+            self.sft_summary = warmup_sft(self, on_sft_step)
+            if self.config.steps > 0 and (self.accelerator is None or self.accelerator.is_main_process):
+                self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
         last: dict[str, Any] = {}
         is_main = self.accelerator is None or self.accelerator.is_main_process
         while self.step < self.config.steps:
@@ -358,9 +421,10 @@ class GRPOTrainer:
             self.save_adapter(last)
         return last
 
-    def save_adapter(self, final_metrics: dict[str, Any]) -> Path:
-        """The stock peft folder plus ``tracec.json``."""
-        self.policy.save_pretrained(self.out)
+    def save_adapter(self, final_metrics: dict[str, Any], out: Path | None = None) -> Path:
+        """The stock peft folder plus ``tracec.json`` (in ``out``, default the run's folder)."""
+        out = self.out if out is None else out
+        self.policy.save_pretrained(out)
         meta = {
             "capability": self.env.capability,
             "env": self.env.name,
@@ -369,6 +433,10 @@ class GRPOTrainer:
             "config": self.config.model_dump(mode="json"),
             "steps_done": self.step,
             "metrics": final_metrics,
+            "seeds": {"train": list(self.config.train_seeds),
+                      "grpo_used": list(self.seeds_seen) if self.seeds_seen[1] >= 0 else None,
+                      "heldout_from": HELDOUT_START},
+            "sft": self.sft_summary,
         }
-        (self.out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
-        return self.out
+        (out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
+        return out

@@ -1,0 +1,122 @@
+"""First-prompt size of an env: what a model prefills before its first token.
+
+The first prompt is the system prompt (instructions + policy), the tool schemas and the user's
+first message, rendered with the Hermes/ChatML tool template tracec installs on local models
+(:data:`tracec.llm.tiny.CHAT_TEMPLATE`). With a tokenizer the size is exact; without one it is
+:func:`estimate_tokens`: rendered characters / :data:`CHARS_PER_TOKEN`, calibrated against
+SmolLM2-135M's tokenizer on the shipped envs (see docs/checks.md for the measured error).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Calibrated on the shipped envs (full and compact schemas) with SmolLM2-135M-Instruct's
+# tokenizer (`python benchmarks/prompt_size.py`): 3.63-3.98 characters per token, mean 3.79, so
+# the estimate errs by -4.5 % .. +4.9 % (docs/checks.md).
+CHARS_PER_TOKEN = 3.8
+DEFAULT_BUDGET = 4096
+SIZE_SEEDS = 8  # seeds whose first prompts are measured (the largest is reported)
+
+Counter = Callable[[list[dict], "list[dict] | None"], int]
+
+
+def render_chatml(messages: list[dict], tools: list[dict] | None) -> str:
+    """The first-turn rendering of :data:`CHAT_TEMPLATE` (system, user turns, assistant header).
+
+    Pure Python, so the compiler side can size prompts without transformers; a test keeps it
+    equal to the Jinja template's output.
+    """
+    sys_text = "You are a helpful assistant."
+    msgs = messages
+    if messages and messages[0]["role"] == "system":
+        sys_text, msgs = messages[0]["content"], messages[1:]
+    out = ["<|im_start|>system\n" + sys_text]
+    if tools:
+        out.append("\n\n# Tools\n\nYou may call one or more functions to assist with the user "
+                   "query.\n\nYou are provided with function signatures within <tools></tools> "
+                   "XML tags:\n<tools>")
+        for tool in tools:
+            out.append("\n" + json.dumps(tool, ensure_ascii=False))
+        out.append("\n</tools>\n\nFor each function call, return a json object with function name "
+                   "and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+                   "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+    out.append("<|im_end|>\n")
+    for m in msgs:
+        out.append(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n")
+    out.append("<|im_start|>assistant\n")
+    return "".join(out)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` estimated as characters / :data:`CHARS_PER_TOKEN`."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def estimate_counter(messages: list[dict], tools: list[dict] | None) -> int:
+    return estimate_tokens(render_chatml(messages, tools))
+
+
+def tokenizer_counter(tokenizer: Any) -> Counter:
+    """Exact counts with a transformers tokenizer (its chat template, tools included)."""
+
+    def count(messages: list[dict], tools: list[dict] | None) -> int:
+        text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
+                                             add_generation_prompt=True)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count
+
+
+@dataclass(frozen=True)
+class PromptSize:
+    """The largest first prompt over the measured seeds, and how it splits."""
+
+    tokens: int  # the whole first prompt
+    tool_tokens: int  # of which the tool schemas
+    tools: int  # number of tools shown
+    method: str  # "estimate" or the tokenizer's name
+
+    def to_dict(self) -> dict:
+        return {"tokens": self.tokens, "tool_tokens": self.tool_tokens, "tools": self.tools,
+                "method": self.method}
+
+
+def first_prompt_size(env: Any, count: Counter | None = None, seeds: int = SIZE_SEEDS,
+                      method: str = "estimate") -> PromptSize:
+    """Reset ``env`` on seeds 0..seeds-1 (no hint) and size the largest first prompt."""
+    count = count or estimate_counter
+    best = (0, 0)
+    tools: list[dict] = []
+    for seed in range(seeds):
+        _, info = env.reset(seed=seed)
+        messages, tools = info["messages"], info.get("tools") or []
+        total = count(messages, tools)
+        if total > best[0]:
+            best = (total, total - count(messages, None))
+    return PromptSize(tokens=best[0], tool_tokens=best[1], tools=len(tools), method=method)
+
+
+def measure_report(report: Any, cls: Any, count: Counter | None, method: str, budget: int) -> None:
+    """Fill ``report``'s prompt fields for env class ``cls``; warn when above ``budget``."""
+    sizes = {flag: first_prompt_size(cls(compact_tools=flag), count, method=method)
+             for flag in (False, True)}
+    shown = sizes[bool(cls.capability.compact_tools)]
+    report.prompt_tokens = shown.tokens
+    report.prompt_tool_tokens = shown.tool_tokens
+    report.prompt_tools = shown.tools
+    report.prompt_tokens_full = sizes[False].tokens
+    report.prompt_tokens_compact = sizes[True].tokens
+    report.prompt_method = method
+    report.prompt_budget = budget
+    if shown.tokens > budget:
+        how = "show fewer tools (`tools [...]`), a policy excerpt (`policy sections [...]`)"
+        if not cls.capability.compact_tools:
+            how += f" or compact tool schemas (`compact_tools`: {sizes[True].tokens} tokens)"
+        report.warnings.append(
+            f"first prompt is {shown.tokens} tokens ({method}), above the budget of {budget} "
+            f"(tool schemas: {shown.tool_tokens}); {how}")

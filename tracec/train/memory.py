@@ -1,0 +1,130 @@
+"""A RAM plan for one GRPO step, checked before the work that would run out of memory.
+
+The estimate is per tensor family (fp32 on CPU; the dtype's size on GPU):
+
+* weights: every parameter once, plus gradient and two AdamW moments for the trainable ones;
+* rollout (``kv`` engine): one KV copy per distinct prompt, each episode's own turns, and the
+  batch rows being decoded (``KV bytes/token × rows × tokens``);
+* update, per micro-batch of ``rows × T`` tokens: the activations autograd keeps
+  (:data:`ACT_FLOATS_PER_TOKEN_LAYER` floats per token and layer, all layers; with gradient
+  checkpointing one hidden state per layer plus one layer's worth being recomputed) and the
+  completion-only logits (3 copies: logits, their softmax in backward, the gradient).
+
+The constants were measured on SmolLM2-135M with torch 2.13 on CPU (benchmarks/README.md); they
+are deliberately a little high.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+from tracec.train.kv_rollout import kv_bytes_per_token
+
+GIB = 1024 ** 3
+ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN = 16  # × hidden size (norms, q/k/v/o, residuals, LoRA inputs)
+ACT_FLOATS_PER_TOKEN_LAYER_INTER = 5  # × intermediate size (gate, up, act, product, down input)
+LOGIT_COPIES = 3
+OVERHEAD = 0.6 * GIB  # interpreter, torch, tokenizer, env
+
+
+class MemoryBudgetError(RuntimeError):
+    """A setting whose step cannot fit the memory budget."""
+
+
+def memory_budget_bytes(memory_gb: float | None) -> float:
+    """The budget: ``memory_gb`` (default: the RAM available now) capped by the RAM available."""
+    available = _available_bytes()
+    if memory_gb is None:
+        return available
+    return min(memory_gb * GIB, available)
+
+
+def _available_bytes() -> float:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
+
+
+@dataclass
+class MemoryPlan:
+    weights: float
+    rollout: float
+    update: float
+    kv_rows: int
+    grad_checkpointing: bool
+    budget: float
+
+    @property
+    def total(self) -> float:
+        return OVERHEAD + self.weights + max(self.rollout, self.update)
+
+    def describe(self) -> str:
+        gb = {k: round(v / GIB, 2) for k, v in asdict(self).items() if isinstance(v, float)}
+        return (f"weights {gb['weights']} GiB, rollout {gb['rollout']} GiB ({self.kv_rows} rows), "
+                f"update {gb['update']} GiB (checkpointing {'on' if self.grad_checkpointing else 'off'}), "
+                f"total {self.total / GIB:.2f} GiB of {gb['budget']} GiB")
+
+
+def _text_config(model_config):
+    return model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
+
+
+def update_bytes(model_config, rows: int, tokens: int, completion: int, checkpointing: bool,
+                 dtype_bytes: int = 4) -> float:
+    """Peak bytes of one micro-batch's forward + backward (see the module doc)."""
+    cfg = _text_config(model_config)
+    hidden, layers = cfg.hidden_size, cfg.num_hidden_layers
+    inter = getattr(cfg, "intermediate_size", 4 * hidden)
+    per_layer = (ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN * hidden
+                 + ACT_FLOATS_PER_TOKEN_LAYER_INTER * inter) * dtype_bytes
+    n = rows * tokens
+    acts = n * (layers * hidden * dtype_bytes + per_layer) if checkpointing else n * layers * per_layer
+    logits = rows * completion * cfg.vocab_size * 4 * LOGIT_COPIES
+    return float(acts + logits)
+
+
+def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: int,
+              episode_tokens: int, distinct_prompts: int, episodes: int, gen_batch: int,
+              micro_batch: int, grad_checkpointing: bool | None, budget: float,
+              dtype_bytes: int = 4) -> MemoryPlan:
+    """Choose KV rows and checkpointing for the budget, or raise :class:`MemoryBudgetError`.
+
+    ``grad_checkpointing=None`` turns it on only when the update would not fit without it."""
+    kv = kv_bytes_per_token(model_config, dtype_bytes)
+    weights = float(n_params * dtype_bytes + n_trainable * 4 * 3)
+    completion = max(1, episode_tokens - prompt_tokens)
+    fixed_kv = kv * (distinct_prompts * prompt_tokens + episodes * completion)
+    ckpt_options = [grad_checkpointing] if grad_checkpointing is not None else [False, True]
+    update = 0.0
+    chosen = ckpt_options[-1]
+    for ckpt in ckpt_options:
+        update = update_bytes(model_config, micro_batch, episode_tokens, completion, ckpt, dtype_bytes)
+        chosen = ckpt
+        if OVERHEAD + weights + update <= budget:
+            break
+    free = budget - OVERHEAD - weights - fixed_kv
+    rows = max(1, min(gen_batch, int(free // max(1, kv * episode_tokens * 2))))  # 2: batch + copy
+    rollout = fixed_kv + rows * kv * episode_tokens * 2
+    plan = MemoryPlan(weights, float(rollout), update, rows, chosen, float(budget))
+    if plan.total > budget:
+        hints = []
+        if update > rollout:
+            hints += [f"--micro-batch {max(1, micro_batch // 2)}" if micro_batch > 1 else "",
+                      "" if chosen else "--grad-checkpointing"]
+        else:
+            hints += ["a smaller --group-size / --groups-per-step", "--hint-share 0"]
+        hints += ["a lower --max-new-tokens", "a compact env (fewer tool schemas)",
+                  "a larger --memory-gb if the machine has it"]
+        raise MemoryBudgetError(
+            f"a GRPO step on {episode_tokens}-token episodes needs about {plan.total / GIB:.1f} GiB "
+            f"({plan.describe()}); try {', '.join(h for h in hints if h)}")
+    return plan
