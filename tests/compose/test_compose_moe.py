@@ -252,3 +252,22 @@ def test_batched_equals_unbatched(composed):
             alone = composed.model.generate(input_ids=torch.tensor([p]), **kw).scores
             for step in range(3):
                 torch.testing.assert_close(both[step][row], alone[step][0], rtol=1e-4, atol=1e-4)
+
+
+def test_load_detects_an_edited_adapter_config(world, composed, tmp_path):
+    _, adapters = world
+    composed.save(tmp_path / "c")
+    meta = json.loads((tmp_path / "c" / "moe.json").read_text())
+    assert all(len(a["config_sha256"]) == 64 for a in meta["adapters"])
+    edited = tmp_path / "edited"
+    shutil.copytree(adapters[1], edited)
+    cfg = json.loads((edited / "adapter_config.json").read_text())
+    cfg["lora_alpha"] = cfg["lora_alpha"] * 4  # same weights, four times the delta
+    (edited / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ComposeError, match=r"adapter #1 \('beta_skill'\).*adapter_config.json changed"):
+        load_composed(tmp_path / "c", adapter_dirs=[adapters[0], edited])
+    # folders written before the config hash existed still load
+    for a in meta["adapters"]:
+        del a["config_sha256"]
+    (tmp_path / "c" / "moe.json").write_text(json.dumps(meta))
+    assert load_composed(tmp_path / "c").slots == composed.slots

@@ -281,6 +281,8 @@ def train_gates(cm: ComposedModel, examples: list[Example], cfg: ComposeTrainCon
     opt = torch.optim.AdamW(cm.gate_parameters(), lr=cfg.lr, weight_decay=0.0)
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.max_steps or per_epoch * cfg.epochs
+    # the warm-up covers at most half the run, so the routing used at inference trains too
+    warm_steps = 0 if cfg.warmup == "none" else min(cfg.warmup_steps, max(1, total // 2))
     stats = RoutingStats(cm.slots)
     metrics: list[dict] = []
     step = 0
@@ -291,7 +293,7 @@ def train_gates(cm: ComposedModel, examples: list[Example], cfg: ComposeTrainCon
             if step >= total:
                 break
             batch = {k: v.to(device) for k, v in batch.items()}
-            warm = step < cfg.warmup_steps and cfg.warmup != "none"
+            warm = step < warm_steps
             mode = ((cm.config.top_k, "dense") if cfg.warmup == "dense"
                     else (max(2, cm.config.top_k), cm.config.weighting))
             with (cm.routing_mode(*mode) if warm else contextlib.nullcontext()), \
@@ -358,8 +360,9 @@ def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: i
     """A rough upper estimate of one gate step's extra memory (activations + kept logits).
 
     Per decoder block the backward keeps its input (checkpointing) or all its activations
-    (~(6·d + 3·d_ff + heads·T) floats per token, the last term an unfused attention matrix);
-    checkpointing recomputes one block at a time. Kept logits cost ~3 × K × V floats.
+    (~(6·d + 3·d_ff) floats per token, plus 2·heads·T for the score matrix of eager attention;
+    SDPA's fused causal path, which right-padded batches take, keeps none); checkpointing
+    recomputes one block at a time. Kept logits cost ~3 × K × V floats.
     """
     cfg = cm.model.get_base_model().config if hasattr(cm.model, "get_base_model") else cm.model.config
     d = int(getattr(cfg, "hidden_size", cm.config.gate.hidden_size))
@@ -368,7 +371,8 @@ def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: i
     vocab = int(getattr(cfg, "vocab_size", 0) or 0)
     layers = cm.config.gate.layers
     tokens = batch_size * length
-    per_block = tokens * (6 * d + 3 * d_ff + 2 * heads * length)
+    eager = getattr(cfg, "_attn_implementation", "sdpa") == "eager"
+    per_block = tokens * (6 * d + 3 * d_ff + (2 * heads * length if eager else 0))
     saved = tokens * (d + 3 * len(cm.config.slots)) * layers
     acts = (saved + 2 * per_block) if checkpointing else layers * per_block
     return 4 * (acts + 3 * kept * vocab)
