@@ -24,7 +24,7 @@ from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import Call, Outcome, judge
 from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import STOP
-from tracec.runtime.world import copy_json, state_hash
+from tracec.runtime.world import state_hash
 
 NOOP_TEXT = "I'm sorry, I cannot help with that."
 SILENT_TEXT = "Done."
@@ -106,17 +106,27 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     """The reward the rules promise ``probe`` on the env's current task (env just reset)."""
     inst = env.instance
     box = env._box
-    db = copy_json(env.initial_db)
-    done: list[Call] = []
-    for c in probe.calls:
-        _, ok, _ = box.run(db, c.name, c.arguments)
-        if ok:
-            done.append(Call(c.name, c.arguments))
-            if c.name in box.ends:
-                break
+    gold = tuple(inst.gold)
+    if not probe.calls:  # nothing runs: the initial world, uncopied
+        done: list[Call] = []
+        matches = env.matches_gold(env.initial_db)
+    elif probe.calls == gold and not any(c.name in box.ends for c in gold[:-1]):
+        # the gold calls: reset() replayed them (each succeeded) into the gold world
+        done = [Call(c.name, c.arguments) for c in gold]
+        matches = True
+    else:
+        db = env.initial_copy()
+        done = []
+        for c in probe.calls:
+            _, ok, _ = box.run(db, c.name, c.arguments)
+            if ok:
+                done.append(Call(c.name, c.arguments))
+                if c.name in box.ends:
+                    break
+        matches = env.matches_gold(db)
     texts = [probe.text]
     o = Outcome.from_calls(
-        state_matches=env.matches_gold(db),
+        state_matches=matches,
         gold=inst.gold,
         calls=done,
         forbid=inst.forbid,
