@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -10,10 +11,12 @@ from typing import Any
 
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
+from tracec.checks.fidelity import fidelity
 from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.runtime.loader import env_class
+from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
 
 Progress = Callable[[int], None]  # called with the number of (seed, task) units just done
@@ -69,6 +72,22 @@ def _check_determinism(cls: EnvClass, seeds: list[int], problems: ProblemLog) ->
     return ok
 
 
+def hint_leak(inst: Any) -> str | None:
+    """How the task's hint gives away a gold call (its tool name and an argument value), if it
+    does: the model would learn to copy hints, and the target shows none."""
+    hint = inst.hint or ""
+    if not hint:
+        return None
+    for call in inst.gold:
+        if not re.search(rf"\b{re.escape(call.name)}\b", hint):
+            continue
+        for name, value in (call.args or {}).items():
+            text = fmt(value) if not isinstance(value, (list, dict)) else ""
+            if len(text) >= 3 and text in hint:
+                return f"the hint names `{call.name}` and its `{name}` ({text!r})"
+    return None
+
+
 def _fmt_rule(cap: Capability, index: int | None) -> str:
     if index is None:
         return "no rule"
@@ -105,6 +124,7 @@ def run_checks(
     seeds_with_variance = 0
     probes_ok = True
     env = cls()
+    hint_leaks: dict[str, str] = {}
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
@@ -116,6 +136,10 @@ def run_checks(
                 probes_ok = False
                 continue
             inst = env.instance
+            if tdef.name not in hint_leaks:
+                leak = hint_leak(inst)
+                if leak:
+                    hint_leaks[tdef.name] = f"task `{tdef.name}`: {leak} (seed {seed})"
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
             probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools)
@@ -190,6 +214,7 @@ def run_checks(
             problems.add(f"level:{i}", f"level {cap.rules[i].level:g} ({_fmt_rule(cap, i)}) is never "
                                        "reached by any probe")
     report.problems = problems.messages()
-    report.warnings = notes
+    report.warnings = notes + [f"hint leak: {w}" for w in hint_leaks.values()]
+    report.fidelity = fidelity(env).model_dump()
     report.seconds = round(time.perf_counter() - start, 3)
     return report
