@@ -6,8 +6,9 @@
 * ``silent_gold``: the gold calls without the report;
 * ``gold_minus_one``: the oracle without its last write call (last call when none writes);
 * ``forbidden`` (``forbidden_2``, ``forbidden_3``): the oracle plus one forbidden call, for
-  each of the task's first three forbids; a bare ``forbid tool`` is called with the gold
-  calls' arguments of the same names (skipped when a required argument has none).
+  each of the task's first three forbids (``tracec check`` rotates one probe through all of
+  them, seed by seed); a bare ``forbid tool`` is called with the gold calls' arguments of the
+  same names (skipped when a required argument has none).
 
 The expected reward judges the rules on an :class:`Outcome` built directly from the probe's
 calls replayed on a copy of the initial world; the actual reward comes from running the env.
@@ -80,8 +81,11 @@ def forbid_call(forbid: Call, gold: Sequence[Call], tools: Mapping[str, Any] | N
 
 
 def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str],
-                 tools: Mapping[str, Any] | None = None) -> list[Probe]:
-    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids)."""
+                 tools: Mapping[str, Any] | None = None, rotate: int | None = None) -> list[Probe]:
+    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids).
+
+    With ``rotate`` (the seed), one ``forbidden`` probe tries the task's forbids in turn, seed
+    by seed, instead of one probe per forbid on every seed."""
     gold = tuple(inst.gold)
     report = report_text(inst)
     probes = [
@@ -95,6 +99,8 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
         probes.append(Probe("gold_minus_one", minus, report, _turns(minus, report, ends)))
     body = tuple(c for c in gold if c.name not in ends)
     made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
+    if rotate is not None and made:
+        made = [made[rotate % len(made)]]
     for k, call in enumerate(made[:MAX_FORBID_PROBES]):
         calls = body + (call,)
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"

@@ -142,7 +142,7 @@ def run_checks(
                     hint_leaks[tdef.name] = f"task `{tdef.name}`: {leak} (seed {seed})"
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
-            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools)
+            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools, rotate=seed)
             for f in inst.forbid:
                 hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
                 if hit is not None:

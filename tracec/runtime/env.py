@@ -382,9 +382,23 @@ class CapabilityEnv(gym.Env[str, str]):
             raise RuntimeError("restart() needs a task: call reset() first")
         return self._start()
 
+    _db: dict | None = None
+
+    @property
+    def db(self) -> dict:
+        """The episode's world: a private copy of the initial world, made on first use (an
+        episode without tool calls, such as a plain refusal, never copies it)."""
+        if self._db is None:
+            self._db = self._frozen_initial.copy()
+        return self._db
+
+    @db.setter
+    def db(self, value: dict) -> None:
+        self._db = value
+
     def _start(self) -> tuple[str, dict]:
         inst = self.instance
-        self.db = self._frozen_initial.copy()
+        self._db: dict | None = None
         self.user = ScriptedUser(inst.replies)
         self.calls: list[Call] = []
         self.texts: list[str] = []
@@ -490,7 +504,7 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            state_matches=self.matches_gold(self.db),
+            state_matches=self.matches_gold(self._db if self._db is not None else self.initial_db),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,
