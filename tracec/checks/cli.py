@@ -78,9 +78,11 @@ def _prompt_counter(tokenizer: str | None, model: str | None):
             "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"
         ) from None
     try:
-        tok = load_tokenizer(resolve_model(name))
+        # a folder with only tokenizer files is enough here (no config.json needed)
+        folder = Path(name).expanduser()
+        tok = load_tokenizer(str(folder) if folder.is_dir() else resolve_model(name))
     except ModelNotPrepared as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"cannot load tokenizer {name!r}: {exc}") from None
     except ImportError:
         raise click.ClickException(
             "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"

@@ -108,6 +108,14 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     return probes
 
 
+def oracle_turns(env: CapabilityEnv) -> tuple[str, ...]:
+    """The oracle's turns on the env's current task: every gold call, then the report."""
+    cap = env.capability
+    writes = frozenset(t.name for t in cap.all_tools().values() if t.writes)
+    probes = build_probes(env.instance, writes, frozenset(cap.domain.ends_episode))
+    return next(p for p in probes if p.name == "oracle").turns
+
+
 def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     """The reward the rules promise ``probe`` on the env's current task (env just reset)."""
     inst = env.instance

@@ -12,7 +12,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tracec.lang import ast as A
 from tracec.lang.diagnostics import Diagnostic, Span, SpecError
 
-GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "tracec.lark"
+GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000
 MAX_NESTING = 60  # levels of nested expressions, types and literals
 MAX_NUMBER_CHARS = 40  # digits of a number literal (ints to 10**40; floats stay finite)

@@ -623,12 +623,14 @@ class Checker:
                            "domain's full policy", code="E245")
         elif pd is not None and self.domain is not None:
             sections = []
+            listed: set[str] = set()
             available = policy_md.headings(self.domain.policy)
+            idx = policy_md.index(self.domain.policy)  # parsed once: a spec may list many
             if not available:
                 self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
                            "give the text instead: policy \"...\"", code="E243")
             for heading, sp in zip(pd.sections or [], pd.section_spans):
-                found = policy_md.find(self.domain.policy, heading)
+                found = policy_md.find(self.domain.policy, heading, idx)
                 if not found:
                     if available:
                         dym = did_you_mean(heading, available)
@@ -638,10 +640,11 @@ class Checker:
                                    f"{dym} {listing}" if dym else listing, code="E244")
                     continue
                 canonical = found[0].heading
-                if canonical in sections:
+                if canonical in listed:
                     self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
                     continue
                 sections.append(canonical)
+                listed.add(canonical)
         return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
