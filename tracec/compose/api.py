@@ -1,8 +1,10 @@
-"""The library entry points of composition: train a router over adapters, load a composed model.
+"""The library entry points of composition: build, train and load composed models.
 
 ``tracec compose`` (:mod:`tracec.compose.cli`) and ``tracec run``'s compose stage
-(:mod:`tracec.pipeline.stages`) both call :func:`train_composed`; agents load composed models
-with :func:`load_composed`.
+(:mod:`tracec.pipeline.stages`) both train through :func:`train_composed`; agents load composed
+models with :func:`load_composed`. Routing decisions are made here, by the caller of the model:
+:func:`with_routers` attaches the per-trajectory and classifier routers that
+``ComposedModel.generate`` runs for those ``moe.json`` routing modes.
 """
 
 from __future__ import annotations
@@ -12,24 +14,26 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import torch
 
+from tracec.compose.classify import generate_classified
 from tracec.compose.model import (
     FORMAT,
     AdapterRef,
+    ClassifierSpec,
     ComposedModel,
     ComposeError,
     MoeConfig,
+    Routing,
     Weighting,
+    adapter_base_model,
     adapter_weights_file,
-    build_composed,
     compose,
     load_base,
     sha256_file,
 )
-from tracec.compose.routing import trajectory_picker
+from tracec.compose.routing import generate_per_trajectory
 from tracec.compose.training import (
     ComposeTrainConfig,
     RoutingStats,
@@ -40,7 +44,26 @@ from tracec.compose.training import (
     train_gates,
 )
 
-Routing = Literal["token", "trajectory"]
+
+def _trajectory(cm: ComposedModel, batch: list[list[dict]], tools: list[dict] | None,
+                max_new_tokens: int, temperature: float, seed: int | None) -> list[str]:
+    return generate_per_trajectory(cm, batch, tools, max_new_tokens, temperature, seed,
+                                   cm.config.trajectory_router)
+
+
+def _classifier(cm: ComposedModel, batch: list[list[dict]], tools: list[dict] | None,
+                max_new_tokens: int, temperature: float, seed: int | None) -> list[str]:
+    return generate_classified(cm, batch, tools, max_new_tokens, temperature, seed,
+                               cm.config.classifier)
+
+
+ROUTERS: dict[str, Callable[..., list[str]]] = {"trajectory": _trajectory, "classifier": _classifier}
+
+
+def with_routers(cm: ComposedModel) -> ComposedModel:
+    """``cm`` with the routers of every non-token routing mode attached."""
+    cm.routers.update(ROUTERS)
+    return cm
 
 
 @dataclass
@@ -69,13 +92,15 @@ class ComposeResult:
 def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: str | Path,
                    cfg: ComposeTrainConfig, *, data: list[str] | None = None,
                    base: str | None = None, top_k: int = 1, weighting: Weighting = "st",
-                   routing: Routing = "token", holdout: float = 0.1, device: str = "cpu",
+                   routing: Routing = "token", classifier: ClassifierSpec | dict | None = None,
+                   holdout: float = 0.1, device: str = "cpu",
                    on_start: Callable[[dict], None] | None = None,
                    on_step: Callable[[dict], None] | None = None) -> ComposeResult:
     """Train the gates over ``adapter_dirs`` on the successful ``rows`` (trajectories), save the
     composed model into ``out_dir`` (``moe.json``, ``gates.safetensors``, ``routing.json``,
     ``metrics.jsonl``, ``summary.json``) and measure assistant-token cross-entropy on the held-out
-    rows for the composed model and every single slot.
+    rows for the composed model and every single slot. ``routing`` (and ``classifier``, its
+    options) is the inference routing saved in ``moe.json``.
 
     ``on_start(info)`` gets the data counts and the step total before training; ``on_step(row)``
     each step's metrics. Raises :class:`ComposeError` for unusable inputs.
@@ -103,7 +128,8 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
                 on_step(row)
 
         metrics, stats = train_gates(cm, train_set, cfg, tok.pad_token_id, step)
-    cm.config = cm.config.model_copy(update={"routing": routing, "training": {
+    spec = ClassifierSpec.model_validate(classifier) if classifier is not None else cm.config.classifier
+    cm.config = cm.config.model_copy(update={"routing": routing, "classifier": spec, "training": {
         **cfg.model_dump(), "data": [str(d) for d in data or []], "trajectories": len(train_set),
         "held_out": len(held), "steps": len(metrics)}})
     cm.save(out)
@@ -120,6 +146,23 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
     return result
 
 
+def build_composed(adapter_dirs: list[str | Path], base: str | None = None, top_k: int = 1,
+                   weighting: Weighting = "st", device: str = "cpu",
+                   dtype: torch.dtype | None = None) -> ComposedModel:
+    """Load the base model named by the adapters (or ``base``) and compose the adapters."""
+    dirs = [Path(d).expanduser() for d in adapter_dirs]
+    for d in dirs:
+        adapter_weights_file(d)
+    if base is None:
+        bases = {adapter_base_model(d) for d in dirs}
+        if None in bases or len(bases) != 1:
+            found = ", ".join(sorted(str(b) for b in bases))
+            raise ComposeError(f"adapters name different or no base models ({found}); pass --base")
+        base = bases.pop()
+    model, tokenizer, _ = load_base(base, device, dtype)
+    return with_routers(compose(model, dirs, base, top_k, weighting, tokenizer))
+
+
 def _resolve_adapter_path(ref: AdapterRef, composed_dir: Path) -> Path:
     path = Path(ref.path)
     if not path.is_absolute():
@@ -131,7 +174,7 @@ def _resolve_adapter_path(ref: AdapterRef, composed_dir: Path) -> Path:
 
 def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dtype | None = None,
                   adapter_dirs: list[str | Path] | None = None,
-                  routing: Literal["token", "trajectory"] | None = None) -> ComposedModel:
+                  routing: Routing | None = None) -> ComposedModel:
     """Load a composed model saved by :meth:`ComposedModel.save`; verifies adapter hashes/order.
 
     ``routing`` overrides moe.json's routing mode (per token or one adapter per trajectory).
@@ -159,6 +202,13 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
             why = (f"it is adapter {other[0]!r}: the order differs from moe.json" if other
                    else "the weights changed since composition")
             raise ComposeError(f"adapter #{i} ({ref.name!r}) at {path}: sha256 mismatch — {why}")
+        if ref.config_sha256 is not None:
+            found_cfg = sha256_file(path / "adapter_config.json")
+            if found_cfg != ref.config_sha256:
+                raise ComposeError(
+                    f"adapter #{i} ({ref.name!r}) at {path}: adapter_config.json changed since "
+                    "composition (sha256 mismatch; rank, alpha or target modules may differ) — "
+                    "restore it or compose again")
         refs.append(ref.model_copy(update={"path": str(path.resolve())}))
     model, tokenizer, _ = load_base(config.base_model, device, dtype)
     composed = compose(model, paths, config.base_model, config.top_k, config.weighting, tokenizer, refs)
@@ -168,8 +218,4 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
     if missing or unexpected:
         raise ComposeError(f"{root / 'gates.safetensors'}: gate tensors do not match "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    if composed.config.routing == "trajectory":  # the routing decision is made here, not in the model
-        composed.slot_picker = trajectory_picker(composed.config.trajectory_router)
-    return composed
-
-
+    return with_routers(composed)

@@ -92,18 +92,22 @@ def pick_slots(cm: ComposedModel, batch_messages: list[list[dict]], tools: list[
     return [decide(cm, messages, tools, method).slot for messages in batch_messages]
 
 
-def trajectory_picker(method: Method = "gate"):
-    """A ``ComposedModel.slot_picker`` routing every conversation to one adapter."""
-    return lambda cm, batch_messages, tools: pick_slots(cm, batch_messages, tools, method)
-
-
 def generate_per_trajectory(cm: ComposedModel, batch_messages: list[list[dict]],
                             tools: list[dict] | None = None, max_new_tokens: int = 256,
                             temperature: float = 0.0, seed: int | None = None,
                             method: Method = "gate") -> list[str]:
     """Like ``ComposedModel.generate``, but every conversation uses the one adapter its prompt picks."""
-    return cm.generate_slots(batch_messages, pick_slots(cm, batch_messages, tools, method), tools,
-                             max_new_tokens, temperature, seed)
+    groups: dict[int, list[int]] = {}
+    for i, slot in enumerate(pick_slots(cm, batch_messages, tools, method)):
+        groups.setdefault(slot, []).append(i)
+    out = [""] * len(batch_messages)
+    for slot, idx in sorted(groups.items()):
+        with cm.forced(slot):
+            texts = cm.generate_tokenwise([batch_messages[i] for i in idx], tools, max_new_tokens,
+                                          temperature, seed)
+        for i, t in zip(idx, texts):
+            out[i] = t
+    return out
 
 
 def _device(cm: ComposedModel) -> torch.device:
