@@ -28,6 +28,8 @@ import torch
 from pydantic import BaseModel, Field
 from torch import nn
 
+from tracec import files
+
 FORMAT = "tracec-moe/1"
 NONE_SLOT = "<none>"
 WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
@@ -126,10 +128,7 @@ def describe_adapter(adapter_dir: str | Path) -> AdapterRef:
     weights = adapter_weights_file(path)
     meta: dict[str, Any] = {}
     if (path / "tracec.json").is_file():
-        try:
-            meta = json.loads((path / "tracec.json").read_text())
-        except json.JSONDecodeError as exc:
-            raise ComposeError(f"{path / 'tracec.json'}: invalid JSON ({exc})") from None
+        meta = files.read_json(path / "tracec.json", "adapter metadata", error=ComposeError)
     capability = meta.get("capability") if isinstance(meta, dict) else None
     return AdapterRef(
         name=str(capability or path.name),
@@ -678,10 +677,7 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
 
 
 def _check_adapter_config(path: Path) -> None:
-    try:
-        cfg = json.loads((path / "adapter_config.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ComposeError(f"{path}/adapter_config.json: {exc}") from None
+    cfg = files.read_json(path / "adapter_config.json", "adapter config", expect=dict, error=ComposeError)
     if cfg.get("peft_type", "LORA") != "LORA":
         raise ComposeError(f"{path}: a {cfg.get('peft_type')} adapter; only LoRA adapters compose")
     if cfg.get("use_dora"):

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel
 
+from tracec import files
 from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
 
 Method = Literal["gate", "describe"]
@@ -168,6 +169,6 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
 
 def weights_from_routing(routing_json: str | Path) -> list[float]:
     """Merge weights from a composed model's ``routing.json``: each adapter's token share."""
-    data = json.loads(Path(routing_json).read_text())
+    data = files.read_json(routing_json, "routing file", expect=dict, error=ComposeError)
     overall = data["overall"]
     return [float(x) for x in overall[1:]]

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tracec import files
+
 ENV_VAR = "TRACEC_TAU2_DATA"
 DOMAINS = ("airline", "retail")
 SPLITS = ("base", "train", "test")
@@ -130,13 +132,7 @@ def domain_dir(data_dir: Path, domain: str) -> Path:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    return files.read_json(path, "τ² data file", error=DataError)
 
 
 def load_tasks(data_dir: Path, domain: str, tasks_file: str = "tasks.json") -> list[Task]:

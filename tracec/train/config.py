@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
+SEED_STRIDE = 1_000_003
+
 
 class LoraSettings(BaseModel):
     """LoRA adapter shape."""

@@ -138,7 +138,7 @@ def demo_seed(train_seeds: SeedRange, run_seed: int, k: int, stride: int) -> int
 def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """``config.warmup_sft`` optimiser steps of behaviour cloning on ``trainer.policy``; returns a
     summary for ``tracec.json`` and writes one line per step to ``OUT/sft_metrics.jsonl``."""
-    from tracec.train.trainer import SEED_STRIDE
+    from tracec.train.config import SEED_STRIDE
 
     cfg = trainer.config
     if trainer.accelerator is not None and trainer.accelerator.num_processes > 1:

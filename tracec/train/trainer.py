@@ -23,14 +23,13 @@ import torch
 
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
-from tracec.train.config import TrainConfig
+from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.harness.resolve import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
 from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_retention, memory_budget_bytes,
                                  plan_step)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
-SEED_STRIDE = 1_000_003
 CHECKPOINTS = "checkpoints"
 RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not depend on them
 
