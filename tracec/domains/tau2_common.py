@@ -140,6 +140,10 @@ class Layout:
 
 def conform(value: Any, t: T, layout: Layout) -> Any:
     """``value`` in τ²'s ``model_dump()`` shape: declared key order, floats, null defaults."""
+    if not isinstance(value, (dict, list)):  # a leaf: only an int where a float belongs changes
+        if isinstance(value, int) and not isinstance(value, bool) and t == FLOAT:
+            return float(value)
+        return value
     if isinstance(t, ObjT) and isinstance(value, dict):
         nullable = layout.nullable.get(t.name, frozenset())
         out = {}
