@@ -402,7 +402,7 @@ def split(examples: list[Example], holdout: float, seed: int) -> tuple[list[Exam
         return examples, []
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
-    n = max(1, int(round(len(examples) * holdout)))
+    n = max(1, round(len(examples) * holdout))
     held = set(order[:n])
     return ([e for i, e in enumerate(examples) if i not in held],
             [e for i, e in enumerate(examples) if i in held])
