@@ -17,7 +17,6 @@ from tracec.train.moe_classify import (
     label_order,
     label_prompt,
     label_scores,
-    likelihood_scores,
     select,
 )
 
