@@ -661,10 +661,16 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
     w.at = (task.line, 0)
+    looped = any(isinstance(c, IR.GoldForIR) for c in task.gold)
+    if looped:
+        _gen_gold_loops(w, gen, task.gold)
     w("return TaskInstance(", 1)
     w(f"task={pystr(task.name)},", 2)
     w("user=user_text,", 2)
-    w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
+    if looped:
+        w("gold=gold_calls,", 2)
+    else:
+        w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
     comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
     w.call_block("communicate={", comm, 2, tail="},")
     forbid = []
@@ -700,6 +706,27 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     w(f"distractors={_tuple(names)},", 2)
     w(")", 1)
     w.at = None
+
+
+def _gen_gold_loops(w: Writer, gen: ExprGen, gold: list[Any]) -> None:
+    """`gold_calls`, built in order: runs of plain calls, and a loop per `for` in `gold`."""
+    w("gold_calls = []", 1)
+    run: list[Any] = []
+
+    def flush() -> None:
+        if run:
+            w.call_block("gold_calls += [", _call_list(gen, run), 1, tail="]")
+            run.clear()
+
+    for item in gold:
+        if isinstance(item, IR.GoldForIR):
+            flush()
+            w(f"for {item.var} in {gen.gen(item.iter, _PREC['or'])}:", 1)
+            w.call_block("gold_calls += [", _call_list(gen.with_var(item.var), item.calls), 2,
+                         tail="]")
+        else:
+            run.append(item)
+    flush()
 
 
 def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,

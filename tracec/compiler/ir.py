@@ -48,6 +48,15 @@ class CallIR(IRModel):
     writes: bool = False
 
 
+class GoldForIR(IRModel):
+    """`for var in iter { calls }` in `gold`."""
+
+    kind: Literal["for"] = "for"
+    var: str
+    iter: Expr
+    calls: list[CallIR] = []
+
+
 class ForbidIR(IRModel):
     tool: str
     args: list[KwArg] | None = None
@@ -114,7 +123,7 @@ class TaskIR(IRModel):
     seed_vars_used: list[str] = []
     lets: list[Let] = []
     user: Text
-    gold: list[CallIR] = []
+    gold: list[Union[CallIR, GoldForIR]] = []
     communicate: list[CommunicateIR] = []
     forbid: list[ForbidIR] = []
     replies: list[ReplyIR] = []
