@@ -26,7 +26,7 @@ class SeedSpawn(IRModel):
     name: str
     entity: str
     count: Expr
-    fields: list[FieldAssign] = []
+    fields: list[Union[FieldAssign, Let]] = []  # a `let`: a per-record value for later fields
     line: int
 
 

@@ -188,7 +188,7 @@ class SeedStmt(Node):
 
     name: str
     value: Expr
-    fields: list[FieldAssign] | None = None
+    fields: list[Union[FieldAssign, "Let"]] | None = None  # `let`s: per-record values
 
 
 class ToolCallAst(Node):

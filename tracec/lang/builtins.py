@@ -210,5 +210,5 @@ PREDICATE_FUNCS = {"communicated", "called", "fraction"}
 RESERVED = {
     "rng", "db", "v", "o", "rt", "DOMAIN", "RULES", "TOOLS", "CAPABILITY", "Call", "Capability",
     "CapabilityEnv", "Outcome", "Reply", "Rule", "TaskDef", "TaskInstance", "Tool", "user_text",
-    "annotations", "next", "iter", "list", "dict", "gold_calls",
+    "annotations", "next", "iter", "list", "dict",
 }

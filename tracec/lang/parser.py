@@ -350,8 +350,9 @@ class _Builder:
             span=_span_of(name),
         )
 
-    def field_block(self, tree: Tree) -> list[A.FieldAssign]:
-        return [self.field_assign(c) for c in tree.children if isinstance(c, Tree)]
+    def field_block(self, tree: Tree) -> list[Any]:
+        return [self.let(c) if c.data == "let_stmt" else self.field_assign(c)
+                for c in tree.children if isinstance(c, Tree)]
 
     def field_assign(self, tree: Tree) -> A.FieldAssign:
         name, value = tree.children

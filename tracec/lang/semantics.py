@@ -769,7 +769,7 @@ class Checker:
                             too_many = True
                             self.error(f"the seed generates up to {records} records (at most "
                                        f"{MAX_WORLD_RECORDS} in all)", count.span, code="E186")
-                fields = self.record_fields(kind, st.fields or [], scope)
+                fields = self.record_fields(kind, st.fields or [], scope, allow_lets=True)
                 steps.append(IR.SeedSpawn.model_construct(name=st.name, entity=kind, count=count, fields=fields,
                                           line=st.span.line))
                 scope.names[st.name] = ListT(EntityT(kind))
@@ -814,12 +814,23 @@ class Checker:
                 return name, value.index
         return None
 
-    def record_fields(self, kind: str, fields: list[A.FieldAssign], scope: Scope
-                      ) -> list[A.FieldAssign]:
+    def record_fields(self, kind: str, fields: list[Any], scope: Scope,
+                      allow_lets: bool = False) -> list[Any]:
         known = self.entity_fields(kind)
         seen: set[str] = set()
+        local = Scope("comp", scope) if any(isinstance(f, A.Let) for f in fields) else scope
         for f in fields:
-            t = self.expr(f.value, scope)
+            if isinstance(f, A.Let):  # a per-record value the fields after it use
+                if not allow_lets:
+                    self.error("`let` in a field block is only for `seed` records", f.span,
+                               "compute the value with `let` in the task instead", code="E186")
+                self.check_binding(f.name, f.span, "variable")
+                if local.lookup(f.name) is not None:
+                    self.error(f"`{f.name}` hides the variable of the same name", f.span,
+                               "choose another name", code="E191")
+                local.names[f.name] = self.expr(f.value, local)
+                continue
+            t = self.expr(f.value, local)
             if f.name in seen:
                 self.error(f"field `{f.name}` set twice", f.span, code="E184")
             seen.add(f.name)
