@@ -139,7 +139,15 @@ class Layout:
 
 
 def conform(value: Any, t: T, layout: Layout) -> Any:
-    """``value`` in τ²'s ``model_dump()`` shape: declared key order, floats, null defaults."""
+    """``value`` in τ²'s ``model_dump()`` shape: declared key order, floats, null defaults.
+
+    Runs a plan compiled once per (type, layout) (world generation conforms every record);
+    :func:`conform_plain` is the reference it must equal."""
+    return _plan(t, layout)(value)
+
+
+def conform_plain(value: Any, t: T, layout: Layout) -> Any:
+    """The straightforward recursive form of :func:`conform`."""
     if not isinstance(value, (dict, list)):  # a leaf: only an int where a float belongs changes
         if isinstance(value, int) and not isinstance(value, bool) and t == FLOAT:
             return float(value)
@@ -150,18 +158,86 @@ def conform(value: Any, t: T, layout: Layout) -> Any:
         for name, ft in t.fields:
             if name in value:
                 v = value[name]
-                out[name] = None if v is None and name in nullable else conform(v, ft, layout)
+                out[name] = None if v is None and name in nullable else conform_plain(v, ft, layout)
             elif name in nullable:
                 out[name] = None
         out.update({k: v for k, v in value.items() if k not in out})
         return out
     if isinstance(t, MapT) and isinstance(value, dict):
-        return {k: conform(v, t.value, layout) for k, v in value.items()}
+        return {k: conform_plain(v, t.value, layout) for k, v in value.items()}
     if isinstance(t, ListT) and isinstance(value, list):
-        return [conform(v, t.elem, layout) for v in value]
-    if t == FLOAT and isinstance(value, int) and not isinstance(value, bool):
+        return [conform_plain(v, t.elem, layout) for v in value]
+    return value
+
+
+_PLANS: dict[tuple[int, int], tuple[T, Layout, Callable[[Any], Any]]] = {}
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _to_float(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _plan(t: T, layout: Layout) -> Callable[[Any], Any]:
+    entry = _PLANS.get((id(t), id(layout)))
+    if entry is not None and entry[0] is t and entry[1] is layout:
+        return entry[2]
+    plan = _build_plan(t, layout)
+    _PLANS[(id(t), id(layout))] = (t, layout, plan)
+    return plan
+
+
+def _build_plan(t: T, layout: Layout) -> Callable[[Any], Any]:
+    if isinstance(t, ObjT):
+        nullable = layout.nullable.get(t.name, frozenset())
+        steps = [(name, _plan(ft, layout), name in nullable) for name, ft in t.fields]
+        null_names = [name for name, _ in t.fields if name in nullable]
+
+        def obj(value: Any) -> Any:
+            if not isinstance(value, dict):
+                return value
+            out = {}
+            found = 0
+            for name, sub, null in steps:
+                if name in value:
+                    found += 1
+                    v = value[name]
+                    out[name] = None if v is None and null else sub(v)
+                elif null:
+                    out[name] = None
+            if found < len(value):
+                out.update({k: v for k, v in value.items() if k not in out})
+            return out
+
+        return obj if t.fields or null_names else _generic(t, layout)
+    if isinstance(t, MapT):
+        sub = _plan(t.value, layout)
+
+        def mapping(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: sub(v) for k, v in value.items()}
+            return value
+
+        return mapping
+    if isinstance(t, ListT):
+        sub = _plan(t.elem, layout)
+
+        def seq(value: Any) -> Any:
+            if isinstance(value, list):
+                return [sub(v) for v in value]
+            return value
+
+        return seq
+    return _to_float if t == FLOAT else _identity
+
+
+def _generic(t: T, layout: Layout) -> Callable[[Any], Any]:
+    return lambda value: conform_plain(value, t, layout)
 
 
 _PRIM_OK: dict[Prim, Callable[[Any], bool]] = {
