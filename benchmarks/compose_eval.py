@@ -93,16 +93,17 @@ def main() -> None:
         for b in names[i + 1:]:
             pairs[f"{b} − {a}"] = compare_runs(runs[a], runs[b])
     singles = [n for n in names if n.startswith("adapter ")]
-    lines = [f"# Composition benchmark ({args.tasks} held-out seeds per env: {', '.join(envs)})", "",
-             "| model | " + " | ".join(envs) + " | union |", "|---|" + "---:|" * (len(envs) + 1)]
     first = pairs[f"{names[1]} − {names[0]}"]
+    groups = [g["group"] for g in first["groups"]]  # the env ids the runs recorded
+    lines = [f"# Composition benchmark ({args.tasks} held-out seeds per env: {', '.join(envs)})", "",
+             "| model | " + " | ".join(groups) + " | union |", "|---|" + "---:|" * (len(groups) + 1)]
     rates = {names[0]: {g["group"]: g["pass_rate_a"] for g in first["groups"]} | {
         "all": first["overall"]["pass_rate_a"]}}
     for n in names[1:]:
         cmp = pairs[f"{n} − {names[0]}"]
         rates[n] = {g["group"]: g["pass_rate_b"] for g in cmp["groups"]} | {"all": cmp["overall"]["pass_rate_b"]}
     for n in names:
-        lines.append(f"| {n} | " + " | ".join(f"{rates[n].get(e, float('nan')):.2f}" for e in envs)
+        lines.append(f"| {n} | " + " | ".join(f"{rates[n][g]:.2f}" for g in groups)
                      + f" | {rates[n]['all']:.2f} |")
     lines += ["", "| comparison (B − A) | pass-rate difference on the union | 95 % CI | within noise |",
               "|---|---:|---|---|"]

@@ -99,7 +99,7 @@ def main() -> None:
         adapters = [make_adapter(base, Path(tmp) / name, name, spec["r"], spec["targets"], spec["seed"],
                                  scale=args.lora_scale) for name, spec in ADAPTER_SPECS.items()]
         cm = build_composed(adapters)
-        tok, pad = cm.tokenizer, cm.tokenizer.pad_token_id
+        pad = cm.tokenizer.pad_token_id
         writers = [1 if i % 2 == 0 else 2 for i in range(args.n)]
         encoded = list(zip(writer_examples(cm, writers), writers))
         train = [e for i, (e, _) in enumerate(encoded) if i % 4 < 2]

@@ -90,7 +90,7 @@ def main() -> None:
                "--max-length", str(args.max_length), "--batch-size", "1", "--json", *args.extra]
         t0 = time.perf_counter()
         limit = int(args.limit_gib * 2**30) if args.limit_gib else None
-        proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=(
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, preexec_fn=(
             (lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))) if limit else None))
         seconds = time.perf_counter() - t0
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

@@ -18,7 +18,6 @@ from tracec.compose.classify import (
     label_order,
     label_prompt,
     label_scores,
-    likelihood_scores,
     select,
 )
 

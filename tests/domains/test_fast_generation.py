@@ -62,3 +62,24 @@ def test_state_hash_canonical_floats() -> None:
     assert state_hash({"x": 0.1 + 0.2}) == state_hash({"x": 0.3})
     assert state_hash({"x": 1.5}) != state_hash({"x": 1.25})
     assert state_hash({"x": "100.0"}) != state_hash({"x": 100})
+
+
+def test_compiled_conform_equals_the_plain_recursion() -> None:
+    import json
+
+    from tracec.domains import retail, tau2_common as common
+
+    for mod in (airline, retail):
+        for seed in range(10):
+            rng = random.Random(seed)
+            db = mod.DOMAIN.empty_db()
+            for kind in mod.DOMAIN.entities.values():
+                for _ in range(3):
+                    kind.add(db, kind.generate(rng, db, {}))
+            for coll, t in mod.RECORD_TYPES.items():
+                for record in db[coll].values():
+                    odd = {**record, "extra": 1}  # unknown keys are kept, after the known ones
+                    for value in (record, odd, [record], "text", 3):
+                        fast = common.conform(value, t, mod.LAYOUT)
+                        plain = common.conform_plain(value, t, mod.LAYOUT)
+                        assert json.dumps(fast) == json.dumps(plain)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+
 import torch
 from pydantic import BaseModel
 
@@ -63,8 +64,7 @@ def descriptions(cm: ComposedModel) -> list[str]:
 
 def label_prompt(task: str, options: list[str]) -> list[dict]:
     """The multiple-choice prompt; options are [none, adapter 1, …], shown adapters first."""
-    order = list(range(1, len(options))) + [0]
-    lines = [f"{LABELS[i]}. {options[slot]}" for i, slot in enumerate(order)]
+    lines = [f"{LABELS[i]}. {options[slot]}" for i, slot in enumerate(label_order(len(options)))]
     text = ("Which capability does this customer-service task need most?\n\n"
             f"Task:\n{task}\n\nOptions:\n" + "\n".join(lines)
             + "\n\nAnswer with the letter of one option.")

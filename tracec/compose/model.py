@@ -3,9 +3,9 @@
 The base model and N capability adapters are loaded through peft and frozen. Every decoder block
 gets a gate over its (detached, RMS-normalised) input hidden state with N+1 slots: slot 0 is
 "no adapter", slot i>0 is adapter i-1. Gates are zero-initialised, so at start every token ties
-and goes to slot 0 (the composed model equals the base model); gate training starts them with a
-short dense warm-up (or another measured option, see ``moe_train``) so the experts get a gradient. Each LoRA linear layer of that
-block then outputs ``base(x) + Σ_i w_i · s_i · B_i A_i x`` over the selected experts, computed as
+and goes to slot 0 (the composed model equals the base model); gate training starts with a
+short dense warm-up (or another measured option, see ``moe_train``) so the experts get a
+gradient. Each LoRA linear layer of that block then outputs ``base(x) + Σ_i w_i · s_i · B_i A_i x`` over the selected experts, computed as
 two matmuls over the concatenated ranks (the cost of one adapter of rank Σ r_i).
 
 Top-k routing: k=1 uses straight-through weights (forward value 1, gradient of the gate

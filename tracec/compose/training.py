@@ -357,13 +357,20 @@ def available_memory_bytes() -> int | None:
 
 def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: int,
                         checkpointing: bool) -> int:
-    """A rough upper estimate of one gate step's extra memory (activations + kept logits).
+    """An estimate of one gate step's memory beyond the loaded model (activations + logits).
 
-    Per decoder block the backward keeps its input (checkpointing) or all its activations
-    (~(6·d + 3·d_ff) floats per token, plus 2·heads·T for the score matrix of eager attention;
-    SDPA's fused causal path, which right-padded batches take, keeps none); checkpointing
-    recomputes one block at a time. Kept logits cost ~3 × K × V floats.
+    Per token and decoder block autograd keeps ~(16·d + 5·d_ff) floats (the constants of
+    ``tracec.train.memory``, measured on SmolLM2-135M), plus 2·heads·T for the score matrix of
+    eager attention (SDPA's fused causal path, which right-padded batches take, keeps none).
+    Checkpointing keeps one hidden state per block and, measured, about five blocks' worth while
+    one is recomputed and differentiated. Kept logits cost 3 × K × V floats.
     """
+    from tracec.train.memory import (
+        ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
+        ACT_FLOATS_PER_TOKEN_LAYER_INTER,
+        LOGIT_COPIES,
+    )
+
     cfg = cm.model.get_base_model().config if hasattr(cm.model, "get_base_model") else cm.model.config
     d = int(getattr(cfg, "hidden_size", cm.config.gate.hidden_size))
     d_ff = int(getattr(cfg, "intermediate_size", 4 * d) or 4 * d)
@@ -372,10 +379,11 @@ def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: i
     layers = cm.config.gate.layers
     tokens = batch_size * length
     eager = getattr(cfg, "_attn_implementation", "sdpa") == "eager"
-    per_block = tokens * (6 * d + 3 * d_ff + (2 * heads * length if eager else 0))
+    per_block = tokens * (ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN * d + ACT_FLOATS_PER_TOKEN_LAYER_INTER * d_ff
+                          + (2 * heads * length if eager else 0))
     saved = tokens * (d + 3 * len(cm.config.slots)) * layers
-    acts = (saved + 2 * per_block) if checkpointing else layers * per_block
-    return 4 * (acts + 3 * kept * vocab)
+    acts = (saved + 5 * per_block) if checkpointing else layers * per_block
+    return 4 * (acts + LOGIT_COPIES * kept * vocab)
 
 
 def check_memory(cm: ComposedModel, examples: list[Example], cfg: ComposeTrainConfig) -> int:
@@ -402,7 +410,7 @@ def split(examples: list[Example], holdout: float, seed: int) -> tuple[list[Exam
         return examples, []
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
-    n = max(1, int(round(len(examples) * holdout)))
+    n = max(1, round(len(examples) * holdout))
     held = set(order[:n])
     return ([e for i, e in enumerate(examples) if i not in held],
             [e for i, e in enumerate(examples) if i in held])

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel
 
 from tracec.domains.jsoncopy import deep_copy
+from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
 from tracec.domains.schema import Ref, Schema, refs
@@ -513,8 +514,10 @@ def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any])
     name = overrides.get("name") or rng.choice(sorted(set(CATALOG) - used) or sorted(CATALOG))
     options, (lo, hi) = CATALOG.get(name, rng.choice(list(CATALOG.values())))
     combos: dict[tuple, dict] = {}
+    pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    items = list(options.items())
     for _ in range(rng.randint(3, 10)):
-        combo = tuple((k, rng.choice(v)) for k, v in options.items())
+        combo = tuple([(k, pick(v)) for k, v in items])
         combos.setdefault(combo, dict(combo))
     taken = set(db.get("products", {})) | _all_item_ids(db)
     variants = {}

@@ -55,7 +55,7 @@ def _forbid_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
                             "`forbidden_called`", span=f.span, code="E300",
                     hint="put `0.0 when forbidden_called` first in `reward`, or add "
                          "`and not forbidden_called` to the rules a forbidden call must miss"))
-            for g in task.gold:
+            for g in A.gold_calls(task.gold):
                 if g.name != f.tool:
                     continue
                 if f.args is None:
@@ -153,7 +153,7 @@ def _hint_leak_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
             continue
         literal = " ".join(p for p in task.hint.parts if isinstance(p, str))
         shown = {text_of(p) for p in task.hint.parts if not isinstance(p, str)}
-        for g in task.gold:
+        for g in A.gold_calls(task.gold):
             leaked = [a.name for a in g.args if text_of(a.value) in shown]
             if leaked and re.search(rf"\b{re.escape(g.name)}\b", literal):
                 out.append(Diagnostic(
