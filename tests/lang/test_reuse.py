@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tracec.checks import run_checks
 from tracec.compiler.api import compile_text
-from tracec.runtime.loader import env_class
+from tracec.harness.resolve import env_class
 
 SPEC = '''capability loops_demo {
   description "Cancel several reservations."

@@ -360,12 +360,12 @@ def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: i
     """An estimate of one gate step's memory beyond the loaded model (activations + logits).
 
     Per token and decoder block autograd keeps ~(16·d + 5·d_ff) floats (the constants of
-    ``tracec.train.memory``, measured on SmolLM2-135M), plus 2·heads·T for the score matrix of
+    ``tracec.llm.footprint``, measured on SmolLM2-135M), plus 2·heads·T for the score matrix of
     eager attention (SDPA's fused causal path, which right-padded batches take, keeps none).
     Checkpointing keeps one hidden state per block and, measured, about five blocks' worth while
     one is recomputed and differentiated. Kept logits cost 3 × K × V floats.
     """
-    from tracec.train.memory import (
+    from tracec.llm.footprint import (
         ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
         ACT_FLOATS_PER_TOKEN_LAYER_INTER,
         LOGIT_COPIES,

@@ -20,12 +20,13 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
+from tracec.llm.footprint import (
+    ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
+    ACT_FLOATS_PER_TOKEN_LAYER_INTER,
+    GIB,
+    LOGIT_COPIES,
+)
 from tracec.train.kv_rollout import kv_bytes_per_token
-
-GIB = 1024 ** 3
-ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN = 12  # × hidden size (norms, q/k/v/o, RoPE, residuals, LoRA)
-ACT_FLOATS_PER_TOKEN_LAYER_INTER = 4  # × intermediate size (gate, up, act, product)
-LOGIT_COPIES = 3
 OVERHEAD = 0.6 * GIB  # interpreter, torch, tokenizer, env
 MMAP_THRESHOLD = 1 << 20
 
