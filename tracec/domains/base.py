@@ -11,8 +11,10 @@ Databases are plain JSON-like dicts. A collection is ``db[collection][record_id]
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Callable, Mapping
 
 from tracec.domains.schema import Schema
@@ -105,3 +107,34 @@ class Domain:
     def call(self, db: dict, name: str, arguments: Mapping[str, Any]) -> Any:
         """Run a tool (raises ToolError on a tool-level failure, KeyError if unknown)."""
         return self.tools[name].func(db, **arguments)
+
+
+# --------------------------------------------------------------------------- tools from data
+
+DATA = resources.files("tracec.domains") / "data"
+
+
+def read_data(name: str) -> str:
+    """Text of a file in ``tracec/domains/data``."""
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+def tools_from_data(domain: str, funcs: Mapping[str, ToolFunc],
+                    wrap: Callable[[ToolFunc], ToolFunc] | None = None) -> dict[str, Tool]:
+    """The domain's tools, in the order and with the names, descriptions, JSON schemas and
+    read/write kind of ``data/<domain>_tools.json`` (``[{"schema": {"type": "function",
+    "function": {...}}, "type": "read"|"write"}]``); ``funcs`` implements exactly those names,
+    ``wrap`` adapts each implementation (e.g. the target's error semantics)."""
+    specs = json.loads(read_data(f"{domain}_tools.json"))
+    names = [s["schema"]["function"]["name"] for s in specs]
+    if set(names) != set(funcs):
+        raise RuntimeError(f"{domain}: tools {sorted(set(names) ^ set(funcs))} mismatch the declared list")
+    tools = {}
+    for spec in specs:
+        fn = spec["schema"]["function"]
+        func = funcs[fn["name"]]
+        tools[fn["name"]] = Tool(name=fn["name"], description=fn["description"],
+                                 parameters=fn["parameters"],
+                                 func=wrap(func) if wrap is not None else func,
+                                 writes=spec["type"] == "write")
+    return tools

@@ -18,18 +18,11 @@ import json
 import random
 import types
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Callable, Mapping
 
-from tracec.domains.base import Tool, ToolError, ToolFunc
+from tracec.domains.base import Tool, ToolError, ToolFunc, tools_from_data
+from tracec.domains.base import read_data  # noqa: F401 - the domains read their data via common
 from tracec.core.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
-
-DATA = resources.files("tracec.domains") / "data"
-
-
-def read_data(name: str) -> str:
-    """Text of a file in ``tracec/domains/data``."""
-    return (DATA / name).read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- tools
@@ -60,22 +53,8 @@ def tau2_tool(toolkit: str, func: ToolFunc) -> ToolFunc:
 
 
 def build_tools(domain: str, toolkit: str, funcs: Mapping[str, ToolFunc]) -> dict[str, Tool]:
-    """Tools in τ²'s order with τ²'s schemas; ``funcs`` must implement exactly those names."""
-    specs = json.loads(read_data(f"{domain}_tools.json"))
-    names = [s["schema"]["function"]["name"] for s in specs]
-    if set(names) != set(funcs):
-        raise RuntimeError(f"{domain}: tools {sorted(set(names) ^ set(funcs))} mismatch τ²'s list")
-    tools = {}
-    for spec in specs:
-        fn = spec["schema"]["function"]
-        tools[fn["name"]] = Tool(
-            name=fn["name"],
-            description=fn["description"],
-            parameters=fn["parameters"],
-            func=tau2_tool(toolkit, funcs[fn["name"]]),
-            writes=spec["type"] == "write",
-        )
-    return tools
+    """Tools in τ²'s order with τ²'s schemas (``data/<domain>_tools.json``), failing like τ²."""
+    return tools_from_data(domain, funcs, wrap=lambda func: tau2_tool(toolkit, func))
 
 
 MAX_EXPRESSION = 1000  # characters; τ²'s expressions are short, and the bound keeps ints small

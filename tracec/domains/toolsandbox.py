@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.base import Domain, EntityKind, Tool, ToolError
+from tracec.domains.base import Domain, EntityKind, Tool, ToolError, ToolFunc, tools_from_data
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import ANY, BOOL, FLOAT, STR
 
@@ -767,307 +767,40 @@ def end_conversation(db: dict) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _p(kind: str, description: str) -> dict:
-    return {"type": kind, "description": description}
-
-
-def _schema(properties: dict | None = None, required: tuple[str, ...] = ()) -> dict:
-    return {"type": "object", "properties": properties or {}, "required": list(required)}
-
-
-_TS = "POSIX timestamp in seconds (UTC)."
-_ON = {"on": _p("boolean", "true to turn it on, false to turn it off.")}
-
-
-def _tool(name: str, description: str, func: Callable, params: dict, writes: bool = False) -> Tool:
-    return Tool(name=name, description=description, parameters=params, func=func, writes=writes)
-
-
-def _setting_tools() -> list[Tool]:
-    tools: list[Tool] = [
-        _tool(
-            "set_low_battery_mode_status",
-            "Enable / disable low battery mode. Turning it on also turns off cellular service, "
-            "wifi and location service. Fails if it is already in the requested state.",
-            set_low_battery_mode_status,
-            _schema(_ON, ("on",)),
-            writes=True,
-        ),
-        _tool(
-            "get_low_battery_mode_status",
-            "Request low battery mode status. Returns true if low battery mode is on.",
-            _make_getter("low_battery_mode"),
-            _schema(),
-        ),
-    ]
-    for setting, noun, name in (
-        ("location_service", "location service", "location_service"),
-        ("cellular", "cellular service", "cellular_service"),
-        ("wifi", "wifi", "wifi"),
-    ):
-        tools.append(
-            _tool(
-                f"set_{name}_status",
-                f"Enable / disable {noun}. Fails if it is already in the requested state, and "
-                f"{noun} cannot be turned on while low battery mode is on.",
-                _make_setter(setting),
-                _schema(_ON, ("on",)),
-                writes=True,
-            )
-        )
-        tools.append(
-            _tool(
-                f"get_{name}_status",
-                f"Request {noun} status. Returns true if {noun} is on.",
-                _make_getter(setting),
-                _schema(),
-            )
-        )
-    tools.append(
-        _tool(
-            "get_current_location",
-            "Request the device's current latitude and longitude. Needs location service on.",
-            get_current_location,
-            _schema(),
-        )
-    )
-    return tools
-
-
-_CONTACT_PROPS = {
-    "name": _p("string", "Name of the contact person."),
-    "phone_number": _p("string", "Phone number in international format, e.g. +14155550123."),
-    "relationship": _p("string", "Relationship between the user and this contact, e.g. friend."),
-    "is_self": _p("boolean", "Whether the contact is the current user (the phone's owner)."),
+# The tools' names, descriptions, JSON schemas and read/write kind are data, like airline's and
+# retail's: data/toolsandbox_tools.json (OpenAI function form); here only their implementations.
+TOOL_FUNCS: dict[str, ToolFunc] = {
+    "set_low_battery_mode_status": set_low_battery_mode_status,
+    "get_low_battery_mode_status": _make_getter("low_battery_mode"),
+    "set_location_service_status": _make_setter("location_service"),
+    "get_location_service_status": _make_getter("location_service"),
+    "set_cellular_service_status": _make_setter("cellular"),
+    "get_cellular_service_status": _make_getter("cellular"),
+    "set_wifi_status": _make_setter("wifi"),
+    "get_wifi_status": _make_getter("wifi"),
+    "get_current_location": get_current_location,
+    "add_contact": add_contact,
+    "modify_contact": modify_contact,
+    "remove_contact": remove_contact,
+    "search_contacts": search_contacts,
+    "send_message_with_phone_number": send_message_with_phone_number,
+    "search_messages": search_messages,
+    "add_reminder": add_reminder,
+    "modify_reminder": modify_reminder,
+    "search_reminder": search_reminder,
+    "remove_reminder": remove_reminder,
+    "get_current_timestamp": get_current_timestamp,
+    "timestamp_to_datetime_info": timestamp_to_datetime_info,
+    "datetime_info_to_timestamp": datetime_info_to_timestamp,
+    "shift_timestamp": shift_timestamp,
+    "timestamp_diff": timestamp_diff,
+    "seconds_to_hours_minutes_seconds": seconds_to_hours_minutes_seconds,
+    "calculate_lat_lon_distance": calculate_lat_lon_distance,
+    "search_holiday": search_holiday,
+    "end_conversation": end_conversation,
 }
 
-
-def _contact_tools() -> list[Tool]:
-    person_id = {"person_id": _p("string", "Unique identifier of the contact person.")}
-    return [
-        _tool(
-            "add_contact",
-            "Add a new contact person to the contact database. Returns the new person_id. "
-            "Only one contact may have is_self true.",
-            add_contact,
-            _schema(_CONTACT_PROPS, ("name", "phone_number")),
-            writes=True,
-        ),
-        _tool(
-            "modify_contact",
-            "Modify a contact entry with the new information provided (at least one field).",
-            modify_contact,
-            _schema({**person_id, **_CONTACT_PROPS}, ("person_id",)),
-            writes=True,
-        ),
-        _tool(
-            "remove_contact",
-            "Remove an existing contact person from the contact database.",
-            remove_contact,
-            _schema(person_id, ("person_id",)),
-            writes=True,
-        ),
-        _tool(
-            "search_contacts",
-            "Search for contacts matching all given criteria (at least one). person_id, "
-            "phone_number and is_self are matched exactly, name and relationship fuzzily. "
-            "Returns a list of contacts, empty if none matched.",
-            search_contacts,
-            _schema({**person_id, **_CONTACT_PROPS}),
-        ),
-    ]
-
-
-def _message_tools() -> list[Tool]:
-    search_props = {
-        "message_id": _p("string", "Unique identifier of the message, matched exactly."),
-        "sender_person_id": _p("string", "person_id of the sender, matched exactly."),
-        "sender_phone_number": _p("string", "Phone number of the sender, matched exactly."),
-        "recipient_person_id": _p("string", "person_id of the recipient, matched exactly."),
-        "recipient_phone_number": _p("string", "Phone number of the recipient, matched exactly."),
-        "content": _p("string", "Message content, matched fuzzily."),
-        "creation_timestamp_lowerbound": _p("number", "Earliest creation time. " + _TS),
-        "creation_timestamp_upperbound": _p("number", "Latest creation time. " + _TS),
-    }
-    return [
-        _tool(
-            "send_message_with_phone_number",
-            "Send a message to a recipient using their phone number. Returns the message_id. "
-            "Needs cellular service on.",
-            send_message_with_phone_number,
-            _schema(
-                {
-                    "phone_number": _p("string", "Phone number to send the message to."),
-                    "content": _p("string", "Message text."),
-                },
-                ("phone_number", "content"),
-            ),
-            writes=True,
-        ),
-        _tool(
-            "search_messages",
-            "Search for messages matching all given criteria (at least one). Returns a list of "
-            "messages, empty if none matched.",
-            search_messages,
-            _schema(search_props),
-        ),
-    ]
-
-
-def _reminder_tools() -> list[Tool]:
-    rid = {"reminder_id": _p("string", "Unique identifier of the reminder.")}
-    fields = {
-        "content": _p("string", "Content of the reminder."),
-        "reminder_timestamp": _p("number", "When the user wants to be reminded. " + _TS),
-        "latitude": _p("number", "Latitude of the location tied to the reminder."),
-        "longitude": _p("number", "Longitude of the location tied to the reminder."),
-    }
-    search_props = {
-        **rid,
-        "content": _p("string", "Content of the reminder, matched fuzzily."),
-        "creation_timestamp_lowerbound": _p("number", "Earliest creation time. " + _TS),
-        "creation_timestamp_upperbound": _p("number", "Latest creation time. " + _TS),
-        "reminder_timestamp_lowerbound": _p("number", "Earliest reminder time. " + _TS),
-        "reminder_timestamp_upperbound": _p("number", "Latest reminder time. " + _TS),
-        "latitude": _p("number", "Latitude of the reminder's location, matched exactly."),
-        "longitude": _p("number", "Longitude of the reminder's location, matched exactly."),
-    }
-    return [
-        _tool(
-            "add_reminder",
-            "Add a reminder. Returns the reminder_id. A location (latitude and longitude) "
-            "needs location service on.",
-            add_reminder,
-            _schema(fields, ("content", "reminder_timestamp")),
-            writes=True,
-        ),
-        _tool(
-            "modify_reminder",
-            "Modify a reminder with the new information provided (at least one field). The "
-            "creation timestamp is updated automatically.",
-            modify_reminder,
-            _schema({**rid, **fields}, ("reminder_id",)),
-            writes=True,
-        ),
-        _tool(
-            "search_reminder",
-            "Search for reminders matching all given criteria (at least one). Returns a list "
-            "of reminders, empty if none matched.",
-            search_reminder,
-            _schema(search_props),
-        ),
-        _tool(
-            "remove_reminder",
-            "Remove a reminder given its unique identifier.",
-            remove_reminder,
-            _schema(rid, ("reminder_id",)),
-            writes=True,
-        ),
-    ]
-
-
-def _utility_tools() -> list[Tool]:
-    ints = {
-        k: _p("integer", d)
-        for k, d in (
-            ("year", "Year."),
-            ("month", "Month, 1-12."),
-            ("day", "Day of the month."),
-            ("hour", "Hour, 0-23."),
-            ("minute", "Minute."),
-            ("second", "Second."),
-        )
-    }
-    shifts = {
-        k: _p("integer", f"Number of {k} to add (negative to subtract).")
-        for k in ("weeks", "days", "hours", "minutes", "seconds")
-    }
-    coords = {
-        "latitude_0": _p("number", "First latitude."),
-        "longitude_0": _p("number", "First longitude."),
-        "latitude_1": _p("number", "Second latitude."),
-        "longitude_1": _p("number", "Second longitude."),
-    }
-    return [
-        _tool(
-            "get_current_timestamp",
-            "Get the current POSIX timestamp (seconds).",
-            get_current_timestamp,
-            _schema(),
-        ),
-        _tool(
-            "timestamp_to_datetime_info",
-            "Convert a POSIX timestamp to UTC date/time information: year, month, day, hour, "
-            "minute, second and isoweekday (1 = Monday ... 7 = Sunday).",
-            timestamp_to_datetime_info,
-            _schema({"timestamp": _p("number", _TS)}, ("timestamp",)),
-        ),
-        _tool(
-            "datetime_info_to_timestamp",
-            "Convert UTC date/time information (24-hour clock) to a POSIX timestamp.",
-            datetime_info_to_timestamp,
-            _schema(ints, tuple(ints)),
-        ),
-        _tool(
-            "shift_timestamp",
-            "Shift a POSIX timestamp by the given deltas (each may be negative).",
-            shift_timestamp,
-            _schema({"timestamp": _p("number", _TS), **shifts}, ("timestamp",)),
-        ),
-        _tool(
-            "timestamp_diff",
-            "Difference timestamp_1 - timestamp_0, as whole days plus the remaining seconds.",
-            timestamp_diff,
-            _schema(
-                {
-                    "timestamp_0": _p("number", "Timestamp to subtract. " + _TS),
-                    "timestamp_1": _p("number", "Timestamp to subtract from. " + _TS),
-                },
-                ("timestamp_0", "timestamp_1"),
-            ),
-        ),
-        _tool(
-            "seconds_to_hours_minutes_seconds",
-            "Convert a number of seconds past 0:00 into hours, minutes and seconds.",
-            seconds_to_hours_minutes_seconds,
-            _schema({"seconds": _p("number", "Seconds past 0:00.")}, ("seconds",)),
-        ),
-        _tool(
-            "calculate_lat_lon_distance",
-            "Distance in kilometers between two latitude/longitude pairs.",
-            calculate_lat_lon_distance,
-            _schema(coords, tuple(coords)),
-        ),
-        _tool(
-            "search_holiday",
-            "Search a US holiday by name; returns the POSIX timestamp of its midnight (UTC), or "
-            "null if none matches. Needs wifi on. The year defaults to the current year.",
-            search_holiday,
-            _schema(
-                {
-                    "holiday_name": _p("string", "Name of the holiday, e.g. Thanksgiving."),
-                    "year": _p("integer", "Year to search the holiday in."),
-                },
-                ("holiday_name",),
-            ),
-        ),
-        _tool(
-            "end_conversation",
-            "End the conversation once the user's requests are complete.",
-            end_conversation,
-            _schema(),
-        ),
-    ]
-
-
-TOOLS: dict[str, Tool] = {
-    t.name: t
-    for t in _setting_tools()
-    + _contact_tools()
-    + _message_tools()
-    + _reminder_tools()
-    + _utility_tools()
-}
+TOOLS: dict[str, Tool] = tools_from_data("toolsandbox", TOOL_FUNCS)
 
 
 # --------------------------------------------------------------------------------------------
