@@ -11,29 +11,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracec.core.messages import STOP
 
 
 def oracle_episode(env_cls: type, seed: int) -> dict:
     """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
-    from tracec.runtime.oracle import oracle_turns
+    from tracec.runtime.oracle import run_oracle
 
     env = env_cls()
-    _, info = env.reset(seed=seed)
-    tools = info.get("tools") or []
-    reward, done, last = 0.0, False, info
-    messages = info["messages"]
-    for turn in list(oracle_turns(env)) + [f"Goodbye. {STOP}"] * 2:
-        if done:
-            break
-        _, reward, term, trunc, last = env.step(turn)
-        done = term or trunc
-        messages = last["messages"]
-    bd = last.get("reward_breakdown") or {}
+    run = run_oracle(env, seed)
+    bd = run.info.get("reward_breakdown") or {}
     return {"id": f"{env.capability.name}/{seed}", "task_id": str(seed),
-            "env": f"tracec/{env.capability.name}-v0", "messages": messages,
-            "reward": float(reward), "success": float(reward) >= 1.0,
-            "info": {"tools": tools, "task": env.instance.task, "reward_breakdown": bd}}
+            "env": f"tracec/{env.capability.name}-v0", "messages": run.messages,
+            "reward": run.reward, "success": run.reward >= 1.0,
+            "info": {"tools": run.reset_info.get("tools") or [], "task": env.instance.task,
+                     "reward_breakdown": bd}}
 
 
 def write_demos(env_classes: dict[str, Any], episodes: int, seed: int, path: Path) -> dict:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tracec.core.messages import STOP
+
 DEFAULT_YES = "Yes, please go ahead."
-STOP = "###STOP###"
+__all__ = ["DEFAULT_YES", "STOP", "ScriptedUser"]
 
 
 class ScriptedUser:

@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 
-from tracec.core.messages import STOP
 from tracec.targets.seeds import SeedRange
 
 END_OF_TURN = "<|im_end|>"
@@ -46,23 +45,16 @@ class Demo:
 
 def play_oracle(make_env: Callable[[], Any], seed: int) -> Demo:
     """The oracle's episode on ``seed`` (hint-free prompt)."""
-    from tracec.runtime.oracle import oracle_turns
+    from tracec.runtime.oracle import run_oracle
 
     env = make_env()
     inner = getattr(env, "unwrapped", env)
     if getattr(inner, "capability", None) is None or not hasattr(inner, "instance"):
         raise SFTError(f"--warmup-sft needs a compiled capability env (oracle demonstrations); "
                        f"{type(inner).__name__} is not one")
-    _, info = env.reset(seed=seed, options={"hint": False})
-    tools = info.get("tools") or None
-    turns = list(oracle_turns(inner)) + [f"Goodbye. {STOP}"] * 2
-    messages, reward, played = list(info["messages"]), 0.0, []
-    for turn in turns:
-        _, reward, term, trunc, step_info = env.step(turn)
-        played.append(turn)
-        messages = list(step_info["messages"])
-        if term or trunc:
-            break
+    run = run_oracle(env, seed, options={"hint": False})
+    tools = run.reset_info.get("tools") or None
+    messages, reward, played = run.messages, run.reward, run.turns
     env.close()
     # the env stores parsed tool calls; train on the raw text the oracle (and a model) emits
     out, k = [], 0
