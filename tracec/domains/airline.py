@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import random
 import string
 from pathlib import Path
@@ -23,7 +22,7 @@ from pydantic import BaseModel
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind
+from tracec.domains.base import Domain, EntityKind, lookup
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
@@ -167,15 +166,12 @@ def empty_db() -> dict:
 
 def conform_db(db: Mapping[str, Any]) -> dict:
     """``db`` in the exact shape of τ²'s ``FlightDB.model_dump()``."""
-    return {
-        coll: {k: common.conform(r, RECORD_TYPES[coll], LAYOUT) for k, r in db.get(coll, {}).items()}
-        for coll in ("flights", "users", "reservations")
-    }
+    return common.conform_db(db, ("flights", "users", "reservations"), RECORD_TYPES, LAYOUT)
 
 
 def load_db(path: str | Path) -> dict:
     """A τ² airline ``db.json`` as a plain dict in ``model_dump()`` shape."""
-    return conform_db(json.loads(Path(path).read_text(encoding="utf-8")))
+    return conform_db(common.load_db(path, "airline"))
 
 
 # ----------------------------------------------------------------------------- argument models
@@ -235,21 +231,15 @@ def _models(items: Any, model: type[BaseModel]) -> Any:
 
 
 def _user(db: dict, user_id: str) -> dict:
-    if user_id not in db["users"]:
-        raise ValueError(f"User {user_id} not found")
-    return db["users"][user_id]
+    return lookup(db, "users", user_id, f"User {user_id} not found")
 
 
 def _reservation(db: dict, reservation_id: str) -> dict:
-    if reservation_id not in db["reservations"]:
-        raise ValueError(f"Reservation {reservation_id} not found")
-    return db["reservations"][reservation_id]
+    return lookup(db, "reservations", reservation_id, f"Reservation {reservation_id} not found")
 
 
 def _flight(db: dict, flight_number: str) -> dict:
-    if flight_number not in db["flights"]:
-        raise ValueError(f"Flight {flight_number} not found")
-    return db["flights"][flight_number]
+    return lookup(db, "flights", flight_number, f"Flight {flight_number} not found")
 
 
 def _flight_instance(db: dict, flight_number: str, date: str) -> dict:

@@ -109,6 +109,14 @@ class Domain:
         return self.tools[name].func(db, **arguments)
 
 
+def lookup(db: Mapping[str, Any], collection: str, key: Any, missing: str) -> dict:
+    """``db[collection][key]``; ``ValueError(missing)`` when there is none (the target's wording)."""
+    records = db[collection]
+    if key not in records:
+        raise ValueError(missing)
+    return records[key]
+
+
 # --------------------------------------------------------------------------- tools from data
 
 DATA = resources.files("tracec.domains") / "data"

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind
+from tracec.domains.base import Domain, EntityKind, lookup
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 
@@ -113,15 +113,12 @@ def empty_db() -> dict:
 
 def conform_db(db: Mapping[str, Any]) -> dict:
     """``db`` in the exact shape of τ²'s ``RetailDB.model_dump()``."""
-    return {
-        coll: {k: common.conform(r, RECORD_TYPES[coll], LAYOUT) for k, r in db.get(coll, {}).items()}
-        for coll in ("products", "users", "orders")
-    }
+    return common.conform_db(db, ("products", "users", "orders"), RECORD_TYPES, LAYOUT)
 
 
 def load_db(path: str | Path) -> dict:
     """A τ² retail ``db.json`` as a plain dict in ``model_dump()`` shape."""
-    return conform_db(json.loads(Path(path).read_text(encoding="utf-8")))
+    return conform_db(common.load_db(path, "retail"))
 
 
 class UserAddress(BaseModel):
@@ -139,21 +136,15 @@ class UserAddress(BaseModel):
 
 
 def _order(db: dict, order_id: str) -> dict:
-    if order_id not in db["orders"]:
-        raise ValueError("Order not found")
-    return db["orders"][order_id]
+    return lookup(db, "orders", order_id, "Order not found")
 
 
 def _user(db: dict, user_id: str) -> dict:
-    if user_id not in db["users"]:
-        raise ValueError("User not found")
-    return db["users"][user_id]
+    return lookup(db, "users", user_id, "User not found")
 
 
 def _product(db: dict, product_id: str) -> dict:
-    if product_id not in db["products"]:
-        raise ValueError("Product not found")
-    return db["products"][product_id]
+    return lookup(db, "products", product_id, "Product not found")
 
 
 def _variant(db: dict, product_id: str, variant_id: str) -> dict:

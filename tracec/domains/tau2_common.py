@@ -17,12 +17,30 @@ import hashlib
 import json
 import random
 import types
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from tracec import files
 from tracec.domains.base import Tool, ToolError, ToolFunc, tools_from_data
 from tracec.domains.base import read_data  # noqa: F401 - the domains read their data via common
 from tracec.core.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
+
+
+# --------------------------------------------------------------------------- databases
+
+
+def conform_db(db: Mapping[str, Any], collections: tuple[str, ...], record_types: Mapping[str, T],
+               layout: Layout) -> dict:
+    """``db`` in the exact shape of τ²'s ``<Domain>DB.model_dump()``: every record of
+    ``collections`` (in τ²'s order) conformed to its record type."""
+    return {coll: {k: conform(r, record_types[coll], layout) for k, r in db.get(coll, {}).items()}
+            for coll in collections}
+
+
+def load_db(path: str | Path, domain: str) -> dict:
+    """A τ² ``db.json`` (a JSON object) as a plain dict, before conforming."""
+    return files.read_json(path, f"τ² {domain} db file", expect=dict)
 
 
 # --------------------------------------------------------------------------- tools
