@@ -1162,6 +1162,12 @@ class Checker:
         tasks: list[IR.TaskIR] = []
         task_scopes: list[dict[str, T]] = []
         top_names: set[str] | None = None
+        for named, what in [(t, "task") for t in cap.tasks] + [
+                (d, "distractor") for d in cap.distractors + [d for t in cap.tasks
+                                                              for d in t.distractors]]:
+            if len(named.name) > MAX_NAME_LEN:
+                self.error(f"{what} name is {len(named.name)} characters long (at most "
+                           f"{MAX_NAME_LEN})", named.span, "choose a shorter name", code="E102")
         for t in cap.tasks:
             if t.name in seen_tasks:
                 self.error(f"task `{t.name}` is declared twice", t.span,
