@@ -196,7 +196,6 @@ def decode_string(raw: str) -> str:
     return "".join(out)
 
 
-
 MAX_TASK_INSTANCES = 64  # tasks one parameterised `task` may expand to
 
 
