@@ -201,3 +201,12 @@ class ReservationLookupCompactEnv(CapabilityEnv):
     """The `reservation_lookup_compact` capability as a Gymnasium environment."""
 
     capability = CAPABILITY
+
+
+# spec positions of the code above, for run-time errors: (module line, spec line, column)
+SPEC_LINES = (
+    (27, 14, 0), (28, 15, 0), (40, 0, 0), (46, 19, 9), (47, 20, 10), (54, 24, 0), (55, 24, 29),
+    (79, 18, 0), (92, 0, 0), (97, 28, 9), (105, 29, 9), (106, 30, 10), (113, 34, 0), (114, 34, 28),
+    (115, 27, 0), (126, 0, 0), (131, 38, 9), (132, 39, 10), (139, 43, 0), (140, 43, 36),
+    (148, 37, 0), (159, 0, 0), (162, 47, 14), (167, 48, 14), (172, 49, 0), (173, 0, 0),
+)

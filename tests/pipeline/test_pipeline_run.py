@@ -137,3 +137,13 @@ def test_cli_run_on_a_finished_run_skips_everything_and_writes_the_report(finish
     assert out["error"] is None and Path(out["report"]).is_file()
     assert [m["stage"] for m in out["stages"]] == list(STAGE_NAMES)
     assert all(m["attempts"] == 1 for m in out["stages"])  # nothing ran again
+
+
+def test_report_compares_every_pair_of_models_on_the_same_tasks(finished_run):
+    run_dir, _ = finished_run
+    text = write_report(run_dir).read_text()
+    assert "Paired differences (same tasks; paired bootstrap over tasks" in text
+    block = text[text.index("Paired differences"):]
+    pairs = [ln for ln in block.splitlines() if " − " in ln and ln.startswith("| ")][1:]
+    assert len(pairs) == 6  # 4 test-split models: every pair once
+    assert any(ln.startswith("| composed − base | 1 |") for ln in pairs)

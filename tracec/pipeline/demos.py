@@ -16,17 +16,14 @@ from tracec.targets.messages import STOP
 
 def oracle_episode(env_cls: type, seed: int) -> dict:
     """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
-    from tracec.checks.probes import build_probes
+    from tracec.checks.probes import oracle_turns
 
     env = env_cls()
     _, info = env.reset(seed=seed)
     tools = info.get("tools") or []
-    box_writes = frozenset(t.name for t in env.capability.all_tools().values() if t.writes)
-    ends = frozenset(env.capability.domain.ends_episode)
-    oracle = next(p for p in build_probes(env.instance, box_writes, ends) if p.name == "oracle")
     reward, done, last = 0.0, False, info
     messages = info["messages"]
-    for turn in list(oracle.turns) + [f"Goodbye. {STOP}"] * 2:
+    for turn in list(oracle_turns(env)) + [f"Goodbye. {STOP}"] * 2:
         if done:
             break
         _, reward, term, trunc, last = env.step(turn)

@@ -194,10 +194,50 @@ def _pass_rates(run_dir: Path, ms: dict) -> str:
     m = ms.get("grpo_target")
     if m is not None and m.status == "skipped":
         text += f"\n\nGRPO-on-target baseline: {m.note}"
+    paired = _paired(run_dir, ms)
+    if paired:
+        text += "\n\n" + paired
     test = [r for r in rows if r["split"] == "test"]
     if test and _bar_plot(run_dir / "pass_rates.png", [r["model"] for r in test],
                           [r["pass_rate"] for r in test], "pass rate on the test split", "pass rate"):
         text += "\n\n![pass rates](pass_rates.png)"
+    return text
+
+
+REPORT_RESAMPLES = 2000
+
+
+def _paired(run_dir: Path, ms: dict) -> str:
+    """B − A for every pair of test-split models evaluated on the same tasks (paired bootstrap)."""
+    from itertools import combinations
+
+    from tracec.targets.compare import UnpairedRuns, compare_runs
+    from tracec.targets.results import ResultsError
+
+    runs = {label: r["trajectories"] for label, r in (_outputs(ms, "final_eval").get("results") or {}).items()
+            if r.get("trajectories")}
+    g = _outputs(ms, "grpo_target")
+    if (g.get("eval") or {}).get("trajectories"):
+        runs["GRPO on target"] = g["eval"]["trajectories"]
+    rows, skipped = [], []
+    for (la, pa), (lb, pb) in combinations(runs.items(), 2):
+        try:
+            o = compare_runs(pa, pb, resamples=REPORT_RESAMPLES)["overall"]
+        except (UnpairedRuns, ResultsError) as exc:
+            skipped.append(f"{la} vs {lb}: {str(exc).split('.')[0]}")
+            continue
+        lo, hi = o["pass_ci"]
+        rows.append([f"{lb} − {la}", o["tasks"], f"{o['pass_diff'] * 100:+.1f}",
+                     f"[{lo * 100:+.1f}, {hi * 100:+.1f}]", f"{o['reward_diff']:+.3f}",
+                     "yes" if lo <= 0 <= hi else "no"])
+    if not rows and not skipped:
+        return ""
+    text = ("Paired differences (same tasks; paired bootstrap over tasks, "
+            f"{REPORT_RESAMPLES} resamples, 95 % CI; `tracec compare A B` for per-task flips):\n\n")
+    text += _table(["B − A", "tasks", "Δ pass (points)", "95 % CI", "Δ reward", "within noise"], rows) \
+        if rows else ""
+    if skipped:
+        text += "\n\nNot compared (unpaired runs): " + "; ".join(skipped)
     return text
 
 

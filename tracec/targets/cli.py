@@ -66,7 +66,14 @@ def _print_table(rows: list, title: str) -> None:
 @click.option("--max-turns", type=int, default=30, show_default=True, help="agent turns per τ² episode")
 @click.option("--max-errors", type=int, default=10, show_default=True, help="tool errors before τ² stops an episode")
 @click.option("--batch-size", type=int, default=4, show_default=True, help="episodes in flight at once")
-@click.option("--seed", type=int, default=0, show_default=True, help="base seed (trial t uses seed+t)")
+@click.option("--seed", type=int, default=0, show_default=True, help="τ² base seed (trial t uses seed+t)")
+@click.option("--env-seeds", default="heldout", show_default=True,
+              help="compiled envs: first reset seed (task i uses it + i); `heldout` = 10^9, the start "
+                   "of the held-out range that training never draws from")
+@click.option("--max-new-tokens", type=int, default=512, show_default=True,
+              help="local/composed agents: tokens per assistant turn")
+@click.option("--allow-train-seeds", is_flag=True,
+              help="evaluate an adapter even on seeds its tracec.json says it was trained on")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/eval", show_default=True,
               help="output directory (trajectories.jsonl, τ² results, summary.json); reruns resume")
 @click.option("--fresh", is_flag=True, help="discard earlier episodes in --out instead of resuming")
@@ -74,22 +81,50 @@ def _print_table(rows: list, title: str) -> None:
 def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], split: str,
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
-             batch_size: int, seed: int, out_dir: str, fresh: bool, as_json: bool) -> None:
-    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k."""
-    from tracec.targets.evaluate import EvalConfig, run_eval
+             batch_size: int, seed: int, env_seeds: str, max_new_tokens: int,
+             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool) -> None:
+    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
+
+    Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
+    from tracec.files import Locked, exclusive_lock
+    from tracec.targets.evaluate import LOCK
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
     if trials < 1 or (num_tasks is not None and num_tasks < 1):
         raise click.ClickException("--trials and --tasks must be at least 1")
+    from tracec.targets.seeds import HELDOUT_START, SeedRangeError, parse_range
+
+    try:
+        first_seed = HELDOUT_START if env_seeds == "heldout" else parse_range(env_seeds, "--env-seeds").start
+    except SeedRangeError as exc:
+        raise click.ClickException(str(exc)) from None
     out = Path(out_dir)
-    if fresh and out.exists():
-        shutil.rmtree(out)
+    try:
+        with exclusive_lock(out / LOCK, f"{out}/"):
+            if fresh:
+                for child in out.iterdir():
+                    if child.name != LOCK:
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
+            _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+                  tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
+                  first_seed, allow_train_seeds, max_new_tokens)
+    except Locked as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
+          allow_train_seeds, max_new_tokens) -> None:
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
     cfg = EvalConfig(
         agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
         tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
-        batch_size=batch_size, seed=seed, out_dir=str(out),
+        batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
+        max_new_tokens=max_new_tokens,
+        out_dir=str(out),
     )
     try:
         summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json)
@@ -155,3 +190,47 @@ def _print_grades(report: dict[str, Any]) -> None:
         f"agrees with the recorded reward on {report['agree']}/{report['comparable']}"
         + (f" (NL assertions not judged: {report['nl_unjudged']} simulations)" if report["nl_unjudged"] else "")
     )
+
+
+@click.command("compare")
+@click.argument("run_a", type=click.Path(exists=True))
+@click.argument("run_b", type=click.Path(exists=True))
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="bootstrap resamples")
+@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap RNG seed")
+@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
+def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, as_json: bool) -> None:
+    """Compare two `tracec eval` runs on the same tasks: B − A in pass rate and mean reward with
+    paired-bootstrap 95 % intervals (tasks resampled, trials averaged), per env and overall, and
+    the tasks whose success flipped. RUN_A/RUN_B: eval --out folders or trajectory JSONL files."""
+    from tracec.targets.compare import UnpairedRuns, compare_runs
+
+    if resamples < 1:
+        raise click.ClickException("--resamples must be at least 1")
+    try:
+        report = compare_runs(run_a, run_b, resamples, seed)
+    except (UnpairedRuns, ResultsError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"B − A    A = {report['a']}    B = {report['b']}")
+    for col in ("env", "tasks", "pass A → B", "Δ pass, points [95% CI]", "reward A → B",
+                "Δ reward [95% CI]", "pass: in noise?"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for g in report["groups"] + [report["overall"]]:
+        pl, ph = g["pass_ci"]
+        rl, rh = g["reward_ci"]
+        table.add_row(g["group"], str(g["tasks"]), f"{g['pass_rate_a']:.3f} → {g['pass_rate_b']:.3f}",
+                      f"{g['pass_diff'] * 100:+.1f} [{pl * 100:+.1f}, {ph * 100:+.1f}]",
+                      f"{g['reward_a']:.3f} → {g['reward_b']:.3f}",
+                      f"{g['reward_diff']:+.3f} [{rl:+.3f}, {rh:+.3f}]",
+                      "no" if g["pass_significant"] else "yes")
+    Console().print(table)
+    click.echo(f"paired bootstrap over tasks, {report['resamples']} resamples, seed {report['seed']}")
+    for label, key in (("B passes, A fails", "gained"), ("A passes, B fails", "lost")):
+        tasks = report[key]
+        shown = ", ".join(tasks[:20]) + (f" … (+{len(tasks) - 20})" if len(tasks) > 20 else "")
+        click.echo(f"{label}: {len(tasks)}" + (f": {shown}" if tasks else ""))

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec.files import exclusive_lock
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
@@ -18,6 +19,7 @@ from tracec.targets.results import (
     write_json_atomic,
 )
 from tracec.targets.runner import Job, dedupe, pending_jobs, run_jobs
+from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -36,7 +38,13 @@ class EvalConfig(BaseModel):
     max_errors: int = 10
     batch_size: int = 4
     seed: int = 0
+    env_seeds: int = HELDOUT_START  # compiled envs: task i is reset with seed env_seeds + i
+    allow_train_seeds: bool = False
+    max_new_tokens: int = 512  # local and composed agents
     out_dir: str = "runs/eval"
+
+    def env_seed_range(self) -> SeedRange:
+        return SeedRange(start=self.env_seeds, stop=self.env_seeds + (self.num_tasks or 10))
 
 
 def _tau2_domain(target: str) -> str:
@@ -82,8 +90,11 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         makers[name] = ctor
         n = cfg.num_tasks or 10
         for trial in range(cfg.trials):
-            jobs += [Job(name, str(cfg.seed + i), trial, cfg.seed + i) for i in range(n)]
+            jobs += [Job(name, str(cfg.env_seeds + i), trial, cfg.env_seeds + i) for i in range(n)]
     return jobs, makers, worlds
+
+
+LOCK = ".lock"
 
 
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
@@ -91,11 +102,24 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
     from tracec.llm.agents import make_agent, parse_agent_spec
 
     if agent is None:
-        parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
+        kind, params = parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
+        if cfg.envs and kind == "local" and not cfg.allow_train_seeds:
+            check_eval_seeds(cfg.env_seed_range(), params["adapter"])
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
+    with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
+        return _run_eval(cfg, agent, jobs, makers, worlds, out, progress)
+
+
+def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
+              progress: bool) -> dict:
+    from tracec.llm.agents import make_agent, parse_agent_spec
+
     traj_path = out / TRAJECTORIES
-    agent = agent or make_agent(cfg.agent)
+    if agent is None:
+        kind = parse_agent_spec(cfg.agent)[0]
+        opts = {"max_new_tokens": cfg.max_new_tokens} if kind in ("local", "composed") else {}
+        agent = make_agent(cfg.agent, **opts)
     agent_name = getattr(agent, "name", cfg.agent)
     done = read_episodes(traj_path)
     other = {e.info.get("agent") for e in done} - {agent_name, None}

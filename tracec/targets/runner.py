@@ -38,6 +38,21 @@ class _Slot:
     info: dict | None = None
     started: float = 0.0
     start_time: str = ""
+    task: Any = None  # what agents get as the episode's task (the oracle reads it)
+
+
+def task_of(env: Any, info: dict) -> Any:
+    """The episode's task for agents: τ² targets give their task dict in ``info["task"]``; a
+    compiled env gives only the task's name, so the oracle's turns (gold calls, then a report of
+    every value to communicate) are added from the drawn instance."""
+    task = info.get("task")
+    inner = getattr(env, "unwrapped", env)
+    if isinstance(task, dict) or getattr(inner, "instance", None) is None \
+            or getattr(inner, "capability", None) is None:
+        return task
+    from tracec.checks.probes import oracle_turns
+
+    return {"name": task, "oracle_turns": list(oracle_turns(inner))}
 
 
 def episode_id(job: Job) -> str:
@@ -85,13 +100,13 @@ def run_jobs(
         pool = free.setdefault(job.env, [])
         env = pool.pop() if pool else make_env(job.env)
         _, info = env.reset(seed=job.seed, options=dict(job.options))
-        return _Slot(env, job, info, time.perf_counter(), now())
+        return _Slot(env, job, info, time.perf_counter(), now(), task_of(env, info))
 
     while queue or slots:
         while queue and len(slots) < max(1, batch_size):
             slots.append(start(queue.pop(0)))
         batch = [(s.info["messages"], s.info["tools"]) for s in slots]
-        actions = agent.act(batch, tasks=[s.info.get("task") for s in slots])
+        actions = agent.act(batch, tasks=[s.task for s in slots])
         still: list[_Slot] = []
         for slot, action in zip(slots, actions):
             _, reward, terminated, truncated, info = slot.env.step(action)

@@ -20,7 +20,15 @@ def _config(env_name: str, opts: dict[str, Any]):
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
-        "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb")}
+        "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
+        "sft_batch", "sft_lr", "init_adapter")}
+    from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
+
+    try:
+        seeds = check_training_range(parse_range(opts["train_seeds"], "--train-seeds"))
+    except SeedRangeError as exc:
+        raise click.ClickException(str(exc)) from None
+    fields["train_seeds"] = (seeds.start, seeds.stop)
     try:
         return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
                            resample_dropped=opts["resample"], **fields)
@@ -44,6 +52,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 
     from tracec.llm.local import ModelNotPrepared
     from tracec.train.envs import EnvNotFound, resolve_env
+    from tracec.train.sft import SFTError
     from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 
     try:
@@ -53,7 +62,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     config = _config(env.name, opts)
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
-    except ModelNotPrepared as exc:
+    except (ModelNotPrepared, SFTError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
@@ -61,7 +70,14 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
     with Progress(*columns, console=console, disable=as_json) as progress:
-        task = progress.add_task(env.capability, total=config.steps, info="rolling out…")
+        task = progress.add_task(env.capability, total=config.steps, info="rolling out…",
+                                 visible=config.steps > 0)
+        sft_task = progress.add_task(f"{env.capability} sft", total=config.warmup_sft,
+                                     info="oracle demos…", visible=config.warmup_sft > 0)
+
+        def on_sft_step(m: dict[str, Any]) -> None:
+            info = f"loss {m['sft_loss']:.3f} token acc {m['sft_token_accuracy']:.0%}"
+            progress.update(sft_task, completed=m["sft_step"], info=info)
 
         def on_step(m: dict[str, Any]) -> None:
             info = (f"reward {m['reward_mean']:.3f}±{m['reward_std']:.3f} kept {m['kept_share']:.0%} "
@@ -71,11 +87,11 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         try:
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
-            final = trainer.fit(resume=opts["resume"], on_step=on_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError) as exc:
+            final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
             raise click.ClickException(str(exc)) from None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
-            "steps": trainer.step, "final": final}
+            "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
 
 
 @click.command("train")
@@ -91,7 +107,15 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
 @click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
 @click.option("--groups-per-step", default=4, show_default=True)
-@click.option("--steps", default=50, show_default=True)
+@click.option("--steps", default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
+@click.option("--warmup-sft", default=0, show_default=True,
+              help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
+@click.option("--sft-batch", default=4, show_default=True, help="Oracle demonstrations per SFT step.")
+@click.option("--sft-lr", default=2e-4, show_default=True, help="SFT learning rate.")
+@click.option("--init-adapter", type=click.Path(file_okay=False), default=None,
+              help="Start from this adapter's weights (e.g. an SFT-only run) instead of a fresh LoRA.")
+@click.option("--train-seeds", default="0:1000000000", show_default=True,
+              help="Env seeds START:STOP training draws from; must stay below the held-out 10^9.")
 @click.option("--lr", default=2e-5, show_default=True, help="Learning rate.")
 @click.option("--temperature", default=1.0, show_default=True)
 @click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
@@ -158,6 +182,10 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
     else:
         for r in results:
             f = r["final"]
+            if r.get("sft"):
+                sft = r["sft"]
+                click.echo(f"{r['capability']}: warm start {sft['steps']} SFT steps on {sft['demos']} oracle "
+                           f"demos, loss {sft['loss_first']:.3f} → {sft['loss_last']:.3f}")
             click.echo(f"{r['capability']}: {r['adapter']} ({r['steps']} steps, last reward "
                        f"{f.get('reward_mean', float('nan')):.3f}, kept {f.get('kept_share', 0):.0%})")
 

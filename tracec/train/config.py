@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class LoraSettings(BaseModel):
@@ -30,7 +30,7 @@ class TrainConfig(BaseModel):
     lora: LoraSettings = Field(default_factory=LoraSettings)
     group_size: int = Field(8, ge=2, description="G rollouts per env seed")
     groups_per_step: int = Field(4, ge=1, description="kept groups wanted per optimiser step")
-    steps: int = Field(50, ge=1)
+    steps: int = Field(50, ge=0, description="GRPO steps (0: only the SFT warm start, if any)")
     learning_rate: float = Field(2e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
@@ -59,3 +59,16 @@ class TrainConfig(BaseModel):
     seed: int = 0
     device: str = "cpu"
     vllm_server: str | None = Field(None, description="trl vllm-serve URL; generate there")
+    train_seeds: tuple[int, int] = Field((0, 10**9), description="env seeds [start, stop) training "
+                                         "draws from; must stay below the held-out 10^9")
+    warmup_sft: int = Field(0, ge=0, description="behaviour-cloning steps on oracle demos before GRPO")
+    sft_batch: int = Field(4, ge=1, description="oracle demonstrations per SFT step")
+    sft_lr: float = Field(2e-4, gt=0, description="SFT learning rate")
+    init_adapter: str | None = Field(None, description="start from this adapter's weights")
+
+    @model_validator(mode="after")
+    def _seeds_below_heldout(self) -> TrainConfig:
+        from tracec.targets.seeds import SeedRange, check_training_range
+
+        check_training_range(SeedRange(start=self.train_seeds[0], stop=self.train_seeds[1]))
+        return self

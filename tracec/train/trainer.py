@@ -22,10 +22,12 @@ from typing import Any
 import torch
 
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
+from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
-from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
-from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
+from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
+from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_retention, memory_budget_bytes,
+                                 plan_step)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
 SEED_STRIDE = 1_000_003
@@ -88,7 +90,14 @@ class GRPOTrainer:
         self.env = env
         self.out = Path(out_dir)
         self.accelerator = accelerator
+        if config.device == "cpu":
+            limit_heap_retention()
         self.tokenizer, model, self.model_path = build_policy(config)
+        self.sft_summary: dict[str, Any] | None = None
+        if config.init_adapter:  # e.g. continue from an SFT-only run
+            from tracec.train.sft import load_init_adapter
+
+            self.sft_summary = load_init_adapter(model, config.init_adapter, config)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -112,6 +121,7 @@ class GRPOTrainer:
         self._checkpointing = False
         self.step = 0
         self.seed_cursor = 0
+        self.seeds_seen = (2**31, -1)
         self.metrics_path = self.out / "metrics.jsonl"
 
     # ------------------------------------------------------------------ helpers
@@ -128,8 +138,10 @@ class GRPOTrainer:
 
     def _next_seed(self) -> int:
         rank, world = self._rank
-        seed = self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank
+        start, stop = self.config.train_seeds  # training never reaches the held-out seeds
+        seed = start + (self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank) % (stop - start)
         self.seed_cursor += 1
+        self.seeds_seen = (min(self.seeds_seen[0], seed), max(self.seeds_seen[1], seed))
         return seed
 
     # ------------------------------------------------------------------ rollouts
@@ -182,10 +194,7 @@ class GRPOTrainer:
     def _set_checkpointing(self, on: bool) -> None:
         if on == self._checkpointing:
             return
-        if on:
-            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        else:
-            self.policy.gradient_checkpointing_disable()
+        set_checkpointing(self.policy, on)
         self._checkpointing = on
 
     def _sync_generator(self) -> None:
@@ -245,6 +254,7 @@ class GRPOTrainer:
             "gen_seconds": stats.gen_seconds,
             "prefill_tokens": stats.prefill_tokens,
             "decode_steps": stats.decode_steps,
+            "decode_row_counts": {str(k): v for k, v in sorted(stats.decode_row_counts.items())},
             "update_seconds": update_s,
             "step_seconds": elapsed,
             **update,
@@ -336,7 +346,7 @@ class GRPOTrainer:
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save({"torch": torch.get_rng_state(), "python": random.getstate()}, tmp / "rng.pt")
         state = {"step": self.step, "seed_cursor": self.seed_cursor,
-                 "config": self.config.model_dump(mode="json")}
+                 "config": self.config.model_dump(mode="json"), "sft": self.sft_summary}
         (tmp / "state.json").write_text(json.dumps(state, indent=1) + "\n")
         old = final.with_name("last.old")
         shutil.rmtree(old, ignore_errors=True)
@@ -370,6 +380,7 @@ class GRPOTrainer:
         random.setstate(rng["python"])
         self.step = int(state["step"])
         self.seed_cursor = int(state["seed_cursor"])
+        self.sft_summary = state.get("sft")
         self._truncate_metrics(self.step)
         return True
 
@@ -382,13 +393,20 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ the run
     def fit(self, resume: bool = False,
-            on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-        """Train to ``config.steps``; returns the last step's metrics."""
+            on_step: Callable[[dict[str, Any]], None] | None = None,
+            on_sft_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Warm start (``warmup_sft``) then GRPO to ``config.steps``; returns the last step's
+        metrics. A resumed run continues GRPO from its checkpoint (the warm start is in it)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        if resume:
-            self.load_checkpoint()
-        elif self.metrics_path.exists():
+        resumed = self.load_checkpoint() if resume else False
+        if not resume and self.metrics_path.exists():
             self.metrics_path.unlink()
+        if self.config.warmup_sft and not resumed:
+            from tracec.train.sft import warmup_sft
+
+            self.sft_summary = warmup_sft(self, on_sft_step)
+            if self.config.steps > 0 and (self.accelerator is None or self.accelerator.is_main_process):
+                self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
         last: dict[str, Any] = {}
         is_main = self.accelerator is None or self.accelerator.is_main_process
         while self.step < self.config.steps:
@@ -404,9 +422,10 @@ class GRPOTrainer:
             self.save_adapter(last)
         return last
 
-    def save_adapter(self, final_metrics: dict[str, Any]) -> Path:
-        """The stock peft folder plus ``tracec.json``."""
-        self.policy.save_pretrained(self.out)
+    def save_adapter(self, final_metrics: dict[str, Any], out: Path | None = None) -> Path:
+        """The stock peft folder plus ``tracec.json`` (in ``out``, default the run's folder)."""
+        out = self.out if out is None else out
+        self.policy.save_pretrained(out)
         meta = {
             "capability": self.env.capability,
             "env": self.env.name,
@@ -415,6 +434,10 @@ class GRPOTrainer:
             "config": self.config.model_dump(mode="json"),
             "steps_done": self.step,
             "metrics": final_metrics,
+            "seeds": {"train": list(self.config.train_seeds),
+                      "grpo_used": list(self.seeds_seen) if self.seeds_seen[1] >= 0 else None,
+                      "heldout_from": HELDOUT_START},
+            "sft": self.sft_summary,
         }
-        (self.out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
-        return self.out
+        (out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
+        return out

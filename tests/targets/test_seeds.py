@@ -1,0 +1,90 @@
+"""Training and held-out seed ranges never meet; eval refuses an adapter's own training seeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tracec.targets.seeds import (
+    HELDOUT_SEEDS,
+    HELDOUT_START,
+    TRAIN_SEEDS,
+    SeedRange,
+    SeedRangeError,
+    adapter_training_range,
+    check_eval_seeds,
+    check_training_range,
+    parse_range,
+)
+
+
+def test_default_ranges_are_disjoint_and_adjacent():
+    assert not TRAIN_SEEDS.overlaps(HELDOUT_SEEDS)
+    assert TRAIN_SEEDS.stop == HELDOUT_SEEDS.start == HELDOUT_START
+    assert TRAIN_SEEDS.at(HELDOUT_START + 5) == 5  # wraps inside its own range
+
+
+def test_parse_and_check_training_range():
+    assert parse_range("10:20") == SeedRange(start=10, stop=20)
+    assert parse_range("7") == SeedRange(start=7, stop=HELDOUT_START)
+    assert check_training_range(parse_range("0:1000")).size == 1000
+    with pytest.raises(SeedRangeError, match="overlap the held-out"):
+        check_training_range(parse_range("999999000:1000000001"))
+    for bad in ("a:b", "20:10", "-1:5"):
+        with pytest.raises(SeedRangeError, match="bad seed range"):
+            parse_range(bad)
+
+
+def _adapter(tmp_path, train):
+    d = tmp_path / "adapter"
+    d.mkdir()
+    (d / "tracec.json").write_text(json.dumps({"config": {"seed": 0}, "seeds": {"train": train}}))
+    return d
+
+
+def test_eval_refuses_an_adapters_training_seeds(tmp_path):
+    d = _adapter(tmp_path, [0, 5000])
+    assert adapter_training_range(d) == SeedRange(start=0, stop=5000)
+    check_eval_seeds(SeedRange(start=HELDOUT_START, stop=HELDOUT_START + 100), d)
+    with pytest.raises(SeedRangeError, match="overlap the training seeds"):
+        check_eval_seeds(SeedRange(start=4990, stop=5010), d)
+
+
+def test_train_config_refuses_heldout_seeds():
+    from pydantic import ValidationError
+
+    pytest.importorskip("torch")
+    from tracec.train.config import TrainConfig
+
+    assert TrainConfig(train_seeds=(0, 100)).train_seeds == (0, 100)
+    with pytest.raises(ValidationError, match="held-out"):
+        TrainConfig(train_seeds=(0, HELDOUT_START + 1))
+
+
+def test_train_cli_refuses_heldout_seeds_before_loading_anything(tmp_path):
+    pytest.importorskip("torch")
+    from tracec.cli import cli
+
+    res = CliRunner().invoke(cli, ["train", "tests/runtime/tiny_capability.py", "--model",
+                                   str(tmp_path / "none"), "--train-seeds", "1000000000:1000000100",
+                                   "-o", str(tmp_path / "o")])
+    assert res.exit_code != 0 and "overlap the held-out evaluation seeds" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_eval_cli_uses_heldout_seeds_and_refuses_training_ones(tmp_path):
+    from tracec.cli import cli
+
+    env = "tests/runtime/tiny_capability.py"
+    res = CliRunner().invoke(cli, ["eval", "--agent", "oracle", "--env", env, "--tasks", "3",
+                                   "--out", str(tmp_path / "o"), "--json"])
+    assert res.exit_code == 0, res.output
+    lines = (tmp_path / "o" / "trajectories.jsonl").read_text().splitlines()
+    seeds = sorted(json.loads(line)["info"]["seed"] for line in lines)
+    assert seeds == [HELDOUT_START, HELDOUT_START + 1, HELDOUT_START + 2]
+    d = _adapter(tmp_path, [0, HELDOUT_START])
+    res = CliRunner().invoke(cli, ["eval", "--agent", f"local:{tmp_path / 'm'}+adapter:{d}", "--env", env,
+                                   "--env-seeds", "100", "--tasks", "3", "--out", str(tmp_path / "p")])
+    assert res.exit_code != 0 and "overlap the training seeds" in res.output
