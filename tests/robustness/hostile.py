@@ -52,6 +52,9 @@ def step_inputs() -> list[str]:
                 "expression", "total_baggages", "nonfree_baggages", "amount", "reservation_id",
                 "timestamp", "timestamp_0", "timestamp_1", "days", "seconds", "n", "date"))
             out.append(f'<tool_call>{{"name": "{tool}", "arguments": {{{args}}}}}</tool_call>')
+    for expr in ("9**9**9**9", "9**999999999", "(" * 400 + "1" + ")" * 400, "9" * 5000,
+                 "9*" * 499 + "9", "1/0", "2 ** -1e308", "((((", "-" * 900 + "1"):
+        out.append(hermes("calculate", {"expression": expr}))  # τ²'s eval-based tool hung here
     calls = [hermes("get_user_details", {"user_id": f"u{i}"}) for i in range(40)]
     out += ["".join(calls[:2]), "".join(calls[:32]), "".join(calls[:33]), "".join(calls),
             "thinking aloud " + "".join(calls[:3]) + " and more text",
@@ -124,7 +127,7 @@ SPEC_CASES: dict[str, tuple[str, str | None]] = {
     "nested_lists_61": (_with_let("d = " + "[" * 61 + "]" * 61), "E005"),
     "nested_lists_40": (_with_let("d = " + "[" * 40 + "]" * 40), None),
     "nested_dicts_300": (_with_let("d = " + '{"a": ' * 300 + "1" + "}" * 300), "E005"),
-    "nested_parens_3000": (_with_let("d = " + "(" * 3000 + "1" + ")" * 3000), "E005"),
+    "nested_parens_3000": (_with_let("d = " + "(" * 3000 + "1" + ")" * 3000), None),  # no nodes
     "nested_parens_150": (_with_let("d = " + "(" * 150 + "1" + ")" * 150), None),
     "nested_negation_3000": (_with_let("d = " + "-" * 3000 + "1"), "E005"),
     "nested_not_3000": (_with_let("d = " + "not " * 3000 + "True"), "E005"),
@@ -132,7 +135,7 @@ SPEC_CASES: dict[str, tuple[str, str | None]] = {
     "long_product_chain": (_with_let("d = " + " * ".join(["999999999"] * 2000)), "E005"),
     "nested_type_200": (_with_tool('"d"', "x: " + "list[" * 200 + "str" + "]" * 200), "E005"),
     "nested_type_30": (_with_tool('"d"', "x: " + "list[" * 30 + "str" + "]" * 30), None),
-    "list_literal_50000": (_with_let("s = [" + ", ".join(["1"] * 50_000) + "]"), None),
+    "list_literal_5000": (_with_let("s = [" + ", ".join(["1"] * 5000) + "]"), None),
     "capability_name_300": (BASE.replace("capability demo", "capability " + "a" * 300), "E102"),
     "capability_name_64": (BASE.replace("capability demo", "capability " + "a" * 64), None),
     "task_name_5000": (BASE.replace("task look", "task " + "b" * 5000), "E102"),

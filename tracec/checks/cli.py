@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tracec.checks.calibrate import Bands, CalibrationReport
+from tracec.checks.fidelity import Fidelity
 from tracec.checks.prompt_size import (
     CHARS_PER_TOKEN, DEFAULT_BUDGET, measure_report, tokenizer_counter,
 )
@@ -215,8 +216,11 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
             for p in r.problems:
                 console.print(f"[red]{escape(r.env)}:[/] {escape(p)}", highlight=False)
             for w in r.warnings:
-                if w.startswith("first prompt"):
+                if w.startswith(("first prompt", "hint leak")):
                     console.print(f"[yellow]{escape(r.env)}:[/] {escape(w)}", highlight=False)
+            if r.fidelity is not None:
+                fid = Fidelity(**r.fidelity)
+                console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)
         for c in calibs.values():
             _print_calibration(console, c)
     failed = sum(1 for r in reports if not r.passed)

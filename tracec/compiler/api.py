@@ -12,6 +12,7 @@ from pathlib import Path
 from tracec.compiler import codegen
 from tracec.compiler.ir import CapabilityIR
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
+from tracec.files import InputError, decode_bytes
 from tracec.lang.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
@@ -128,10 +129,11 @@ def compile_file(path: Path | str) -> CompileResult:
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
             message=f"cannot read spec: {exc.strerror or exc}", span=Span(), code="E250")])
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
+        text = decode_bytes(raw, shown)  # UTF-8 (a BOM is dropped); UTF-16 etc. are errors
+    except InputError as exc:
+        message = str(exc).split(": ", 1)[-1] if str(exc).startswith(shown) else str(exc)
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
-            message=f"spec is not UTF-8 text (byte {exc.start})", span=Span(), code="E251")])
+            message=f"spec is not UTF-8 text: {message}", span=Span(), code="E251")])
     return compile_text(text, str(path), spec_path=shown)
 
 

@@ -615,7 +615,10 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)
-                w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
+                if any(isinstance(f, A.Let) for f in step.fields):
+                    _gen_fields_with_lets(w, gen, step.fields)
+                else:
+                    w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
                 w()
                 args.append(fn)
             w.call_block(f"{step.name} = rt.spawn(", args, 1)
@@ -661,10 +664,16 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
     w.at = (task.line, 0)
+    looped = any(isinstance(c, IR.GoldForIR) for c in task.gold)
+    if looped:
+        _gen_gold_loops(w, gen, task.gold)
     w("return TaskInstance(", 1)
     w(f"task={pystr(task.name)},", 2)
     w("user=user_text,", 2)
-    w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
+    if looped:
+        w("gold=_gold,", 2)
+    else:
+        w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
     comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
     w.call_block("communicate={", comm, 2, tail="},")
     forbid = []
@@ -700,6 +709,43 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     w(f"distractors={_tuple(names)},", 2)
     w(")", 1)
     w.at = None
+
+
+def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any]) -> None:
+    """A field function whose block has `let`s: values in spec order, then the dict."""
+    first = 0
+    while first < len(fields) and not isinstance(fields[first], A.Let):
+        first += 1
+    w.emit("_fields = ", fields_lines(gen, fields[:first], LINE - 15), 2)
+    for f in fields[first:]:
+        w.at = spec_at(f)
+        if isinstance(f, A.Let):
+            w.emit(f"{f.name} = ", pretty(gen, f.value, LINE - 12 - len(f.name)), 2)
+        else:
+            head = f"_fields[{pystr(f.name)}] = "
+            w.emit(head, pretty(gen, f.value, LINE - 8 - len(head)), 2)
+    w("return _fields", 2)
+
+
+def _gen_gold_loops(w: Writer, gen: ExprGen, gold: list[Any]) -> None:
+    """`_gold`, built in order: runs of plain calls, and a loop per `for` in `gold`."""
+    w("_gold = []", 1)
+    run: list[Any] = []
+
+    def flush() -> None:
+        if run:
+            w.call_block("_gold += [", _call_list(gen, run), 1, tail="]")
+            run.clear()
+
+    for item in gold:
+        if isinstance(item, IR.GoldForIR):
+            flush()
+            w(f"for {item.var} in {gen.gen(item.iter, _PREC['or'])}:", 1)
+            w.call_block("_gold += [", _call_list(gen.with_var(item.var), item.calls), 2,
+                         tail="]")
+        else:
+            run.append(item)
+    flush()
 
 
 def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
