@@ -145,3 +145,12 @@ def test_let_in_a_field_block_is_checked() -> None:
     in_add = _compile(FIELDS_LET.replace("    communicate total\n",
                                          "    communicate total\n    distractor d { add user { let n = 1 } }\n"))
     assert not in_add.ok and "`let` in a field block is only for `seed` records" in in_add.rendered
+
+
+def test_parameter_tuples_are_bounded() -> None:
+    many = ", ".join(str(i) for i in range(70))
+    spec = SPEC.replace('task cancel_some(n, word) for (2, "two"), (3, "three")',
+                        f"task cancel_some(n) for {many}").replace(" {word}", "")
+    result = _compile(spec)
+    assert not result.ok
+    assert "task `cancel_some` has 70 parameter tuples (at most 64)" in result.rendered

@@ -196,6 +196,9 @@ def decode_string(raw: str) -> str:
     return "".join(out)
 
 
+MAX_TASK_INSTANCES = 64  # tasks one parameterised `task` may expand to
+
+
 class _Builder:
     """Turns Lark trees into AST nodes."""
 
@@ -366,6 +369,10 @@ class _Builder:
             return [task]
         names = [c for c in params.children if isinstance(c, Token) and c.type == "NAME"]
         rows = [c for c in params.children if isinstance(c, Tree) and c.data == "param_values"]
+        if len(rows) > MAX_TASK_INSTANCES:
+            raise self.err(f"task `{task.name}` has {len(rows)} parameter tuples (at most "
+                           f"{MAX_TASK_INSTANCES})", _span_of(rows[MAX_TASK_INSTANCES]),
+                           "split it into several tasks, or draw the values with pick(...)")
         out: list[A.Task] = []
         used: set[str] = set()
         for i, row in enumerate(rows):
