@@ -8,7 +8,6 @@ tau2-bench checkout's ``data/tau2/domains`` directory with ``--tau2-data DIR`` o
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
