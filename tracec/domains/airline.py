@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind, lookup
+from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
@@ -543,27 +543,20 @@ TOOL_FUNCS = {
 # ----------------------------------------------------------------------------- generators
 
 
-def _fresh(rng: random.Random, taken: Mapping[str, Any], make) -> str:
-    while True:
-        candidate = make(rng)
-        if candidate not in taken:
-            return candidate
-
-
 def new_user_id(rng: random.Random, db: dict) -> str:
     first, last = common.person_name(rng)
     return common.user_id_for(rng, first, last, db.get("users", {}))
 
 
 def new_flight_number(rng: random.Random, db: dict) -> str:
-    return _fresh(rng, db.get("flights", {}), lambda r: f"HAT{r.randint(1, 999):03d}")
+    return fresh_id(rng, db.get("flights", {}), lambda r: f"HAT{r.randint(1, 999):03d}")
 
 
 def new_reservation_id(rng: random.Random, db: dict) -> str:
     """6 upper-case letters/digits, never one of the ids τ²'s ``book_reservation`` hands out."""
     alphabet = string.ascii_uppercase + string.digits
     taken = {**db.get("reservations", {}), **dict.fromkeys(NEW_RESERVATION_IDS)}
-    return _fresh(rng, taken, lambda r: "".join(r.choice(alphabet) for _ in range(6)))
+    return fresh_id(rng, taken, lambda r: "".join(r.choice(alphabet) for _ in range(6)))
 
 
 def _payment_methods(rng: random.Random, db: dict) -> dict:

@@ -109,6 +109,19 @@ class Domain:
         return self.tools[name].func(db, **arguments)
 
 
+def fresh_id(rng: random.Random, taken: Any, make: Callable[[random.Random], str]) -> str:
+    """``make(rng)`` drawn until it is not in ``taken`` (a collection or a set of ids)."""
+    while True:
+        candidate = make(rng)
+        if candidate not in taken:
+            return candidate
+
+
+def new_id_in(collection: str, make: Callable[[random.Random], str]) -> Callable[[random.Random, dict], str]:
+    """An ``EntityKind.new_id``: ``make(rng)`` unused in ``db[collection]``."""
+    return lambda rng, db: fresh_id(rng, db.get(collection) or {}, make)
+
+
 def lookup(db: Mapping[str, Any], collection: str, key: Any, missing: str) -> dict:
     """``db[collection][key]``; ``ValueError(missing)`` when there is none (the target's wording)."""
     records = db[collection]

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind, lookup
+from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 
@@ -450,15 +450,11 @@ def _all_item_ids(db: dict) -> set[str]:
 
 def new_product_id(rng: random.Random, db: dict) -> str:
     taken = set(db.get("products", {})) | _all_item_ids(db)
-    while (pid := _digits(rng, 10)) in taken:
-        pass
-    return pid
+    return fresh_id(rng, taken, lambda r: _digits(r, 10))
 
 
 def new_order_id(rng: random.Random, db: dict) -> str:
-    while (oid := f"#W{_digits(rng, 7)}") in db.get("orders", {}):
-        pass
-    return oid
+    return fresh_id(rng, db.get("orders", {}), lambda r: f"#W{_digits(r, 7)}")
 
 
 def new_user_id(rng: random.Random, db: dict) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from tracec import files
-from tracec.domains.base import Tool, ToolError, ToolFunc, tools_from_data
+from tracec.domains.base import Tool, ToolError, ToolFunc, fresh_id, tools_from_data
 from tracec.domains.base import read_data  # noqa: F401 - the domains read their data via common
 from tracec.core.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
 
@@ -314,10 +314,7 @@ def person_name(rng: random.Random) -> tuple[str, str]:
 def user_id_for(rng: random.Random, first: str, last: str, taken: Mapping[str, Any]) -> str:
     """τ²-style user id ``mia_li_3668`` (lowercase, 4 digits), unused in ``taken``."""
     base = f"{first}_{last}".lower().replace("-", "").replace(" ", "")
-    while True:
-        uid = f"{base}_{rng.randint(1000, 9999)}"
-        if uid not in taken:
-            return uid
+    return fresh_id(rng, taken, lambda r: f"{base}_{r.randint(1000, 9999)}")
 
 
 def email_for(rng: random.Random, first: str, last: str) -> str:
@@ -343,10 +340,7 @@ def dob(rng: random.Random, lo_year: int = 1950, hi_year: int = 2005) -> str:
 
 def fresh_payment_id(rng: random.Random, source: str, taken: set[str]) -> str:
     """``credit_card_4421486``-style id (7 digits) not in ``taken``."""
-    while True:
-        pid = f"{source}_{rng.randint(1000000, 9999999)}"
-        if pid not in taken:
-            return pid
+    return fresh_id(rng, taken, lambda r: f"{source}_{r.randint(1000000, 9999999)}")
 
 
 def insert_with_backlink(id_field: str, link_field: str):

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.base import Domain, EntityKind, Tool, ToolError, ToolFunc, tools_from_data
+from tracec.domains.base import Domain, EntityKind, Tool, ToolError, ToolFunc, new_id_in, tools_from_data
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import ANY, BOOL, FLOAT, STR
 
@@ -130,14 +130,7 @@ def _rng_uuid(rng: random.Random) -> str:
 
 
 def _new_id_in(collection: str) -> Callable[[random.Random, dict], str]:
-    def new_id(rng: random.Random, db: dict) -> str:
-        existing = db.get(collection) or {}
-        while True:
-            candidate = _rng_uuid(rng)
-            if candidate not in existing:
-                return candidate
-
-    return new_id
+    return new_id_in(collection, _rng_uuid)
 
 
 # --------------------------------------------------------------------------------------------
