@@ -30,6 +30,8 @@ from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_reten
                                  plan_step)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
+__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
+
 SEED_STRIDE = 1_000_003
 CHECKPOINTS = "checkpoints"
 RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not depend on them
@@ -37,9 +39,6 @@ RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not d
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
-
-
-__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 
 class PromptTooLong(ValueError):
