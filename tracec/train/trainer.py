@@ -26,8 +26,13 @@ from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
-from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_retention, memory_budget_bytes,
-                                 plan_step)
+from tracec.train.memory import (
+    MemoryBudgetError,
+    MemoryPlan,
+    limit_heap_retention,
+    memory_budget_bytes,
+    plan_step,
+)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
 __all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
