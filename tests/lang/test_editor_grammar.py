@@ -31,7 +31,7 @@ def _lark_keywords() -> set[str]:
 
 def test_grammar_is_valid_json_with_scope_and_file_type() -> None:
     g = json.loads(GRAMMAR.read_text(encoding="utf-8"))
-    assert g["scopeName"] == "source.tracec" and g["fileTypes"] == ["tracec"]
+    assert g["scopeName"] == "source.tracec" and g["fileTypes"] == ["tracec", "tracec-frag"]
     for ref in re.findall(r'"include": "#([a-z_]+)"', GRAMMAR.read_text(encoding="utf-8")):
         assert ref in g["repository"], ref
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from dataclasses import dataclass
 
 from lark import Lark, Token, Tree
 
+from tracec.lang.fragments import USE_LINE
 from tracec.lang.parser import GRAMMAR_PATH, parse_source
 
 INDENT = "  "
@@ -141,9 +143,25 @@ def _assign_key(toks: list[_Tok]) -> int | None:
     return None
 
 
+_USE_MARK = "#\x00use "  # a `use` line is laid out as a comment, then restored
+
+
+def mask_uses(source: str) -> str:
+    """The spec with each `use "..."` line turned into a comment (so that it parses)."""
+    lines = source.split("\n")
+    return "\n".join(_USE_MARK + line.strip() if USE_LINE.match(line) else line
+                     for line in lines)
+
+
 def format_source(source: str) -> str:
     """The canonical layout of a spec. Raises ``SpecError`` (located) for text that does not
-    parse; the result parses to the same program."""
+    parse; the result parses to the same program. `use "..."` lines are indented like the
+    statements around them."""
+    out = _format(mask_uses(source))
+    return "\n".join(re.sub(r"^( *)#\x00use (.*)$", r"\1\2", line) for line in out.split("\n"))
+
+
+def _format(source: str) -> str:
     parse_source(source)  # located syntax errors, bounds (size, nesting)
     rows: list[tuple[int, int, list[_Tok]]] = []  # (blank lines before, depth, tokens)
     open_lines: list[int] = []  # for each open bracket, the row that opened it
