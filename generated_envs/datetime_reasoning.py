@@ -123,7 +123,6 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"wd": wd},
         forbid=[Call("add_reminder", {"content": label, "reminder_timestamp": ts + n * 86400})],
-        replies=[],
         hint=(
             "Shift the message's creation timestamp by the days, then set the clock time: subtract "
             "its own hour/minute/second (from timestamp_to_datetime_info) and add the requested "
@@ -142,7 +141,6 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "due": due,
             "label": label,
             "wd": wd,
-            "_communicate": [wd],
         },
         distractors=("earlier_text", "weekday_guess"),
     )
@@ -211,18 +209,11 @@ def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"early.content": early["content"], "gap": gap},
         forbid=[Call("remove_reminder", {"reminder_id": early["reminder_id"]})],
-        replies=[],
         hint=(
             "timestamp_diff returns whole days plus leftover seconds: hours = days * 24 + seconds "
             "/ 3600. Only answer; do not change the reminders."
         ),
-        values={
-            "a": a,
-            "b": b,
-            "early": early,
-            "gap": gap,
-            "_communicate": [early["content"], gap],
-        },
+        values={"a": a, "b": b, "early": early, "gap": gap},
         distractors=("sibling_note", "gap_guess"),
     )
 
@@ -292,23 +283,12 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"wd": wd, "ago": ago},
-        forbid=[],
-        replies=[],
         hint=(
             "Find the message from that sender, read its weekday with timestamp_to_datetime_info "
             "(isoweekday 1 = Monday ... 7 = Sunday), and count days with timestamp_diff against "
             "get_current_timestamp."
         ),
-        values={
-            "p": p,
-            "owner": owner,
-            "m": m,
-            "s": s,
-            "other": other,
-            "wd": wd,
-            "ago": ago,
-            "_communicate": [wd, ago],
-        },
+        values={"p": p, "owner": owner, "m": m, "s": s, "other": other, "wd": wd, "ago": ago},
         distractors=("same_words",),
     )
 
@@ -367,13 +347,12 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "reminder_timestamp": r["reminder_timestamp"] - d * 86400 - hrs * 3600,
             }),
         ],
-        replies=[],
         hint=(
             '"Push back" means later: shift the reminder\'s current timestamp forward with '
             "shift_timestamp, modify it with the result, and read the weekday with "
             "timestamp_to_datetime_info."
         ),
-        values={"r": r, "d": d, "hrs": hrs, "due": due, "wd": wd, "_communicate": [wd]},
+        values={"r": r, "d": d, "hrs": hrs, "due": due, "wd": wd},
         distractors=("weekday_claim",),
     )
 
@@ -429,7 +408,48 @@ CAPABILITY = Capability(
 
 
 class DatetimeReasoningEnv(CapabilityEnv):
-    """The `datetime_reasoning` capability as a Gymnasium environment."""
+    """Decode, shift and compare timestamps with the date/time tools, act on the exact time, and
+    report it.
+
+    The `datetime_reasoning` capability on the `toolsandbox` domain, compiled from
+    specs/datetime_reasoning.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `reminder_after_message`: weight 3 (p = 0.33); gold `search_contacts`, `search_messages`,
+      `timestamp_to_datetime_info`, `shift_timestamp`, `add_reminder`; forbids `add_reminder`
+    - `which_due_first`: weight 2 (p = 0.22); gold `search_reminder`, `search_reminder`,
+      `timestamp_diff`; forbids `remove_reminder`
+    - `message_weekday`: weight 2 (p = 0.22); gold `search_contacts`, `search_messages`,
+      `timestamp_to_datetime_info`, `get_current_timestamp`, `timestamp_diff`
+    - `push_reminder`: weight 2 (p = 0.22); gold `search_reminder`, `shift_timestamp`,
+      `modify_reminder`, `timestamp_to_datetime_info`; forbids `modify_reminder`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `toolsandbox` domain tool (`tracec describe toolsandbox`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.5 / 0.25 / 0):
+    - `1.0 when state_matches and communicated() and not forbidden_called`
+    - `0.5 when state_matches and progress == 1 and not forbidden_called`
+    - `0.25 when communicated() and not forbidden_called`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -439,11 +459,11 @@ SPEC_LINES = (
     (27, 13, 0), (31, 14, 0), (32, 15, 0), (33, 16, 0), (42, 22, 0), (43, 0, 0), (52, 26, 9),
     (53, 27, 9), (54, 28, 9), (66, 29, 9), (67, 30, 9), (68, 31, 9), (69, 32, 9), (70, 33, 9),
     (71, 34, 9), (72, 35, 9), (73, 36, 9), (74, 37, 10), (86, 48, 0), (87, 48, 37), (102, 49, 0),
-    (103, 49, 36), (108, 25, 0), (149, 0, 0), (154, 53, 9), (162, 54, 9), (174, 55, 9),
-    (175, 56, 9), (176, 57, 10), (183, 66, 0), (184, 66, 37), (195, 67, 0), (196, 67, 32),
-    (201, 52, 0), (228, 0, 0), (236, 71, 9), (237, 72, 9), (238, 73, 9), (250, 74, 9),
-    (251, 75, 9), (259, 76, 9), (260, 77, 9), (261, 78, 10), (268, 88, 0), (269, 88, 35),
-    (281, 70, 0), (314, 0, 0), (320, 92, 9), (328, 93, 9), (329, 94, 9), (330, 95, 9),
-    (331, 96, 9), (332, 97, 10), (341, 107, 0), (342, 107, 36), (347, 91, 0), (379, 0, 0),
-    (382, 111, 14), (391, 112, 14), (396, 113, 15), (401, 114, 0), (402, 0, 0),
+    (103, 49, 36), (108, 25, 0), (147, 0, 0), (152, 53, 9), (160, 54, 9), (172, 55, 9),
+    (173, 56, 9), (174, 57, 10), (181, 66, 0), (182, 66, 37), (193, 67, 0), (194, 67, 32),
+    (199, 52, 0), (219, 0, 0), (227, 71, 9), (228, 72, 9), (229, 73, 9), (241, 74, 9),
+    (242, 75, 9), (250, 76, 9), (251, 77, 9), (252, 78, 10), (259, 88, 0), (260, 88, 35),
+    (272, 70, 0), (294, 0, 0), (300, 92, 9), (308, 93, 9), (309, 94, 9), (310, 95, 9),
+    (311, 96, 9), (312, 97, 10), (321, 107, 0), (322, 107, 36), (327, 91, 0), (358, 0, 0),
+    (361, 111, 14), (370, 112, 14), (375, 113, 15), (380, 114, 0), (381, 0, 0),
 )

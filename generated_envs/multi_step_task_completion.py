@@ -7,6 +7,8 @@ Regenerate: tracec compile specs/
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracec.domains import get_domain
 from tracec.runtime import lib as rt
 from tracec.runtime.env import (
@@ -150,8 +152,18 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     }
 
 
+def distractor_stranger(rng: rt.Rng, db: dict, user_text: str, *, others: Any) -> str:
+    """Distractor `stranger` (spec line 134), in every task."""
+    user_text += " " + rt.text(
+        "My colleague ",
+        others[0]["user_id"],
+        " shares some trips with me; please leave their bookings alone.",
+    )
+    return user_text
+
+
 def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_bags_rename` (spec line 68)."""
+    """Task `cancel_bags_rename` (spec line 41)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -232,12 +244,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         newlast,
         ". What is my refund and what do the bags cost?",
     )
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="cancel_bags_rename",
         user=user_text,
@@ -288,14 +295,13 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "who": who,
             "newlast": newlast,
             "fixed": fixed,
-            "_communicate": [refund, fee],
         },
         distractors=("stranger",),
     )
 
 
 def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `bags_on_two_then_cancel` (spec line 98)."""
+    """Task `bags_on_two_then_cancel` (spec line 71)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -374,12 +380,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     )
     # distractor `lump`
     user_text += " " + "I think the bags are free for me anyway."
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="bags_on_two_then_cancel",
         user=user_text,
@@ -432,14 +433,13 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             "paid_a": paid_a,
             "paid_b": paid_b,
             "fee": fee,
-            "_communicate": [fee, refund],
         },
         distractors=("lump", "stranger"),
     )
 
 
 def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `fix_two_and_bags` (spec line 129)."""
+    """Task `fix_two_and_bags` (spec line 102)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -516,12 +516,7 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " and tell me what that costs.",
     )
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="fix_two_and_bags",
         user=user_text,
@@ -574,7 +569,6 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "extra": extra,
             "paid": paid,
             "fee": fee,
-            "_communicate": [fee],
         },
         distractors=("stranger",),
     )
@@ -628,25 +622,69 @@ CAPABILITY = Capability(
 
 
 class MultiStepTaskCompletionEnv(CapabilityEnv):
-    """The `multi_step_task_completion` capability as a Gymnasium environment."""
+    """Carry out every part of a compound airline request (cancel, add bags, fix passengers across
+    several reservations) and report the amounts.
+
+    The `multi_step_task_completion` capability on the `airline` domain, compiled from
+    specs/multi_step_task_completion.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_bags_rename`: weight 3 (p = 0.43); gold `get_reservation_details`,
+      `cancel_reservation`, `get_reservation_details`, `update_reservation_baggages`,
+      `get_reservation_details`, `update_reservation_passengers`; forbids `cancel_reservation`
+    - `bags_on_two_then_cancel`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_baggages`, `get_reservation_details`, `update_reservation_baggages`,
+      `get_reservation_details`, `cancel_reservation`; forbids `cancel_reservation`
+    - `fix_two_and_bags`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_passengers`, `get_reservation_details`,
+      `update_reservation_passengers`, `get_reservation_details`, `update_reservation_baggages`;
+      forbids `cancel_reservation`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `airline` domain tool (`tracec describe airline`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.7 / 0.6 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.7 when state_matches and progress == 1`
+    - `0.6 * progress when progress > 0`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 20 turns.
+    """
 
     capability = CAPABILITY
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 11, 0), (28, 12, 0), (33, 13, 0), (34, 15, 0), (44, 17, 0), (47, 19, 11), (48, 20, 7),
-    (68, 21, 7), (72, 32, 0), (75, 25, 11), (76, 26, 7), (96, 27, 7), (100, 47, 0), (103, 31, 11),
-    (104, 32, 7), (124, 33, 7), (128, 62, 0), (129, 63, 0), (134, 65, 0), (139, 0, 0),
-    (159, 42, 9), (160, 43, 9), (168, 44, 9), (176, 45, 9), (177, 46, 9), (192, 47, 9),
-    (200, 48, 9), (201, 49, 9), (202, 50, 9), (203, 51, 9), (204, 52, 9), (205, 53, 9),
-    (206, 54, 9), (214, 55, 10), (235, 161, 0), (241, 68, 0), (295, 0, 0), (303, 72, 9),
-    (304, 73, 9), (312, 74, 9), (320, 75, 9), (321, 76, 9), (336, 77, 9), (337, 78, 9),
-    (345, 79, 9), (353, 80, 9), (354, 81, 9), (355, 82, 9), (356, 83, 9), (357, 84, 9),
-    (358, 85, 10), (375, 126, 0), (377, 161, 0), (383, 98, 0), (439, 0, 0), (447, 103, 9),
-    (448, 104, 9), (456, 105, 9), (468, 106, 9), (469, 107, 9), (470, 108, 9), (471, 109, 9),
-    (472, 110, 9), (473, 111, 9), (477, 112, 9), (478, 113, 9), (479, 114, 9), (483, 115, 9),
-    (491, 116, 9), (492, 117, 9), (493, 118, 9), (494, 119, 10), (519, 161, 0), (525, 129, 0),
-    (581, 0, 0), (584, 164, 0), (585, 165, 0), (590, 166, 0), (595, 167, 0), (601, 168, 0),
-    (602, 0, 0),
+    (29, 11, 0), (30, 12, 0), (35, 13, 0), (36, 15, 0), (46, 17, 0), (49, 19, 11), (50, 20, 7),
+    (70, 21, 7), (74, 23, 0), (77, 25, 11), (78, 26, 7), (98, 27, 7), (102, 29, 0), (105, 31, 11),
+    (106, 32, 7), (126, 33, 7), (130, 35, 0), (131, 36, 0), (136, 38, 0), (141, 0, 0),
+    (157, 134, 29), (162, 0, 0), (171, 42, 9), (172, 43, 9), (180, 44, 9), (188, 45, 9),
+    (189, 46, 9), (204, 47, 9), (212, 48, 9), (213, 49, 9), (214, 50, 9), (215, 51, 9),
+    (216, 52, 9), (217, 53, 9), (218, 54, 9), (226, 55, 10), (247, 134, 0), (248, 41, 0),
+    (301, 0, 0), (309, 72, 9), (310, 73, 9), (318, 74, 9), (326, 75, 9), (327, 76, 9),
+    (342, 77, 9), (343, 78, 9), (351, 79, 9), (359, 80, 9), (360, 81, 9), (361, 82, 9),
+    (362, 83, 9), (363, 84, 9), (364, 85, 10), (381, 99, 0), (382, 99, 27), (383, 134, 0),
+    (384, 71, 0), (439, 0, 0), (447, 103, 9), (448, 104, 9), (456, 105, 9), (468, 106, 9),
+    (469, 107, 9), (470, 108, 9), (471, 109, 9), (472, 110, 9), (473, 111, 9), (477, 112, 9),
+    (478, 113, 9), (479, 114, 9), (483, 115, 9), (491, 116, 9), (492, 117, 9), (493, 118, 9),
+    (494, 119, 10), (519, 134, 0), (520, 102, 0), (575, 0, 0), (578, 137, 14), (579, 138, 14),
+    (584, 139, 14), (589, 140, 25), (595, 141, 0), (596, 0, 0),
 )

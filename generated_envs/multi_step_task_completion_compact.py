@@ -7,6 +7,8 @@ Regenerate: tracec compile specs/
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracec.domains import get_domain
 from tracec.runtime import lib as rt
 from tracec.runtime.env import (
@@ -150,8 +152,18 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     }
 
 
+def distractor_stranger(rng: rt.Rng, db: dict, user_text: str, *, others: Any) -> str:
+    """Distractor `stranger` (spec line 141), in every task."""
+    user_text += " " + rt.text(
+        "My colleague ",
+        others[0]["user_id"],
+        " shares some trips with me; please leave their bookings alone.",
+    )
+    return user_text
+
+
 def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_bags_rename` (spec line 75)."""
+    """Task `cancel_bags_rename` (spec line 48)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -232,12 +244,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         newlast,
         ". What is my refund and what do the bags cost?",
     )
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="cancel_bags_rename",
         user=user_text,
@@ -288,14 +295,13 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "who": who,
             "newlast": newlast,
             "fixed": fixed,
-            "_communicate": [refund, fee],
         },
         distractors=("stranger",),
     )
 
 
 def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `bags_on_two_then_cancel` (spec line 105)."""
+    """Task `bags_on_two_then_cancel` (spec line 78)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -374,12 +380,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     )
     # distractor `lump`
     user_text += " " + "I think the bags are free for me anyway."
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="bags_on_two_then_cancel",
         user=user_text,
@@ -432,14 +433,13 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             "paid_a": paid_a,
             "paid_b": paid_b,
             "fee": fee,
-            "_communicate": [fee, refund],
         },
         distractors=("lump", "stranger"),
     )
 
 
 def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `fix_two_and_bags` (spec line 136)."""
+    """Task `fix_two_and_bags` (spec line 109)."""
     me = v["me"]
     mine = v["mine"]
     others = v["others"]
@@ -516,12 +516,7 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " and tell me what that costs.",
     )
-    # distractor `stranger`
-    user_text += " " + rt.text(
-        "My colleague ",
-        others[0]["user_id"],
-        " shares some trips with me; please leave their bookings alone.",
-    )
+    user_text = distractor_stranger(rng, db, user_text, others=others)
     return TaskInstance(
         task="fix_two_and_bags",
         user=user_text,
@@ -574,7 +569,6 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "extra": extra,
             "paid": paid,
             "fee": fee,
-            "_communicate": [fee],
         },
         distractors=("stranger",),
     )
@@ -637,25 +631,70 @@ CAPABILITY = Capability(
 
 
 class MultiStepTaskCompletionCompactEnv(CapabilityEnv):
-    """The `multi_step_task_completion_compact` capability as a Gymnasium environment."""
+    """Carry out every part of a compound airline request (cancel, add bags, fix passengers across
+    several reservations) and report the amounts.
+
+    The `multi_step_task_completion_compact` capability on the `airline` domain, compiled from
+    specs/multi_step_task_completion_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_bags_rename`: weight 3 (p = 0.43); gold `get_reservation_details`,
+      `cancel_reservation`, `get_reservation_details`, `update_reservation_baggages`,
+      `get_reservation_details`, `update_reservation_passengers`; forbids `cancel_reservation`
+    - `bags_on_two_then_cancel`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_baggages`, `get_reservation_details`, `update_reservation_baggages`,
+      `get_reservation_details`, `cancel_reservation`; forbids `cancel_reservation`
+    - `fix_two_and_bags`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_passengers`, `get_reservation_details`,
+      `update_reservation_passengers`, `get_reservation_details`, `update_reservation_baggages`;
+      forbids `cancel_reservation`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `get_reservation_details`, `get_user_details`, `cancel_reservation`,
+    `update_reservation_baggages`, `update_reservation_passengers` (compact schemas).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.7 / 0.6 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.7 when state_matches and progress == 1`
+    - `0.6 * progress when progress > 0`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 20 turns.
+    """
 
     capability = CAPABILITY
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 18, 0), (28, 19, 0), (33, 20, 0), (34, 22, 0), (44, 24, 0), (47, 26, 11), (48, 27, 7),
-    (68, 28, 7), (72, 39, 0), (75, 32, 11), (76, 33, 7), (96, 34, 7), (100, 54, 0), (103, 38, 11),
-    (104, 39, 7), (124, 40, 7), (128, 69, 0), (129, 70, 0), (134, 72, 0), (139, 0, 0),
-    (159, 49, 9), (160, 50, 9), (168, 51, 9), (176, 52, 9), (177, 53, 9), (192, 54, 9),
-    (200, 55, 9), (201, 56, 9), (202, 57, 9), (203, 58, 9), (204, 59, 9), (205, 60, 9),
-    (206, 61, 9), (214, 62, 10), (235, 168, 0), (241, 75, 0), (295, 0, 0), (303, 79, 9),
-    (304, 80, 9), (312, 81, 9), (320, 82, 9), (321, 83, 9), (336, 84, 9), (337, 85, 9),
-    (345, 86, 9), (353, 87, 9), (354, 88, 9), (355, 89, 9), (356, 90, 9), (357, 91, 9),
-    (358, 92, 10), (375, 133, 0), (377, 168, 0), (383, 105, 0), (439, 0, 0), (447, 110, 9),
-    (448, 111, 9), (456, 112, 9), (468, 113, 9), (469, 114, 9), (470, 115, 9), (471, 116, 9),
-    (472, 117, 9), (473, 118, 9), (477, 119, 9), (478, 120, 9), (479, 121, 9), (483, 122, 9),
-    (491, 123, 9), (492, 124, 9), (493, 125, 9), (494, 126, 10), (519, 168, 0), (525, 136, 0),
-    (581, 0, 0), (584, 171, 0), (585, 172, 0), (590, 173, 0), (595, 174, 0), (601, 175, 0),
-    (602, 0, 0),
+    (29, 18, 0), (30, 19, 0), (35, 20, 0), (36, 22, 0), (46, 24, 0), (49, 26, 11), (50, 27, 7),
+    (70, 28, 7), (74, 30, 0), (77, 32, 11), (78, 33, 7), (98, 34, 7), (102, 36, 0), (105, 38, 11),
+    (106, 39, 7), (126, 40, 7), (130, 42, 0), (131, 43, 0), (136, 45, 0), (141, 0, 0),
+    (157, 141, 29), (162, 0, 0), (171, 49, 9), (172, 50, 9), (180, 51, 9), (188, 52, 9),
+    (189, 53, 9), (204, 54, 9), (212, 55, 9), (213, 56, 9), (214, 57, 9), (215, 58, 9),
+    (216, 59, 9), (217, 60, 9), (218, 61, 9), (226, 62, 10), (247, 141, 0), (248, 48, 0),
+    (301, 0, 0), (309, 79, 9), (310, 80, 9), (318, 81, 9), (326, 82, 9), (327, 83, 9),
+    (342, 84, 9), (343, 85, 9), (351, 86, 9), (359, 87, 9), (360, 88, 9), (361, 89, 9),
+    (362, 90, 9), (363, 91, 9), (364, 92, 10), (381, 106, 0), (382, 106, 27), (383, 141, 0),
+    (384, 78, 0), (439, 0, 0), (447, 110, 9), (448, 111, 9), (456, 112, 9), (468, 113, 9),
+    (469, 114, 9), (470, 115, 9), (471, 116, 9), (472, 117, 9), (473, 118, 9), (477, 119, 9),
+    (478, 120, 9), (479, 121, 9), (483, 122, 9), (491, 123, 9), (492, 124, 9), (493, 125, 9),
+    (494, 126, 10), (519, 141, 0), (520, 109, 0), (575, 0, 0), (578, 144, 14), (579, 145, 14),
+    (584, 146, 14), (589, 147, 25), (595, 148, 0), (596, 0, 0),
 )

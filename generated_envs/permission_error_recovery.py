@@ -138,7 +138,6 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "content": body,
             }),
         ],
-        communicate={},
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
             Reply(
@@ -151,7 +150,7 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "turn low battery mode off, then cellular service on, then send the message again. "
             "Leave wifi and location service alone."
         ),
-        values={"p": p, "c": c, "body": body, "_communicate": []},
+        values={"p": p, "c": c, "body": body},
         distractors=("setup_low_battery", "old_number"),
     )
 
@@ -212,7 +211,6 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "content": body,
             }),
         ],
-        communicate={},
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
             Reply(
@@ -224,7 +222,7 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "Text messages need cellular service, not wifi: turn cellular service on and send "
             "again."
         ),
-        values={"p": p, "c": c, "body": body, "_communicate": []},
+        values={"p": p, "c": c, "body": body},
         distractors=("setup_cellular_off", "wifi_theory", "stale_contact"),
     )
 
@@ -277,7 +275,6 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "longitude": p["longitude"],
             }),
         ],
-        communicate={},
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
             Reply(
@@ -289,7 +286,7 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "The current location needs location service: turn it on, read the location, then add "
             "the reminder with that latitude and longitude. Do not guess coordinates."
         ),
-        values={"p": p, "chore": chore, "hours": hours, "_communicate": []},
+        values={"p": p, "chore": chore, "hours": hours},
         distractors=("setup_location_off", "plain_copy"),
     )
 
@@ -346,7 +343,6 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "reminder_timestamp": day * 86400 + hour * 3600,
             }),
         ],
-        communicate={},
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
             Reply(
@@ -368,7 +364,6 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "day": day,
             "hour": hour,
             "chore": chore,
-            "_communicate": [],
         },
         distractors=("setup_battery_saver",),
     )
@@ -418,7 +413,52 @@ CAPABILITY = Capability(
 
 
 class PermissionErrorRecoveryEnv(CapabilityEnv):
-    """The `permission_error_recovery` capability as a Gymnasium environment."""
+    """Diagnose a tool failure caused by a phone setting, enable exactly what is needed in the
+    right order, and retry.
+
+    The `permission_error_recovery` capability on the `toolsandbox` domain, compiled from
+    specs/permission_error_recovery.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `text_low_battery`: weight 3 (p = 0.33); gold `search_contacts`,
+      `get_low_battery_mode_status`, `set_low_battery_mode_status`,
+      `set_cellular_service_status`, `send_message_with_phone_number`; forbids `set_wifi_status`
+    - `text_cellular_off`: weight 2 (p = 0.22); gold `search_contacts`,
+      `get_cellular_service_status`, `set_cellular_service_status`,
+      `send_message_with_phone_number`; forbids `set_wifi_status`
+    - `remind_here`: weight 2 (p = 0.22); gold `get_current_timestamp`, `shift_timestamp`,
+      `get_location_service_status`, `set_location_service_status`, `get_current_location`,
+      `add_reminder`; forbids `set_cellular_service_status`
+    - `holiday_reminder`: weight 2 (p = 0.22); gold `set_low_battery_mode_status`,
+      `set_wifi_status`, `search_holiday`, `shift_timestamp`, `add_reminder`; forbids
+      `set_cellular_service_status`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `toolsandbox` domain tool (`tracec describe toolsandbox`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.5 / 0.4 / 0):
+    - `0.5 when forbidden_called and progress == 1`
+    - `1.0 when state_matches`
+    - `0.4 * progress when progress > 0`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -427,11 +467,11 @@ class PermissionErrorRecoveryEnv(CapabilityEnv):
 SPEC_LINES = (
     (27, 17, 0), (28, 18, 0), (29, 19, 0), (41, 23, 0), (42, 24, 0), (43, 25, 0), (44, 26, 0),
     (54, 36, 0), (62, 45, 0), (75, 0, 0), (93, 55, 9), (94, 56, 9), (95, 57, 9), (96, 58, 10),
-    (97, 69, 0), (111, 72, 0), (112, 72, 35), (128, 54, 0), (157, 0, 0), (164, 76, 9),
-    (165, 77, 9), (166, 78, 9), (167, 79, 10), (168, 89, 0), (184, 92, 0), (185, 92, 34),
-    (186, 93, 0), (187, 93, 38), (203, 75, 0), (230, 0, 0), (236, 97, 9), (237, 98, 9),
-    (238, 99, 9), (239, 100, 10), (246, 112, 0), (262, 115, 0), (264, 96, 0), (295, 0, 0),
-    (303, 119, 9), (304, 120, 9), (305, 121, 9), (306, 122, 9), (307, 123, 9), (308, 124, 9),
-    (309, 125, 9), (310, 126, 9), (311, 127, 10), (322, 138, 0), (336, 118, 0), (375, 0, 0),
-    (378, 144, 14), (383, 145, 14), (384, 146, 25), (390, 147, 0), (391, 0, 0),
+    (97, 69, 0), (111, 72, 0), (112, 72, 35), (128, 54, 0), (156, 0, 0), (163, 76, 9),
+    (164, 77, 9), (165, 78, 9), (166, 79, 10), (167, 89, 0), (183, 92, 0), (184, 92, 34),
+    (185, 93, 0), (186, 93, 38), (202, 75, 0), (228, 0, 0), (234, 97, 9), (235, 98, 9),
+    (236, 99, 9), (237, 100, 10), (244, 112, 0), (260, 115, 0), (262, 96, 0), (292, 0, 0),
+    (300, 119, 9), (301, 120, 9), (302, 121, 9), (303, 122, 9), (304, 123, 9), (305, 124, 9),
+    (306, 125, 9), (307, 126, 9), (308, 127, 10), (319, 138, 0), (333, 118, 0), (370, 0, 0),
+    (373, 144, 14), (378, 145, 14), (379, 146, 25), (385, 147, 0), (386, 0, 0),
 )

@@ -163,7 +163,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
 
 def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_allowed` (spec line 68)."""
+    """Task `cancel_allowed` (spec line 41)."""
     trips = v["trips"]
     covered = v["covered"]
     doubts = v["doubts"]
@@ -214,19 +214,13 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "conditions holds, cancel it and tell the user the refund: the sum of the payment "
             "history."
         ),
-        values={
-            "r": r,
-            "by_rule": by_rule,
-            "reason": reason,
-            "refund": refund,
-            "_communicate": [refund],
-        },
+        values={"r": r, "by_rule": by_rule, "reason": reason, "refund": refund},
         distractors=("doubt",),
     )
 
 
 def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_refused` (spec line 85)."""
+    """Task `cancel_refused` (spec line 58)."""
     trips = v["trips"]
     covered = v["covered"]
     claims = v["claims"]
@@ -277,13 +271,13 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "This booking is older than 24 hours, not business class, and insurance does not cover "
             "the reason: refuse, change nothing, and explain the 24 hours rule."
         ),
-        values={"r": r, "reason": reason, "rule": rule, "_communicate": [rule]},
+        values={"r": r, "reason": reason, "rule": rule},
         distractors=("recent_claim", "twin"),
     )
 
 
 def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `change_basic_refused` (spec line 101)."""
+    """Task `change_basic_refused` (spec line 74)."""
     trips = v["trips"]
     pushes = v["pushes"]
     r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])
@@ -321,13 +315,13 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "The reservation's cabin is basic economy: its flights cannot be modified. Refuse, "
             "change nothing, and say it is basic economy."
         ),
-        values={"r": r, "leg": leg, "later": later, "rule": rule, "_communicate": [rule]},
+        values={"r": r, "leg": leg, "later": later, "rule": rule},
         distractors=("cabin_claim",),
     )
 
 
 def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `change_allowed` (spec line 117)."""
+    """Task `change_allowed` (spec line 90)."""
     trips = v["trips"]
     r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])
     leg = r["flights"][0]
@@ -380,7 +374,6 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"diff": diff},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
@@ -400,9 +393,7 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "owner": owner,
             "card": card,
             "diff": diff,
-            "_communicate": [diff],
         },
-        distractors=(),
     )
 
 
@@ -451,21 +442,62 @@ CAPABILITY = Capability(
 
 
 class PreconditionVerificationEnv(CapabilityEnv):
-    """The `precondition_verification` capability as a Gymnasium environment."""
+    """Read the reservation, check the airline policy's rules for cancelling or changing it, then
+    act or refuse and say why.
+
+    The `precondition_verification` capability on the `airline` domain, compiled from
+    specs/precondition_verification.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_allowed`: weight 3 (p = 0.30); gold `get_reservation_details`,
+      `cancel_reservation`; forbids `send_certificate`
+    - `cancel_refused`: weight 3 (p = 0.30); gold `get_reservation_details`; forbids
+      `cancel_reservation`
+    - `change_basic_refused`: weight 2 (p = 0.20); gold `get_reservation_details`; forbids
+      `update_reservation_flights`
+    - `change_allowed`: weight 2 (p = 0.20); gold `get_reservation_details`,
+      `update_reservation_flights`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `airline` domain tool (`tracec describe airline`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.4 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.4 when state_matches and progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 12 turns.
+    """
 
     capability = CAPABILITY
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 12, 0), (28, 13, 0), (29, 15, 0), (40, 17, 0), (43, 19, 11), (44, 20, 7), (67, 31, 0),
-    (70, 24, 11), (71, 25, 7), (94, 45, 0), (97, 29, 11), (98, 30, 7), (121, 59, 0), (122, 60, 0),
-    (128, 62, 0), (133, 63, 0), (138, 64, 0), (143, 65, 0), (149, 0, 0), (171, 42, 9),
-    (183, 43, 9), (184, 44, 9), (185, 45, 9), (186, 46, 10), (195, 82, 0), (197, 68, 0),
-    (226, 0, 0), (234, 59, 9), (242, 60, 9), (243, 61, 9), (244, 62, 10), (253, 97, 0),
-    (255, 98, 0), (264, 85, 0), (283, 0, 0), (289, 75, 9), (290, 76, 9), (291, 77, 9),
-    (292, 78, 9), (293, 79, 10), (306, 114, 0), (308, 101, 0), (327, 0, 0), (332, 91, 9),
-    (333, 92, 9), (334, 93, 9), (335, 94, 9), (347, 95, 9), (348, 96, 9), (356, 97, 9),
-    (357, 98, 10), (370, 117, 0), (407, 0, 0), (410, 136, 0), (411, 137, 0), (416, 138, 0),
-    (421, 139, 0), (422, 0, 0),
+    (27, 12, 0), (28, 13, 0), (29, 15, 0), (40, 17, 0), (43, 19, 11), (44, 20, 7), (67, 22, 0),
+    (70, 24, 11), (71, 25, 7), (94, 27, 0), (97, 29, 11), (98, 30, 7), (121, 32, 0), (122, 33, 0),
+    (128, 35, 0), (133, 36, 0), (138, 37, 0), (143, 38, 0), (149, 0, 0), (171, 42, 9),
+    (183, 43, 9), (184, 44, 9), (185, 45, 9), (186, 46, 10), (195, 55, 0), (196, 55, 28),
+    (197, 41, 0), (220, 0, 0), (228, 59, 9), (236, 60, 9), (237, 61, 9), (238, 62, 10),
+    (247, 70, 0), (248, 70, 35), (249, 71, 0), (250, 71, 29), (258, 58, 0), (277, 0, 0),
+    (283, 75, 9), (284, 76, 9), (285, 77, 9), (286, 78, 9), (287, 79, 10), (300, 87, 0),
+    (301, 87, 34), (302, 74, 0), (321, 0, 0), (326, 91, 9), (327, 92, 9), (328, 93, 9),
+    (329, 94, 9), (341, 95, 9), (342, 96, 9), (350, 97, 9), (351, 98, 10), (364, 90, 0),
+    (398, 0, 0), (401, 109, 14), (402, 110, 14), (407, 111, 14), (412, 112, 0), (413, 0, 0),
 )

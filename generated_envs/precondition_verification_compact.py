@@ -163,7 +163,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
 
 def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_allowed` (spec line 75)."""
+    """Task `cancel_allowed` (spec line 48)."""
     trips = v["trips"]
     covered = v["covered"]
     doubts = v["doubts"]
@@ -214,19 +214,13 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "conditions holds, cancel it and tell the user the refund: the sum of the payment "
             "history."
         ),
-        values={
-            "r": r,
-            "by_rule": by_rule,
-            "reason": reason,
-            "refund": refund,
-            "_communicate": [refund],
-        },
+        values={"r": r, "by_rule": by_rule, "reason": reason, "refund": refund},
         distractors=("doubt",),
     )
 
 
 def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_refused` (spec line 92)."""
+    """Task `cancel_refused` (spec line 65)."""
     trips = v["trips"]
     covered = v["covered"]
     claims = v["claims"]
@@ -277,13 +271,13 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "This booking is older than 24 hours, not business class, and insurance does not cover "
             "the reason: refuse, change nothing, and explain the 24 hours rule."
         ),
-        values={"r": r, "reason": reason, "rule": rule, "_communicate": [rule]},
+        values={"r": r, "reason": reason, "rule": rule},
         distractors=("recent_claim", "twin"),
     )
 
 
 def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `change_basic_refused` (spec line 108)."""
+    """Task `change_basic_refused` (spec line 81)."""
     trips = v["trips"]
     pushes = v["pushes"]
     r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])
@@ -321,13 +315,13 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "The reservation's cabin is basic economy: its flights cannot be modified. Refuse, "
             "change nothing, and say it is basic economy."
         ),
-        values={"r": r, "leg": leg, "later": later, "rule": rule, "_communicate": [rule]},
+        values={"r": r, "leg": leg, "later": later, "rule": rule},
         distractors=("cabin_claim",),
     )
 
 
 def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `change_allowed` (spec line 124)."""
+    """Task `change_allowed` (spec line 97)."""
     trips = v["trips"]
     r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])
     leg = r["flights"][0]
@@ -380,7 +374,6 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"diff": diff},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
@@ -400,9 +393,7 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "owner": owner,
             "card": card,
             "diff": diff,
-            "_communicate": [diff],
         },
-        distractors=(),
     )
 
 
@@ -459,21 +450,63 @@ CAPABILITY = Capability(
 
 
 class PreconditionVerificationCompactEnv(CapabilityEnv):
-    """The `precondition_verification_compact` capability as a Gymnasium environment."""
+    """Read the reservation, check the airline policy's rules for cancelling or changing it, then
+    act or refuse and say why.
+
+    The `precondition_verification_compact` capability on the `airline` domain, compiled from
+    specs/precondition_verification_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_allowed`: weight 3 (p = 0.30); gold `get_reservation_details`,
+      `cancel_reservation`; forbids `send_certificate`
+    - `cancel_refused`: weight 3 (p = 0.30); gold `get_reservation_details`; forbids
+      `cancel_reservation`
+    - `change_basic_refused`: weight 2 (p = 0.20); gold `get_reservation_details`; forbids
+      `update_reservation_flights`
+    - `change_allowed`: weight 2 (p = 0.20); gold `get_reservation_details`,
+      `update_reservation_flights`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `get_reservation_details`, `cancel_reservation`, `update_reservation_flights`,
+    `send_certificate` (compact schemas).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.4 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.4 when state_matches and progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 12 turns.
+    """
 
     capability = CAPABILITY
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 19, 0), (28, 20, 0), (29, 22, 0), (40, 24, 0), (43, 26, 11), (44, 27, 7), (67, 38, 0),
-    (70, 31, 11), (71, 32, 7), (94, 52, 0), (97, 36, 11), (98, 37, 7), (121, 66, 0), (122, 67, 0),
-    (128, 69, 0), (133, 70, 0), (138, 71, 0), (143, 72, 0), (149, 0, 0), (171, 49, 9),
-    (183, 50, 9), (184, 51, 9), (185, 52, 9), (186, 53, 10), (195, 89, 0), (197, 75, 0),
-    (226, 0, 0), (234, 66, 9), (242, 67, 9), (243, 68, 9), (244, 69, 10), (253, 104, 0),
-    (255, 105, 0), (264, 92, 0), (283, 0, 0), (289, 82, 9), (290, 83, 9), (291, 84, 9),
-    (292, 85, 9), (293, 86, 10), (306, 121, 0), (308, 108, 0), (327, 0, 0), (332, 98, 9),
-    (333, 99, 9), (334, 100, 9), (335, 101, 9), (347, 102, 9), (348, 103, 9), (356, 104, 9),
-    (357, 105, 10), (370, 124, 0), (407, 0, 0), (410, 143, 0), (411, 144, 0), (416, 145, 0),
-    (421, 146, 0), (422, 0, 0),
+    (27, 19, 0), (28, 20, 0), (29, 22, 0), (40, 24, 0), (43, 26, 11), (44, 27, 7), (67, 29, 0),
+    (70, 31, 11), (71, 32, 7), (94, 34, 0), (97, 36, 11), (98, 37, 7), (121, 39, 0), (122, 40, 0),
+    (128, 42, 0), (133, 43, 0), (138, 44, 0), (143, 45, 0), (149, 0, 0), (171, 49, 9),
+    (183, 50, 9), (184, 51, 9), (185, 52, 9), (186, 53, 10), (195, 62, 0), (196, 62, 28),
+    (197, 48, 0), (220, 0, 0), (228, 66, 9), (236, 67, 9), (237, 68, 9), (238, 69, 10),
+    (247, 77, 0), (248, 77, 35), (249, 78, 0), (250, 78, 29), (258, 65, 0), (277, 0, 0),
+    (283, 82, 9), (284, 83, 9), (285, 84, 9), (286, 85, 9), (287, 86, 10), (300, 94, 0),
+    (301, 94, 34), (302, 81, 0), (321, 0, 0), (326, 98, 9), (327, 99, 9), (328, 100, 9),
+    (329, 101, 9), (341, 102, 9), (342, 103, 9), (350, 104, 9), (351, 105, 10), (364, 97, 0),
+    (398, 0, 0), (401, 116, 14), (402, 117, 14), (407, 118, 14), (412, 119, 0), (413, 0, 0),
 )

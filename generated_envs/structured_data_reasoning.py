@@ -90,7 +90,6 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
         ],
         communicate={"refund": refund},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
@@ -98,7 +97,7 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         ],
         hint="The refund is the sum of every amount in the reservation's payment_history.",
-        values={"r": r, "refund": refund, "_communicate": [refund]},
+        values={"r": r, "refund": refund},
         distractors=("sibling", "guess"),
     )
 
@@ -144,7 +143,6 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"fee": fee},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
@@ -155,14 +153,7 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
             "nonfree_baggages by the same number."
         ),
-        values={
-            "r": r,
-            "owner": owner,
-            "card": card,
-            "extra": extra,
-            "fee": fee,
-            "_communicate": [fee],
-        },
+        values={"r": r, "owner": owner, "card": card, "extra": extra, "fee": fee},
         distractors=("other_booking",),
     )
 
@@ -200,19 +191,10 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"total": total},
-        forbid=[],
-        replies=[],
         hint=(
             "Add the price of every flight segment and multiply by the number of passengers."
         ),
-        values={
-            "r": r,
-            "total": total,
-            "lead": lead,
-            "new_last": new_last,
-            "fixed": fixed,
-            "_communicate": [total],
-        },
+        values={"r": r, "total": total, "lead": lead, "new_last": new_last, "fixed": fixed},
         distractors=("twin",),
     )
 
@@ -253,7 +235,43 @@ CAPABILITY = Capability(
 
 
 class StructuredDataReasoningEnv(CapabilityEnv):
-    """The `structured_data_reasoning` capability as a Gymnasium environment."""
+    """Read nested reservation and flight records, compute exact amounts, act, and report them.
+
+    The `structured_data_reasoning` capability on the `airline` domain, compiled from
+    specs/structured_data_reasoning.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_refund`: weight 3 (p = 0.43); gold `get_reservation_details`, `cancel_reservation`
+    - `add_bags_fee`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_baggages`
+    - `passenger_total`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_passengers`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `airline` domain tool (`tracec describe airline`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.3 / 0):
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.3 when state_matches and progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -261,9 +279,9 @@ class StructuredDataReasoningEnv(CapabilityEnv):
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
     (27, 10, 0), (28, 11, 0), (29, 12, 0), (41, 0, 0), (47, 16, 9), (55, 17, 9), (56, 18, 10),
-    (63, 26, 0), (64, 26, 32), (79, 27, 0), (80, 27, 28), (85, 15, 0), (104, 0, 0), (109, 31, 9),
-    (110, 32, 9), (111, 33, 9), (119, 34, 9), (120, 35, 9), (121, 36, 10), (132, 44, 0),
-    (133, 44, 38), (134, 30, 0), (168, 0, 0), (173, 48, 9), (174, 49, 9), (175, 50, 9),
-    (176, 51, 9), (177, 52, 9), (181, 53, 10), (190, 60, 0), (191, 60, 29), (192, 47, 0),
-    (218, 0, 0), (221, 64, 14), (226, 65, 14), (231, 66, 0), (232, 0, 0),
+    (63, 26, 0), (64, 26, 32), (79, 27, 0), (80, 27, 28), (85, 15, 0), (103, 0, 0), (108, 31, 9),
+    (109, 32, 9), (110, 33, 9), (118, 34, 9), (119, 35, 9), (120, 36, 10), (131, 44, 0),
+    (132, 44, 38), (133, 30, 0), (159, 0, 0), (164, 48, 9), (165, 49, 9), (166, 50, 9),
+    (167, 51, 9), (168, 52, 9), (172, 53, 10), (181, 60, 0), (182, 60, 29), (183, 47, 0),
+    (200, 0, 0), (203, 64, 14), (208, 65, 14), (213, 66, 0), (214, 0, 0),
 )

@@ -90,7 +90,6 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
         ],
         communicate={"refund": refund},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
@@ -98,7 +97,7 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         ],
         hint="The refund is the sum of every amount in the reservation's payment_history.",
-        values={"r": r, "refund": refund, "_communicate": [refund]},
+        values={"r": r, "refund": refund},
         distractors=("sibling", "guess"),
     )
 
@@ -144,7 +143,6 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"fee": fee},
-        forbid=[],
         replies=[
             Reply(
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
@@ -155,14 +153,7 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
             "nonfree_baggages by the same number."
         ),
-        values={
-            "r": r,
-            "owner": owner,
-            "card": card,
-            "extra": extra,
-            "fee": fee,
-            "_communicate": [fee],
-        },
+        values={"r": r, "owner": owner, "card": card, "extra": extra, "fee": fee},
         distractors=("other_booking",),
     )
 
@@ -200,19 +191,10 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         communicate={"total": total},
-        forbid=[],
-        replies=[],
         hint=(
             "Add the price of every flight segment and multiply by the number of passengers."
         ),
-        values={
-            "r": r,
-            "total": total,
-            "lead": lead,
-            "new_last": new_last,
-            "fixed": fixed,
-            "_communicate": [total],
-        },
+        values={"r": r, "total": total, "lead": lead, "new_last": new_last, "fixed": fixed},
         distractors=("twin",),
     )
 
@@ -261,7 +243,44 @@ CAPABILITY = Capability(
 
 
 class StructuredDataReasoningCompactEnv(CapabilityEnv):
-    """The `structured_data_reasoning_compact` capability as a Gymnasium environment."""
+    """Read nested reservation and flight records, compute exact amounts, act, and report them.
+
+    The `structured_data_reasoning_compact` capability on the `airline` domain, compiled from
+    specs/structured_data_reasoning_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cancel_refund`: weight 3 (p = 0.43); gold `get_reservation_details`, `cancel_reservation`
+    - `add_bags_fee`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_baggages`
+    - `passenger_total`: weight 2 (p = 0.29); gold `get_reservation_details`,
+      `update_reservation_passengers`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `get_reservation_details`, `cancel_reservation`, `update_reservation_baggages`,
+    `update_reservation_passengers` (compact schemas).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.3 / 0):
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.3 when state_matches and progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -269,9 +288,9 @@ class StructuredDataReasoningCompactEnv(CapabilityEnv):
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
     (27, 19, 0), (28, 20, 0), (29, 21, 0), (41, 0, 0), (47, 25, 9), (55, 26, 9), (56, 27, 10),
-    (63, 35, 0), (64, 35, 32), (79, 36, 0), (80, 36, 28), (85, 24, 0), (104, 0, 0), (109, 40, 9),
-    (110, 41, 9), (111, 42, 9), (119, 43, 9), (120, 44, 9), (121, 45, 10), (132, 53, 0),
-    (133, 53, 38), (134, 39, 0), (168, 0, 0), (173, 57, 9), (174, 58, 9), (175, 59, 9),
-    (176, 60, 9), (177, 61, 9), (181, 62, 10), (190, 69, 0), (191, 69, 29), (192, 56, 0),
-    (218, 0, 0), (221, 73, 14), (226, 74, 14), (231, 75, 0), (232, 0, 0),
+    (63, 35, 0), (64, 35, 32), (79, 36, 0), (80, 36, 28), (85, 24, 0), (103, 0, 0), (108, 40, 9),
+    (109, 41, 9), (110, 42, 9), (118, 43, 9), (119, 44, 9), (120, 45, 10), (131, 53, 0),
+    (132, 53, 38), (133, 39, 0), (159, 0, 0), (164, 57, 9), (165, 58, 9), (166, 59, 9),
+    (167, 60, 9), (168, 61, 9), (172, 62, 10), (181, 69, 0), (182, 69, 29), (183, 56, 0),
+    (200, 0, 0), (203, 73, 14), (208, 74, 14), (213, 75, 0), (214, 0, 0),
 )

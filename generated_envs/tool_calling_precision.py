@@ -105,7 +105,6 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "ids": ids,
             "names": names,
             "refund": refund,
-            "_communicate": [refund],
         },
         distractors=("gift_claim",),
     )
@@ -222,7 +221,6 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "diff": diff,
             "near": near,
             "wrong": wrong,
-            "_communicate": [diff],
         },
         distractors=("namesake",),
     )
@@ -324,7 +322,6 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "paid": paid,
             "pm": pm,
             "total": total,
-            "_communicate": [total],
         },
         distractors=("other_pending",),
     )
@@ -374,7 +371,50 @@ CAPABILITY = Capability(
 
 
 class ToolCallingPrecisionEnv(CapabilityEnv):
-    """The `tool_calling_precision` capability as a Gymnasium environment."""
+    """Pick the right retail tool and fill every argument exactly from the records: item ids,
+    variants, payment method, order vs profile address.
+
+    The `tool_calling_precision` capability on the `retail` domain, compiled from
+    specs/tool_calling_precision.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `return_to_original`: weight 3 (p = 0.38); gold `find_user_id_by_email`,
+      `get_order_details`, `return_delivered_order_items`; forbids
+      `return_delivered_order_items`
+    - `modify_variant`: weight 3 (p = 0.38); gold `find_user_id_by_name_zip`,
+      `get_order_details`, `get_product_details`, `modify_pending_order_items`; forbids
+      `modify_pending_order_items`
+    - `ship_to_other_address`: weight 2 (p = 0.25); gold `get_order_details`,
+      `modify_pending_order_address`, `modify_pending_order_payment`; forbids
+      `modify_user_address`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: every `retail` domain tool (`tracec describe retail`).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.6 / 0.3 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and communicated()`
+    - `0.6 when state_matches`
+    - `0.3 * progress when progress > 0`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -383,10 +423,10 @@ class ToolCallingPrecisionEnv(CapabilityEnv):
 SPEC_LINES = (
     (27, 12, 0), (28, 13, 0), (29, 14, 0), (34, 0, 0), (40, 18, 9), (41, 19, 9), (42, 20, 9),
     (43, 21, 9), (51, 22, 9), (52, 23, 9), (53, 24, 9), (54, 25, 9), (55, 26, 10), (67, 36, 0),
-    (68, 36, 33), (69, 17, 0), (112, 0, 0), (117, 40, 9), (118, 41, 9), (119, 42, 9), (120, 43, 9),
-    (121, 44, 9), (129, 45, 9), (137, 46, 9), (138, 47, 9), (143, 48, 9), (144, 49, 9),
-    (156, 50, 9), (157, 51, 10), (176, 62, 0), (178, 39, 0), (229, 0, 0), (235, 66, 9),
-    (236, 67, 9), (237, 68, 9), (238, 69, 9), (239, 70, 9), (240, 71, 9), (254, 72, 9),
-    (255, 73, 10), (276, 83, 0), (278, 65, 0), (331, 0, 0), (334, 87, 14), (335, 88, 14),
-    (340, 89, 14), (341, 90, 25), (347, 91, 0), (348, 0, 0),
+    (68, 36, 33), (69, 17, 0), (111, 0, 0), (116, 40, 9), (117, 41, 9), (118, 42, 9), (119, 43, 9),
+    (120, 44, 9), (128, 45, 9), (136, 46, 9), (137, 47, 9), (142, 48, 9), (143, 49, 9),
+    (155, 50, 9), (156, 51, 10), (175, 62, 0), (177, 39, 0), (227, 0, 0), (233, 66, 9),
+    (234, 67, 9), (235, 68, 9), (236, 69, 9), (237, 70, 9), (238, 71, 9), (252, 72, 9),
+    (253, 73, 10), (274, 83, 0), (276, 65, 0), (328, 0, 0), (331, 87, 14), (332, 88, 14),
+    (337, 89, 14), (338, 90, 25), (344, 91, 0), (345, 0, 0),
 )

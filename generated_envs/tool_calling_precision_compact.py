@@ -105,7 +105,6 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "ids": ids,
             "names": names,
             "refund": refund,
-            "_communicate": [refund],
         },
         distractors=("gift_claim",),
     )
@@ -222,7 +221,6 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "diff": diff,
             "near": near,
             "wrong": wrong,
-            "_communicate": [diff],
         },
         distractors=("namesake",),
     )
@@ -324,7 +322,6 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "paid": paid,
             "pm": pm,
             "total": total,
-            "_communicate": [total],
         },
         distractors=("other_pending",),
     )
@@ -388,7 +385,53 @@ CAPABILITY = Capability(
 
 
 class ToolCallingPrecisionCompactEnv(CapabilityEnv):
-    """The `tool_calling_precision_compact` capability as a Gymnasium environment."""
+    """Pick the right retail tool and fill every argument exactly from the records: item ids,
+    variants, payment method, order vs profile address.
+
+    The `tool_calling_precision_compact` capability on the `retail` domain, compiled from
+    specs/tool_calling_precision_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `return_to_original`: weight 3 (p = 0.38); gold `find_user_id_by_email`,
+      `get_order_details`, `return_delivered_order_items`; forbids
+      `return_delivered_order_items`
+    - `modify_variant`: weight 3 (p = 0.38); gold `find_user_id_by_name_zip`,
+      `get_order_details`, `get_product_details`, `modify_pending_order_items`; forbids
+      `modify_pending_order_items`
+    - `ship_to_other_address`: weight 2 (p = 0.25); gold `get_order_details`,
+      `modify_pending_order_address`, `modify_pending_order_payment`; forbids
+      `modify_user_address`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `find_user_id_by_email`, `find_user_id_by_name_zip`, `get_user_details`,
+    `get_order_details`, `get_product_details`, `modify_pending_order_address`,
+    `modify_pending_order_items`, `modify_pending_order_payment`,
+    `return_delivered_order_items`, `modify_user_address` (compact schemas).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.6 / 0.3 / 0):
+    - `0.0 when forbidden_called`
+    - `1.0 when state_matches and communicated()`
+    - `0.6 when state_matches`
+    - `0.3 * progress when progress > 0`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 14 turns.
+    """
 
     capability = CAPABILITY
 
@@ -397,10 +440,10 @@ class ToolCallingPrecisionCompactEnv(CapabilityEnv):
 SPEC_LINES = (
     (27, 20, 0), (28, 21, 0), (29, 22, 0), (34, 0, 0), (40, 26, 9), (41, 27, 9), (42, 28, 9),
     (43, 29, 9), (51, 30, 9), (52, 31, 9), (53, 32, 9), (54, 33, 9), (55, 34, 10), (67, 44, 0),
-    (68, 44, 33), (69, 25, 0), (112, 0, 0), (117, 48, 9), (118, 49, 9), (119, 50, 9), (120, 51, 9),
-    (121, 52, 9), (129, 53, 9), (137, 54, 9), (138, 55, 9), (143, 56, 9), (144, 57, 9),
-    (156, 58, 9), (157, 59, 10), (176, 70, 0), (178, 47, 0), (229, 0, 0), (235, 74, 9),
-    (236, 75, 9), (237, 76, 9), (238, 77, 9), (239, 78, 9), (240, 79, 9), (254, 80, 9),
-    (255, 81, 10), (276, 91, 0), (278, 73, 0), (331, 0, 0), (334, 95, 14), (335, 96, 14),
-    (340, 97, 14), (341, 98, 25), (347, 99, 0), (348, 0, 0),
+    (68, 44, 33), (69, 25, 0), (111, 0, 0), (116, 48, 9), (117, 49, 9), (118, 50, 9), (119, 51, 9),
+    (120, 52, 9), (128, 53, 9), (136, 54, 9), (137, 55, 9), (142, 56, 9), (143, 57, 9),
+    (155, 58, 9), (156, 59, 10), (175, 70, 0), (177, 47, 0), (227, 0, 0), (233, 74, 9),
+    (234, 75, 9), (235, 76, 9), (236, 77, 9), (237, 78, 9), (238, 79, 9), (252, 80, 9),
+    (253, 81, 10), (274, 91, 0), (276, 73, 0), (328, 0, 0), (331, 95, 14), (332, 96, 14),
+    (337, 97, 14), (338, 98, 25), (344, 99, 0), (345, 0, 0),
 )

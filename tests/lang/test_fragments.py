@@ -151,3 +151,9 @@ def test_shipped_specs_share_the_one_way_trip_fragment() -> None:
     assert len(users) == 4, users
     for name in users:
         assert compile_file(root / name).ok
+
+
+def test_statement_lines_after_a_use_are_spec_lines(tmp_path: Path) -> None:
+    res = compile_file(_tree(tmp_path))
+    assert res.ok, res.rendered
+    assert "Task `t` (spec line 12)" in res.code  # `task t {` is line 12 of the spec

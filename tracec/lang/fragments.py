@@ -183,7 +183,12 @@ def map_spans(tree: Any, origins: list[Origin]) -> None:
             for key in ("line", "column", "end_line", "end_column"):
                 object.__setattr__(node, key, getattr(new, key))
         elif isinstance(node, BaseModel):
-            stack.extend(getattr(node, name) for name in type(node).model_fields)
+            for name in type(node).model_fields:
+                value = getattr(node, name)
+                if name == "line" and isinstance(value, int) and 1 <= value <= len(origins):
+                    object.__setattr__(node, name, origins[value - 1].line)  # IR statement lines
+                else:
+                    stack.append(value)
         elif isinstance(node, (list, tuple)):
             stack.extend(node)
         elif isinstance(node, dict):
