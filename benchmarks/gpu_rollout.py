@@ -22,10 +22,11 @@ import time
 
 import torch
 
-QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                  num_attention_heads=16, num_key_value_heads=8, head_dim=128,
-                  max_position_embeddings=40960, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
-                  tie_word_embeddings=True, hidden_act="silu", attention_bias=False)
+QWEN3_0_6B = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072,
+              "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+              "head_dim": 128, "max_position_embeddings": 40960, "rope_theta": 1_000_000.0,
+              "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu",
+              "attention_bias": False}
 
 
 def build_model(device: str, dtype: torch.dtype):

@@ -6,7 +6,12 @@ import pytest
 import torch
 from train_helpers import small_config
 
-from tracec.train.grpo import clipped_surrogate, selective_log_softmax, set_checkpointing, token_logprobs
+from tracec.train.grpo import (
+    clipped_surrogate,
+    selective_log_softmax,
+    set_checkpointing,
+    token_logprobs,
+)
 from tracec.train.trainer import build_policy
 
 
@@ -69,6 +74,6 @@ def test_selective_log_softmax_is_log_softmax_gather():
 
 
 def test_start_at_the_end_gives_zeros(tiny_model_dir):
-    tok, model, _ = build_policy(small_config(tiny_model_dir))
+    _, model, _ = build_policy(small_config(tiny_model_dir))
     ids = torch.tensor([[5, 6, 7]])
     assert token_logprobs(model, ids, None, 3).abs().sum() == 0

@@ -186,7 +186,8 @@ def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
     cache = cm.__dict__.setdefault("_classifier_cache", {})
     groups: dict[tuple[float, ...], list[int]] = {}
     for i, messages in enumerate(batch_messages):
-        key = hashlib.sha256(json.dumps(task_text(messages, 10**6), ensure_ascii=False).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([task_text(messages, 10**6), (spec or ClassifierSpec()).model_dump()],
+                                        ensure_ascii=False).encode()).hexdigest()
         if key not in cache:
             if len(cache) > 4096:
                 cache.clear()

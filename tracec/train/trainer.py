@@ -26,9 +26,16 @@ from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
-from tracec.train.memory import (MemoryBudgetError, MemoryPlan, limit_heap_retention, memory_budget_bytes,
-                                 plan_step)
+from tracec.train.memory import (
+    MemoryBudgetError,
+    MemoryPlan,
+    limit_heap_retention,
+    memory_budget_bytes,
+    plan_step,
+)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
+
+__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 SEED_STRIDE = 1_000_003
 CHECKPOINTS = "checkpoints"
@@ -37,9 +44,6 @@ RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not d
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
-
-
-__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 
 class PromptTooLong(ValueError):
