@@ -56,3 +56,4 @@ def test_top_level_distractors_are_functions_called_by_every_task() -> None:
     assert res.code.count("def distractor_stranger(") == 1
     assert "# distractor `stranger`" not in res.code
     assert res.code.count("user_text = distractor_stranger(") == len(res.ir.tasks)
+

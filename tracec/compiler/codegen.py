@@ -783,7 +783,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
     else:
         w(f"hint={hint},", 2)
     values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
-    if values:  # the `let`s reward rules may read (`communicate` values are added by TaskInstance)
+    if values:  # the `let`s, for reward rules (`communicate` values are added by TaskInstance)
         w.call_block("values={", values, 2, tail="},")
     if names:
         w(f"distractors={_tuple(names)},", 2)
