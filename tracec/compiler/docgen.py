@@ -9,14 +9,20 @@ from tracec.compiler import ir as IR
 WIDTH = 92  # docstring text width (the class body is indented by 4)
 
 
+def _clean(text: str) -> str:
+    """Spec text as printable characters (surrogates, controls: backslash escapes)."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() or ch.isspace() else ascii(ch)[1:-1] for ch in text)
+
+
 def _wrap(text: str, indent: str = "") -> list[str]:
-    return textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent=indent,
+    return textwrap.wrap(" ".join(_clean(text).split()), WIDTH, initial_indent=indent,
                          subsequent_indent=indent + ("  " if indent else ""),
                          break_long_words=True, break_on_hyphens=False) or [indent]
 
 
 def _item(text: str) -> list[str]:
-    return textwrap.wrap(" ".join(text.split()), WIDTH, initial_indent="- ",
+    return textwrap.wrap(" ".join(_clean(text).split()), WIDTH, initial_indent="- ",
                          subsequent_indent="  ", break_long_words=True, break_on_hyphens=False)
 
 
