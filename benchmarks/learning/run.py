@@ -86,7 +86,7 @@ def evaluate(out: Path, arm: str, env: str, name: str, seeds: int) -> Path:
             json.loads((where / "summary.json").read_text())["episodes"] < seeds:
         where.parent.mkdir(parents=True, exist_ok=True)
         tracec("eval", "--agent", agent(arm, out), "--env", env, "--tasks", str(seeds),
-               "--batch-size", "10", "--max-new-tokens", "64", "--out", str(where), "--json",
+               "--batch-size", "25", "--max-new-tokens", "64", "--out", str(where), "--json",
                log=where.parent / f"{arm}.log")
     return where
 
@@ -198,9 +198,9 @@ def main() -> None:
     ap.add_argument("--out", default="runs/learning", help="work folder (adapters, evals, logs)")
     ap.add_argument("--stages", default="train,eval,transfer,report")
     ap.add_argument("--sft-steps", type=int, default=12)
-    ap.add_argument("--grpo-steps", type=int, default=4)
+    ap.add_argument("--grpo-steps", type=int, default=2)
     ap.add_argument("--eval-seeds", type=int, default=100)
-    ap.add_argument("--transfer-seeds", type=int, default=50)
+    ap.add_argument("--transfer-seeds", type=int, default=30)
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()

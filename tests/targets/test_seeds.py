@@ -67,7 +67,7 @@ def test_train_cli_refuses_heldout_seeds_before_loading_anything(tmp_path):
     pytest.importorskip("torch")
     from tracec.cli import cli
 
-    res = CliRunner().invoke(cli, ["train", "benchmarks/learning/env_flight_status.py", "--model",
+    res = CliRunner().invoke(cli, ["train", "tests/runtime/tiny_capability.py", "--model",
                                    str(tmp_path / "none"), "--train-seeds", "1000000000:1000000100",
                                    "-o", str(tmp_path / "o")])
     assert res.exit_code != 0 and "overlap the held-out evaluation seeds" in res.output
