@@ -116,7 +116,10 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
             pa, pb = out / "eval" / name / a, out / "eval" / name / b
             if (pa / "trajectories.jsonl").exists() and (pb / "trajectories.jsonl").exists():
                 try:
-                    res["pairs"].setdefault(name, {})[f"{b} - {a}"] = compare_runs(pa, pb)["overall"]
+                    cmp = compare_runs(pa, pb, common=True)  # an unfinished arm: its common seeds
+                    res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {
+                        **cmp["overall"], "dropped_unpaired": cmp["dropped_unpaired"],
+                        "gained": cmp["gained"], "lost": cmp["lost"]}
                 except ValueError as exc:
                     res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {"error": str(exc)}
     for arm in ("sft", "sft_grpo", "grpo"):
