@@ -127,7 +127,8 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
         if meta.exists():
             m = json.loads(meta.read_text())
             res["training"][arm] = {"steps": m.get("steps_done"), "sft": m.get("sft"),
-                                    "seeds": m.get("seeds"), "final": m.get("metrics")}
+                                    "seeds": m.get("seeds"), "final": m.get("metrics"),
+                                    "lora_b_all_zero": _all_b_zero(out / arm)}
     (HERE / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     plots(out, res)
     return res
@@ -182,6 +183,14 @@ def plots(out: Path, res: dict) -> None:
     plt.close(fig)
 
 
+def _all_b_zero(adapter: Path) -> bool:
+    """Whether every LoRA B matrix is zero (the adapter computes exactly the base model)."""
+    from safetensors.torch import load_file
+
+    w = load_file(str(adapter / "adapter_model.safetensors"))
+    return all(float(v.abs().max()) == 0.0 for k, v in w.items() if "lora_B" in k)
+
+
 def ship_adapters(out: Path) -> None:
     """Copy the small LoRA adapters (+ tracec.json, metrics) into benchmarks/learning/adapters/."""
     for arm in ("sft", "sft_grpo", "grpo"):
@@ -190,8 +199,10 @@ def ship_adapters(out: Path) -> None:
             continue
         dst = HERE / "adapters" / arm
         dst.mkdir(parents=True, exist_ok=True)
-        for f in ("adapter_config.json", "adapter_model.safetensors", "tracec.json", "metrics.jsonl",
-                  "sft_metrics.jsonl"):
+        files = ["tracec.json", "metrics.jsonl", "sft_metrics.jsonl"]
+        if not _all_b_zero(src):  # an adapter that never updated equals the base: no weights
+            files += ["adapter_config.json", "adapter_model.safetensors"]
+        for f in files:
             if (src / f).exists():
                 shutil.copy(src / f, dst / f)
 
