@@ -174,10 +174,9 @@ def plots(out: Path, res: dict) -> None:
                [arms[a]["success_ci"][1] - v for a, v in zip(labels, vals)]]
         ax.bar(range(len(labels)), vals, yerr=err, capsize=4, color="tab:blue")
         ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=20, fontsize=8)
+        ax.set_xticklabels([f"{a}\nn={arms[a]['episodes']}" for a in labels], fontsize=8)
         ax.set_ylim(0, 1.05)
-        n = next(iter(arms.values()))["episodes"]
-        ax.set_title(f"{name}\nheld-out success, {n} seeds, 95% CI", fontsize=9)
+        ax.set_title(f"{name}\nheld-out success (n seeds each), 95% CI", fontsize=9)
     fig.tight_layout()
     fig.savefig(HERE / "heldout_success.png", dpi=100)
     plt.close(fig)
