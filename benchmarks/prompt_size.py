@@ -15,7 +15,11 @@ import json
 from pathlib import Path
 
 from tracec.checks.prompt_size import (
-    CHARS_PER_TOKEN, SIZE_SEEDS, first_prompt_size, render_chatml, tokenizer_counter,
+    CHARS_PER_TOKEN,
+    SIZE_SEEDS,
+    first_prompt_size,
+    render_chatml,
+    tokenizer_counter,
 )
 from tracec.llm.local import load_tokenizer, resolve_model
 from tracec.runtime.loader import env_class, load_paths

@@ -10,11 +10,20 @@ ENVS = {
     "multi_step_task_completion": (
         "generated_envs.multi_step_task_completion:MultiStepTaskCompletionEnv"
     ),
+    "multi_step_task_completion_compact": (
+        "generated_envs.multi_step_task_completion_compact:MultiStepTaskCompletionCompactEnv"
+    ),
     "permission_error_recovery": (
         "generated_envs.permission_error_recovery:PermissionErrorRecoveryEnv"
     ),
     "precondition_verification": (
         "generated_envs.precondition_verification:PreconditionVerificationEnv"
+    ),
+    "precondition_verification_compact": (
+        "generated_envs.precondition_verification_compact:PreconditionVerificationCompactEnv"
+    ),
+    "reservation_lookup_compact": (
+        "generated_envs.reservation_lookup_compact:ReservationLookupCompactEnv"
     ),
     "structured_data_reasoning": (
         "generated_envs.structured_data_reasoning:StructuredDataReasoningEnv"
@@ -23,6 +32,9 @@ ENVS = {
         "generated_envs.structured_data_reasoning_compact:StructuredDataReasoningCompactEnv"
     ),
     "tool_calling_precision": "generated_envs.tool_calling_precision:ToolCallingPrecisionEnv",
+    "tool_calling_precision_compact": (
+        "generated_envs.tool_calling_precision_compact:ToolCallingPrecisionCompactEnv"
+    ),
 }
 
 register_capability_envs(ENVS)

@@ -7,6 +7,7 @@ command names to them, so ``tracec compile`` never imports torch.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -42,8 +43,44 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def one_line_error(exc: BaseException) -> str:
+    """A one-line message for an exception that escaped a command."""
+    from tracec.files import InputError
+
+    if isinstance(exc, InputError):
+        return str(exc)
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and type(exc).__name__ == "ValidationError":  # pydantic
+        try:
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first.get("loc", ()))
+            return f"invalid input{f' at {loc}' if loc else ''}: {first.get('msg', exc)}"
+        except Exception:  # noqa: BLE001 - fall through to the generic message
+            pass
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if len(text) > 300:
+        text = text[:297] + "..."
+    if isinstance(exc, RecursionError):
+        return "input nested too deeply"
+    if isinstance(exc, (UnicodeError, ValueError, KeyError, TypeError, OSError)):
+        return f"{type(exc).__name__}: {text}"
+    return (f"internal error: {type(exc).__name__}: {text} "
+            "(set TRACEC_DEBUG=1 for the traceback)")
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when used."""
+    """A group whose subcommands are imported only when used; anything a command raises
+    that is not a click exit becomes a one-line ``Error: ...`` (``TRACEC_DEBUG=1``: traceback)."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the CLI never ends in a traceback
+            if os.environ.get("TRACEC_DEBUG"):
+                raise
+            raise click.ClickException(one_line_error(exc)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

@@ -65,7 +65,7 @@ def test_docs_schema_is_current():
 
 
 @pytest.mark.parametrize("line, message", [
-    ('{"messages": [], "reward": 1', "t.jsonl:2: invalid JSON"),
+    ('{"messages": [], "reward": 1', "t.jsonl:2:29: invalid JSON"),
     ('{"reward": 1}', "t.jsonl:2: missing 'messages'"),
     ('{"messages": [{"role": "user", "content": "x"}]}', "t.jsonl:2: no 'reward' or 'success'"),
     ('{"messages": [{"role": "robot", "content": "x"}], "reward": 0}', "t.jsonl:2 message 0: role"),

@@ -77,4 +77,75 @@ def test_label_failures_are_reported(tmp_path):
         client = ChatClient(srv.base_url, "m", max_retries=0)
         with pytest.raises(AnalysisError, match="labeling batch"):
             label_runs(client, TRAJS[:2], cands, runs=1, batch_size=2, max_tries=2)
-    assert len(srv.requests) == 2
+    assert len(srv.requests) == 2 + 2 * 2  # the batch, then each trajectory on its own
+
+
+def test_one_bad_trajectory_costs_only_its_own_labels(tmp_path):
+    """A batch that keeps failing is retried per trajectory: the good ones are kept (cached)."""
+    from tracec.analysis.candidates import Candidate
+
+    def picky(body):
+        prompt = body["messages"][0]["content"]
+        ids = re.findall(r"### Trajectory (\S+) \(task", prompt)
+        if "airline:1" in ids:
+            return '{"labels": {}}'  # never usable while airline:1 is in the prompt
+        return json.dumps({"labels": {t: {"numeric_reasoning": "PRESENT", "multi_step": "NA"}
+                                      for t in ids}})
+
+    cands = [Candidate(**c) for c in CAPS]
+    with OpenAIServer(picky) as srv:
+        client = ChatClient(srv.base_url, "m", max_retries=0)
+        with pytest.raises(AnalysisError, match="airline:1") as err:
+            label_runs(client, TRAJS[:2], cands, runs=1, batch_size=2, max_tries=1,
+                       cache_dir=tmp_path / "cache")
+    assert "airline:0" not in str(err.value)
+    cached = list((tmp_path / "cache").rglob("*.json"))
+    assert len(cached) == 1  # airline:0's labels survived the failed batch
+
+
+def test_cache_key_covers_endpoint_temperature_and_prompt(tmp_path):
+    from tracec.analysis.candidates import Candidate
+    from tracec.analysis.llm_labeler import LabelCache
+
+    cache = LabelCache(tmp_path)
+    cands = [Candidate(**c) for c in CAPS]
+    t = TRAJS[0]
+    base = cache.key("m", cands, t, 1, "http://a/v1", 0.7, "prompt")
+    assert base != cache.key("m", cands, t, 1, "http://b/v1", 0.7, "prompt")
+    assert base != cache.key("m", cands, t, 1, "http://a/v1", 0.2, "prompt")
+    assert base != cache.key("m", cands, t, 1, "http://a/v1", 0.7, "prompt v2")
+    assert base == cache.key("m", cands, t, 1, "http://a/v1", 0.7, "prompt")
+
+
+def test_discovery_is_cached(tmp_path):
+    with OpenAIServer([json.dumps({"capabilities": CAPS})]) as srv:
+        client = ChatClient(srv.base_url, "m", max_retries=0)
+        first = discover(client, TRAJS, cache_dir=tmp_path)
+        again = discover(client, TRAJS, cache_dir=tmp_path)
+    assert len(srv.requests) == 1 and [c.name for c in again] == [c.name for c in first]
+
+
+def test_failed_labeling_keeps_discovered_candidates_and_cli_has_timeout(tmp_path):
+    from click.testing import CliRunner
+
+    from tracec.analysis.cli import analyze_cmd
+
+    traj = tmp_path / "t.jsonl"
+    traj.write_text("".join(json.dumps(make_traj(f"airline:{i}", [], "Done.", success=i % 2 == 0))
+                            + "\n" for i in range(3)))
+    replies = [json.dumps({"capabilities": CAPS})] + ['{"labels": {}}'] * 200
+    with OpenAIServer(replies) as srv:
+        args = [str(traj), "-o", str(tmp_path / "a"), "--labeler", "llm", "--endpoint",
+                srv.base_url, "--model", "m", "--runs", "1", "--timeout", "5", "--retries", "0"]
+        res = CliRunner().invoke(analyze_cmd, args)
+        assert res.exit_code == 1 and "labeling batch" in res.output
+        assert (tmp_path / "a" / "candidates.json").is_file()
+        n = len(srv.requests)
+        CliRunner().invoke(analyze_cmd, args)
+
+    def is_discovery(r):
+        return r["messages"][0]["content"].startswith("You analyse")
+
+    assert sum(map(is_discovery, srv.requests[:n])) == 1
+    assert not any(map(is_discovery, srv.requests[n:]))  # the rerun reuses the discovery cache
+    assert CliRunner().invoke(analyze_cmd, ["--help"]).output.count("--timeout") == 1

@@ -11,7 +11,11 @@ from click.testing import CliRunner
 from tests.runtime import tiny_capability as tc
 from tracec.checks.cli import check_cmd
 from tracec.checks.prompt_size import (
-    CHARS_PER_TOKEN, estimate_tokens, first_prompt_size, render_chatml, tokenizer_counter,
+    CHARS_PER_TOKEN,
+    estimate_tokens,
+    first_prompt_size,
+    render_chatml,
+    tokenizer_counter,
 )
 from tracec.runtime.loader import env_class, load_paths
 
@@ -55,7 +59,7 @@ def test_render_chatml_matches_the_jinja_template(tiny_tokenizer_dir) -> None:
 def test_estimate_and_exact_counts(tiny_tokenizer_dir) -> None:
     from tracec.llm.local import load_tokenizer
 
-    assert estimate_tokens("x" * 375) == 100 and estimate_tokens("x" * 376) == 101
+    assert estimate_tokens("x" * 380) == 100 and estimate_tokens("x" * 381) == 101
     env = tc.TinyOrdersEnv()
     est = first_prompt_size(env)
     assert est.method == "estimate" and est.tools == len(env.tools)
@@ -91,7 +95,7 @@ def test_check_table_shows_the_prompt_column() -> None:
     result = CliRunner().invoke(check_cmd, [FIXTURE, "--seeds", "2", "--no-env-checker",
                                             "--prompt-budget", "10"])
     assert result.exit_code == 0, result.output
-    assert "prompt" in result.output and "characters / 3.75" in result.output
+    assert "prompt" in result.output and "characters / 3.8" in result.output
     assert "above the budget of 10" in result.output
 
 

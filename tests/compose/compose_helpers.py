@@ -13,7 +13,8 @@ ADAPTER_SPECS = {
 }
 
 
-def make_adapter(base_dir: Path, out_dir: Path, name: str, r: int, targets: list[str], seed: int) -> Path:
+def make_adapter(base_dir: Path, out_dir: Path, name: str, r: int, targets: list[str], seed: int,
+                 scale: float = 0.3) -> Path:
     """A peft LoRA adapter on the tiny model with random, non-zero A and B."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -25,7 +26,7 @@ def make_adapter(base_dir: Path, out_dir: Path, name: str, r: int, targets: list
     with torch.no_grad():
         for pname, p in peft_model.named_parameters():
             if "lora_" in pname:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+                p.copy_(torch.randn(p.shape, generator=gen) * scale)
     peft_model.save_pretrained(out_dir)
     (out_dir / "tracec.json").write_text(json.dumps({
         "capability": name, "description": f"The {name.replace('_', ' ')} capability.",
@@ -68,3 +69,26 @@ def make_trajectories(path: Path, n: int = 12) -> Path:
                      "info": {"tools": tools}})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def writer_examples(cm, writers: list[int], new_tokens: int = 24, seed: int = 1234) -> list:
+    """One Example per writer slot: a prompt and ``new_tokens`` sampled (T=1) from that slot.
+
+    Flight prompts for odd slots, order prompts for even ones. The answer stays token ids (no
+    decode and re-tokenise, which would blur whose text it is).
+    """
+    from tracec.train.moe_train import Example
+
+    out = []
+    gen = torch.Generator().manual_seed(seed)
+    for i, writer in enumerate(writers):
+        user = (f"Hi, what did I pay for reservation R{1000 + 37 * i}?" if writer % 2
+                else f"Please cancel order W{5000 + 53 * i} and refund the payment.")
+        prompt = cm.render([{"role": "user", "content": user}])
+        ids = list(prompt)
+        with torch.no_grad(), cm.forced(writer):
+            for _ in range(new_tokens):
+                logits = cm(torch.tensor([ids]), use_cache=False).logits[0, -1]
+                ids.append(int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)))
+        out.append(Example(f"c{i}", "", ids, [False] * len(prompt) + [True] * new_tokens))
+    return out

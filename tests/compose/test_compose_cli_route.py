@@ -134,3 +134,28 @@ def test_cli_route_json(composed_dir, trajectories):
     decisions = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(decisions) == 12
     assert all(d["name"] in ("<none>", "alpha_skill", "beta_skill") for d in decisions)
+
+
+def test_cli_classifier_routing_needs_no_training(world, trajectories, tmp_path):
+    from tracec.train.moe_classify import classify
+
+    _, adapters = world
+    out = tmp_path / "clf"
+    result = CliRunner().invoke(compose_cmd, [*map(str, adapters), "--routing", "classifier",
+                                              "--top-p", "0.6", "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    cm = load_composed(out)
+    assert cm.config.routing == "classifier" and cm.config.classifier.top_p == 0.6
+    assert not (out / "routing.json").exists()  # no gate training happened
+    result = CliRunner().invoke(compose_cmd, ["--route", str(out), "--data", str(trajectories),
+                                              "--method", "classifier", "--json"])
+    assert result.exit_code == 0, result.output
+    decisions = json.loads(result.stdout.strip().splitlines()[-1])
+    rows = [json.loads(line) for line in trajectories.read_text().splitlines()]
+    assert len(decisions) == len(rows)
+    for d, row in zip(decisions, rows):
+        expected = classify(cm, row["messages"], cm.config.classifier)
+        assert d["weights"] == expected.weights and sum(d["scores"]) == pytest.approx(1.0, abs=1e-5)
+        assert sum(d["weights"]) == pytest.approx(1.0) or not any(d["weights"])
+    texts = cm.generate([rows[0]["messages"][:2]], max_new_tokens=4)
+    assert len(texts) == 1 and isinstance(texts[0], str)

@@ -134,12 +134,27 @@ def test_load_balancing_loss_by_hand():
         p_i = sum(float(probs[b, t, i]) for b, t in tokens) / len(tokens)
         expected += f_i * p_i
     expected *= 3
-    assert float(load_balancing_loss([rec], mask)) == pytest.approx(expected, rel=1e-6)
+    assert float(load_balancing_loss([rec], mask, over="all")) == pytest.approx(expected, rel=1e-6)
+    # over the N=2 experts (the default): f over the tokens routed to an expert, P renormalised
+    on_expert = [(b, t) for b, t in tokens if int(chosen[b, t, 0]) > 0]
+    experts = 0.0
+    for i in (1, 2):
+        f_i = sum(1 for b, t in on_expert if int(chosen[b, t, 0]) == i) / len(on_expert)
+        p_i = sum(float(probs[b, t, i] / probs[b, t, 1:].sum()) for b, t in tokens) / len(tokens)
+        experts += f_i * p_i
+    experts *= 2
+    assert float(load_balancing_loss([rec], mask)) == pytest.approx(experts, rel=1e-6)
     # two layers average; a uniform router scores exactly 1
     uniform = RoutingRecord(logits=torch.zeros(2, 3, 3), probs=torch.full((2, 3, 3), 1 / 3),
                             chosen=torch.tensor([0, 1, 2, 0, 1, 2]).view(2, 3, 1))
+    assert float(load_balancing_loss([uniform], over="all")) == pytest.approx(1.0)
     assert float(load_balancing_loss([uniform])) == pytest.approx(1.0)
-    assert float(load_balancing_loss([rec, uniform], mask)) == pytest.approx((expected + 1) / 2, rel=1e-6)
+    assert float(load_balancing_loss([rec, uniform], mask, over="all")) == pytest.approx(
+        (expected + 1) / 2, rel=1e-6)
+    # everything on "no adapter": nothing to balance among the experts, and no push off slot 0
+    on_base = RoutingRecord(logits=torch.zeros(1, 2, 3, requires_grad=True), probs=torch.full((1, 2, 3), 1 / 3),
+                            chosen=torch.zeros(1, 2, 1, dtype=torch.long))
+    assert float(load_balancing_loss([on_base])) == 0.0
     z_expected = sum(float(torch.logsumexp(probs.log()[b, t], -1)) ** 2 for b, t in tokens) / len(tokens)
     assert float(z_loss([rec], mask)) == pytest.approx(z_expected, rel=1e-5, abs=1e-7)
 
@@ -237,3 +252,22 @@ def test_batched_equals_unbatched(composed):
             alone = composed.model.generate(input_ids=torch.tensor([p]), **kw).scores
             for step in range(3):
                 torch.testing.assert_close(both[step][row], alone[step][0], rtol=1e-4, atol=1e-4)
+
+
+def test_load_detects_an_edited_adapter_config(world, composed, tmp_path):
+    _, adapters = world
+    composed.save(tmp_path / "c")
+    meta = json.loads((tmp_path / "c" / "moe.json").read_text())
+    assert all(len(a["config_sha256"]) == 64 for a in meta["adapters"])
+    edited = tmp_path / "edited"
+    shutil.copytree(adapters[1], edited)
+    cfg = json.loads((edited / "adapter_config.json").read_text())
+    cfg["lora_alpha"] = cfg["lora_alpha"] * 4  # same weights, four times the delta
+    (edited / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ComposeError, match=r"adapter #1 \('beta_skill'\).*adapter_config.json changed"):
+        load_composed(tmp_path / "c", adapter_dirs=[adapters[0], edited])
+    # folders written before the config hash existed still load
+    for a in meta["adapters"]:
+        del a["config_sha256"]
+    (tmp_path / "c" / "moe.json").write_text(json.dumps(meta))
+    assert load_composed(tmp_path / "c").slots == composed.slots

@@ -56,3 +56,10 @@ def test_describe_unknown_domain_is_one_line() -> None:
 
 def test_propose_prompt_gets_the_contract() -> None:
     assert domain_tools_text("retail") == describe_text(get_domain("retail"))
+
+
+def test_describe_lists_the_policy_sections() -> None:
+    data = describe(get_domain("airline"))
+    assert "Cancel flight" in data["policy_sections"] and "User" in data["policy_sections"]
+    assert '"Cancel flight"' in describe_text(get_domain("airline"))
+    assert describe(get_domain("toolsandbox"))["policy_sections"] == []

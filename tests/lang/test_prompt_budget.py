@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import gymnasium as gym
 import pytest
 
@@ -22,7 +25,7 @@ def build(source: str):
     result = compile_text(source, "specs/demo.tracec")
     assert result.ok, result.rendered
     namespace: dict = {}
-    exec(compile(result.code, "<demo>", "exec"), namespace)  # the generated module, not spec text
+    exec(compile(result.code, "<demo>", "exec"), namespace)  # noqa: S102 - generated code
     return namespace["DemoEnv"]
 
 
@@ -231,10 +234,32 @@ def test_hostile_policy_text_stays_data() -> None:
 
 
 def test_shipped_compact_spec_registers_and_shows_its_budget() -> None:
-    loaded = dict(load_paths([__import__("pathlib").Path("generated_envs")]))
+    loaded = dict(load_paths([Path("generated_envs")]))
     module = next(m for label, m in loaded.items() if label.endswith("structured_data_reasoning_compact.py"))
     cls = env_class(module)
     assert cls.capability.compact_tools and cls.capability.policy_sections == ("Cancel flight",)
     env = gym.make("tracec/structured_data_reasoning_compact-v0", compact_tools=False)
     _, info = env.reset(seed=0)
     assert len(info["tools"]) == 4 and "description" in str(info["tools"][0]["function"]["parameters"])
+
+
+def _without_budget(text: str, name: str) -> str:
+    """A spec's text without its leading comments and prompt-budget lines, under ``name``."""
+    lines = text.split("\n")
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    kept = [ln for ln in lines if not re.match(r"\s*(tools \[|policy |compact_tools\s*$)", ln)]
+    return re.sub(r"^capability \w+ \{", f"capability {name} {{", "\n".join(kept), count=1,
+                  flags=re.MULTILINE)
+
+
+def test_shipped_compact_variants_differ_from_their_spec_only_in_the_budget() -> None:
+    specs = Path("specs")
+    pairs = [(p, specs / (p.stem[: -len("_compact")] + ".tracec"))
+             for p in sorted(specs.glob("*_compact.tracec"))]
+    pairs = [(c, f) for c, f in pairs if f.exists()]
+    assert len(pairs) >= 4
+    for compact, full in pairs:
+        name = full.stem
+        assert _without_budget(compact.read_text(), name) == _without_budget(full.read_text(), name), compact
+        assert "compact_tools" in compact.read_text() and "tools [" in compact.read_text()

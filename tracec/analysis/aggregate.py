@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from tracec import files
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.runs import CapabilityLabels, LabelRun
 
@@ -66,7 +67,10 @@ def aggregate(
     """
     if not runs:
         raise AnalysisError("no labeling runs to aggregate")
-    th = thresholds or Thresholds()
+    th = thresholds or Thresholds(k=min(Thresholds().k, len(runs)))
+    if not 1 <= th.k <= len(runs):
+        raise AnalysisError(f"--k {th.k}: the runs that must pass is between 1 and the number "
+                            f"of runs ({len(runs)})")
     descriptions = descriptions or {}
     names: list[str] = []
     for run in runs:
@@ -106,12 +110,7 @@ def write_selection(entries: list[Selection], path: Path) -> None:
 
 def load_selection(path: Path) -> list[Selection]:
     """Read a ``capabilities.json`` (extra keys such as ``status`` are ignored)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    data = files.read_json(path, "capabilities file", error=AnalysisError)
     if not isinstance(data, list):
         raise AnalysisError(f"{path}: capabilities.json must hold a list of capabilities")
     out = []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from tracec import files
 from tracec.analysis.errors import AnalysisError
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -40,12 +41,7 @@ class CandidateSet(BaseModel):
 
 def load_candidates(path: Path) -> list[Candidate]:
     """Read ``{"candidates": [...]}`` (or a bare list) with a clear error on bad input."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    data = files.read_json(path, "candidates file", error=AnalysisError)
     if isinstance(data, list):
         data = {"candidates": data}
     try:

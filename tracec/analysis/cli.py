@@ -22,12 +22,13 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def _client(endpoint: str | None, model: str | None, api_key: str | None):
+def _client(endpoint: str | None, model: str | None, api_key: str | None,
+            timeout: float = 60, retries: int = 3):
     if not endpoint or not model:
         raise click.UsageError("the LLM labeler needs --endpoint URL and --model NAME")
     from tracec.llm.client import ChatClient
 
-    return ChatClient(endpoint, model, api_key=api_key)
+    return ChatClient(endpoint, model, api_key=api_key, timeout=timeout, max_retries=retries)
 
 
 def _default_k(n_runs: int) -> int:
@@ -35,7 +36,8 @@ def _default_k(n_runs: int) -> int:
 
 
 def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates_path, tasks,
-           fmt, env, batch_size, concurrency, quiet) -> tuple[list, list[Candidate], list[LabelRun]]:
+           fmt, env, batch_size, concurrency, quiet, timeout: float = 60, retries: int = 3
+           ) -> tuple[list, list[Candidate], list[LabelRun]]:
     trajectories = load_many(paths, fmt, env)
     if not trajectories:
         raise AnalysisError("no trajectories in the input files")
@@ -46,18 +48,20 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
         gold = load_task_gold(tasks) if tasks else None
         candidates = offline_candidates()
         label_runs = [offline_run(trajectories, gold)]
+        _check_offline_evidence(trajectories, gold, label_runs[0], tasks)
     else:
         from tracec.analysis.llm_labeler import discover, label_runs as llm_label_runs
         from tracec.llm.client import LLMError
 
-        client = _client(endpoint, model, api_key)
+        client = _client(endpoint, model, api_key, timeout, retries)
         try:
             if candidates_path:
                 candidates = load_candidates(candidates_path)
             else:
                 if not quiet:
                     err_console.print("[bold]phase 1[/]: discovering capabilities …")
-                candidates = discover(client, trajectories)
+                candidates = discover(client, trajectories, cache_dir=out / "cache")
+            write_candidates(candidates, out / "candidates.json")  # kept even if labeling fails
             label_runs, stats = _run_llm_labeling(
                 llm_label_runs, client, trajectories, candidates, runs, batch_size, concurrency,
                 out / "cache", quiet)
@@ -67,6 +71,30 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
     for run in label_runs:
         write_run(run, out / "runs" / f"run_{run.attempt:02d}.json")
     return trajectories, candidates, label_runs
+
+
+def _check_offline_evidence(trajectories, gold, run: LabelRun, tasks) -> None:
+    """Say when the offline labeler had nothing to go on, instead of an empty selection."""
+    from tracec.analysis.errors import warn
+
+    n = len(trajectories)
+    with_gold = sum(1 for t in trajectories
+                    if t.gold_actions() is not None or (gold is not None and t.task_id in gold))
+    if with_gold < n:
+        where = "are not in --tasks" if tasks else "carry no gold actions"
+        warn(f"{n - with_gold} of {n} trajectories {where}; their gold-based capabilities are "
+             "NA" + ("" if tasks else " (pass --tasks TASKS.json: the τ² tasks with "
+                     "evaluation_criteria)"))
+    failed, passed = run.totals.total_failed, run.totals.total_passed
+    if failed == 0 or passed == 0:
+        warn(f"{failed} failed and {passed} passed trajectories: the contrast Δ needs both "
+             "(check the rewards; τ² results need reward_info)")
+    informative = any(cl.lacking_failed or cl.present_failed or cl.lacking_passed
+                      or cl.present_passed for cl in run.labels.values())
+    if not informative:
+        raise AnalysisError(
+            f"every label of the {n} trajectories is NA: nothing to select"
+            + ("" if tasks else "; pass --tasks TASKS.json (τ² tasks with gold actions)"))
 
 
 def _run_llm_labeling(fn, client, trajectories, candidates, runs, batch_size, concurrency,
@@ -102,6 +130,10 @@ def _labeling_options(f):
         click.option("--env", help="Domain/env name when the files do not say it."),
         click.option("--batch-size", default=4, show_default=True),
         click.option("--concurrency", default=4, show_default=True),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60,
+                     show_default=True, help="Seconds per LLM request (llm labeler)."),
+        click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+                     help="Retries of a failed LLM request (llm labeler)."),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout."),
     ]
     for opt in reversed(options):
@@ -112,12 +144,12 @@ def _labeling_options(f):
 @click.command("label")
 @_labeling_options
 def label_cmd(trajectories, out, labeler, endpoint, model, api_key, runs, candidates_path, tasks,
-              fmt, env, batch_size, concurrency, as_json):
+              fmt, env, batch_size, concurrency, timeout, retries, as_json):
     """Import TRAJECTORIES and label every (trajectory, capability) pair into run files."""
     try:
         trajs, cands, label_runs = _label(trajectories, out, labeler, endpoint, model, api_key,
                                           runs, candidates_path, tasks, fmt, env, batch_size,
-                                          concurrency, as_json)
+                                          concurrency, as_json, timeout, retries)
     except AnalysisError as exc:
         raise _fail(exc) from None
     files = [str(out / "runs" / f"run_{r.attempt:02d}.json") for r in label_runs]
@@ -198,12 +230,12 @@ def aggregate_cmd(runs, out, candidates_path, rho, delta, k, include_all, as_jso
 @click.option("--k", type=int, help="Runs that must pass (default: 80% of the runs).")
 @click.option("--all", "include_all", is_flag=True, help="Also list capabilities not selected.")
 def analyze_cmd(trajectories, out, labeler, endpoint, model, api_key, runs, candidates_path, tasks,
-                fmt, env, batch_size, concurrency, as_json, k, include_all):
+                fmt, env, batch_size, concurrency, timeout, retries, as_json, k, include_all):
     """Import → label → aggregate → report: capabilities.json, coverage.png, a table."""
     try:
         trajs, cands, label_runs = _label(trajectories, out, labeler, endpoint, model, api_key,
                                           runs, candidates_path, tasks, fmt, env, batch_size,
-                                          concurrency, as_json)
+                                          concurrency, as_json, timeout, retries)
         th = Thresholds(k=k if k is not None else _default_k(len(label_runs)))
         desc = {c.name: c.description for c in cands}
         entries = aggregate(label_runs, desc, th, include_all)

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from tracec.files import InputError
 
-class AnalysisError(ValueError):
+
+class AnalysisError(InputError):
     """A bad input file or record; the message names the file and the record."""
+
+
+def warn(message: str) -> None:
+    """A warning for the user on stderr (``warning: ...``), one line."""
+    import click
+
+    click.echo(f"warning: {message}", err=True)

@@ -6,13 +6,14 @@ Every error names the file and the record (``file.jsonl:12`` / ``file.json: simu
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from tracec.analysis.errors import AnalysisError
+from tracec import files
+from tracec.analysis.errors import AnalysisError, warn
 from tracec.analysis.trajectory import Message, Trajectory, make_tool_call
 
 FORMATS = ("auto", "tau2", "tau1", "jsonl")
@@ -35,13 +36,15 @@ def _openai_message(raw: Any, where: str) -> Message:
         raise AnalysisError(f"{where}: message is not an object")
     msg = {k: v for k, v in raw.items() if v is not None or k == "content"}
     calls = msg.get("tool_calls")
+    if calls and not isinstance(calls, list):
+        raise AnalysisError(f"{where}: 'tool_calls' must be a list, got {type(calls).__name__}")
     if calls:
         norm = []
         for c in calls:
             if not isinstance(c, dict):
                 raise AnalysisError(f"{where}: tool call is not an object")
             fn = c.get("function") if isinstance(c.get("function"), dict) else c
-            if "name" not in fn:
+            if not isinstance(fn.get("name"), str):
                 raise AnalysisError(f"{where}: tool call without a name")
             norm.append(make_tool_call(fn["name"], fn.get("arguments"), str(c.get("id") or "")))
         msg["tool_calls"] = norm
@@ -68,14 +71,29 @@ def _messages(raw: Any, where: str) -> list[Message]:
 # -- τ²-bench Results JSON ---------------------------------------------------------------------
 
 
-def _tau2_gold(task: dict) -> tuple[list[dict], list[str]]:
+def _reward(value: Any, where: str) -> float:
+    """A reward read from a file: a finite number (a string or NaN is an error)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise AnalysisError(f"{where}: 'reward' must be a number, got {value!r:.60}")
+    return float(value)
+
+
+def _tau2_gold(task: dict, where: str = "task") -> tuple[list[dict], list[str]]:
     crit = task.get("evaluation_criteria") or {}
-    actions = [
-        {"name": a["name"], "arguments": a.get("arguments") or {}}
-        for a in crit.get("actions") or []
-        if a.get("requestor", "assistant") == "assistant"
-    ]
-    return actions, list(crit.get("communicate_info") or [])
+    if not isinstance(crit, dict):
+        raise AnalysisError(f"{where}: 'evaluation_criteria' must be an object")
+    actions = []
+    for a in crit.get("actions") or []:
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+            raise AnalysisError(f"{where}: every gold action needs a 'name'")
+        if a.get("requestor", "assistant") == "assistant":
+            actions.append({"name": a["name"], "arguments": a.get("arguments") or {}})
+    comm = crit.get("communicate_info") or []
+    if not isinstance(comm, list):
+        raise AnalysisError(f"{where}: 'communicate_info' must be a list")
+    return actions, list(comm)
 
 
 def from_tau2_results(data: dict, path: str, env: str | None = None) -> list[Trajectory]:
@@ -91,13 +109,18 @@ def from_tau2_results(data: dict, path: str, env: str | None = None) -> list[Tra
         if isinstance(s, dict):
             per_task[str(s.get("task_id"))] = per_task.get(str(s.get("task_id")), 0) + 1
     out = []
+    missing_reward = 0
     for i, sim in enumerate(sims):
         where = f"{path}: simulations[{i}]"
         if not isinstance(sim, dict) or "task_id" not in sim or "messages" not in sim:
             raise AnalysisError(f"{where}: needs 'task_id' and 'messages'")
         task_id = str(sim["task_id"])
         reward_info = sim.get("reward_info") or {}
-        reward = float(reward_info.get("reward", 0.0) or 0.0)
+        if not isinstance(reward_info, dict):
+            raise AnalysisError(f"{where}: 'reward_info' must be an object")
+        if "reward" not in reward_info:
+            missing_reward += 1
+        reward = _reward(reward_info.get("reward"), where)
         trial = sim.get("trial") or 0
         info: dict[str, Any] = {
             "source_format": "tau2",
@@ -107,9 +130,13 @@ def from_tau2_results(data: dict, path: str, env: str | None = None) -> list[Tra
             "reward_breakdown": reward_info.get("reward_breakdown"),
         }
         if task_id in tasks:
-            info["gold_actions"], info["communicate_info"] = _tau2_gold(tasks[task_id])
+            info["gold_actions"], info["communicate_info"] = _tau2_gold(tasks[task_id],
+                                                                        f"{path}: task {task_id}")
         tid = f"{domain}:{task_id}" if per_task[task_id] == 1 else f"{domain}:{task_id}:{trial}"
         out.append(_build(tid, task_id, domain, _messages(sim["messages"], where), reward, info, where))
+    if missing_reward:
+        warn(f"{path}: {missing_reward} of {len(sims)} simulations have no reward_info.reward; "
+             "they count as failures (grade them first: tracec grade)")
     return out
 
 
@@ -140,7 +167,7 @@ def from_tau1(data: list, path: str, env: str | None = None) -> list[Trajectory]
         }
         # v1 task ids are not τ² task ids: keep them apart ("tau1-airline:12:3")
         tid = f"tau1-{domain}:{task_id}:{trial}"
-        reward = float(rec.get("reward") or 0.0)
+        reward = _reward(rec.get("reward"), where)
         out.append(_build(tid, task_id, domain, _messages(rec["traj"], where), reward, info, where))
     return out
 
@@ -169,8 +196,8 @@ def from_jsonl_record(rec: Any, where: str, default_id: str, env: str | None) ->
         raise AnalysisError(
             f"{where}: no 'reward' or 'success'; the outcome is needed to label a trajectory"
         )
-    if not isinstance(reward, (int, float, type(None))) or isinstance(reward, bool):
-        raise AnalysisError(f"{where}: 'reward' must be a number")
+    if reward is not None:
+        reward = _reward(reward, where)
     if reward is None:
         reward = 1.0 if success else 0.0
     task_id = str(rec.get("task_id", default_id))
@@ -200,18 +227,8 @@ def _build(
 
 
 def read_jsonl(path: Path, env: str | None = None) -> list[Trajectory]:
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AnalysisError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-            out.append(from_jsonl_record(rec, where, f"{Path(path).stem}:{lineno}", env))
-    return out
+    return [from_jsonl_record(rec, f"{path}:{lineno}", f"{Path(path).stem}:{lineno}", env)
+            for lineno, rec in files.read_jsonl(path, "trajectory file", AnalysisError)]
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -242,12 +259,7 @@ def load_trajectories(path: Path | str, fmt: str = "auto", env: str | None = Non
         raise AnalysisError(f"{path}: no such file")
     if fmt == "jsonl" or (fmt == "auto" and path.suffix == ".jsonl"):
         return read_jsonl(path, env)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc}") from None
+    data = files.read_json(path, "trajectory file", error=AnalysisError)
     kind = detect_format(path, data) if fmt == "auto" else fmt
     if kind == "tau2":
         if not isinstance(data, dict):

@@ -1,8 +1,10 @@
 """LLM labeling, TRACE's protocol: a discovery call proposes capabilities, then N independent
 runs label every (trajectory, capability) pair NA / PRESENT / LACKING.
 
-Calls are batched, run concurrently, cached on disk by (prompt version, model, capability set,
-trajectory, run), and retried with the parse error fed back when the reply is malformed.
+Calls are batched, run concurrently, cached on disk by (endpoint, model, temperature, prompt
+text, capability set, trajectory, run), and retried with the parse error fed back when the
+reply is malformed; a batch that still fails is retried one trajectory at a time, so one bad
+trajectory costs only its own labels. Discovery is cached the same way.
 """
 
 from __future__ import annotations
@@ -56,11 +58,16 @@ def chat_json(
 # -- phase 1: discovery ------------------------------------------------------------------------
 
 
+def _endpoint(client: Chat) -> str:
+    return str(getattr(client, "base_url", "") or "")
+
+
 def discover(
     client: Chat, trajectories: list[Trajectory], n_failed: int = 12, n_passed: int = 6,
-    max_caps: int = 10, seed: int = 0, max_tries: int = 3,
+    max_caps: int = 10, seed: int = 0, max_tries: int = 3, cache_dir: Path | None = None,
 ) -> list[Candidate]:
-    """Propose up to ``max_caps`` capabilities from a sample of failed and successful runs."""
+    """Propose up to ``max_caps`` capabilities from a sample of failed and successful runs
+    (cached in ``cache_dir`` by endpoint, model and prompt text)."""
     rng = random.Random(seed)
     failed = [t for t in trajectories if not t.success]
     passed = [t for t in trajectories if t.success]
@@ -71,6 +78,16 @@ def discover(
         domain=_domains(trajectories), n_failed=min(n_failed, len(failed)),
         n_passed=min(n_passed, len(passed)), max_caps=max_caps, trajectories=render_many(sample),
     )
+
+    cache = LabelCache(cache_dir / "discovery") if cache_dir else None
+    key = _digest([PROMPT_VERSION, _endpoint(client), client.model, 0.0, prompt, max_caps])
+    if cache is not None:
+        hit = cache.get(key)
+        if isinstance(hit, list):
+            try:
+                return [Candidate.model_validate(c) for c in hit]
+            except ValidationError:
+                pass
 
     def validate(obj: dict) -> list[Candidate]:
         caps = obj.get("capabilities")
@@ -86,7 +103,10 @@ def discover(
             raise ReplyError("capability names must be distinct")
         return out[:max_caps]
 
-    return chat_json(client, prompt, validate, max_tries)
+    found = chat_json(client, prompt, validate, max_tries)
+    if cache is not None:
+        cache.put(key, [c.model_dump() for c in found])
+    return found
 
 
 def _domains(trajectories: list[Trajectory]) -> str:
@@ -96,27 +116,33 @@ def _domains(trajectories: list[Trajectory]) -> str:
 # -- phase 2: labeling runs --------------------------------------------------------------------
 
 
+def _digest(material: list) -> str:
+    return hashlib.sha256(json.dumps(material).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass
 class LabelCache:
-    """One JSON file per (prompt version, model, capability set, trajectory, run)."""
+    """One JSON file per (endpoint, model, temperature, prompt text, capability set,
+    trajectory, run)."""
 
     root: Path
 
-    def key(self, model: str, caps: list[Candidate], t: Trajectory, run: int) -> str:
+    def key(self, model: str, caps: list[Candidate], t: Trajectory, run: int,
+            endpoint: str = "", temperature: float = 0.7, prompt: str = "") -> str:
         caps_text = json.dumps([[c.name, c.description] for c in caps])
-        material = json.dumps([PROMPT_VERSION, model, caps_text, t.id, t.model_dump_json(), run])
-        return hashlib.sha256(material.encode()).hexdigest()
+        return _digest([PROMPT_VERSION, endpoint, model, temperature, prompt, caps_text, t.id,
+                        t.model_dump_json(), run])
 
-    def get(self, key: str) -> dict[str, str] | None:
+    def get(self, key: str):
         path = self.root / key[:2] / f"{key}.json"
         if not path.is_file():
             return None
         try:
-            return json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return None
 
-    def put(self, key: str, labels: dict[str, str]) -> None:
+    def put(self, key: str, labels) -> None:
         path = self.root / key[:2] / f"{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -169,22 +195,44 @@ def label_runs(
     stats = LabelStats()
     results: dict[int, dict[str, dict[str, str]]] = {r: {} for r in range(1, runs + 1)}
     jobs: list[tuple[int, list[Trajectory]]] = []
+    template = load_prompt("label")
+
+    def key(t: Trajectory, run: int) -> str:
+        assert cache is not None
+        return cache.key(client.model, candidates, t, run, _endpoint(client), temperature,
+                         template)
+
     for run in range(1, runs + 1):
         todo = []
         for t in trajectories:
-            hit = cache.get(cache.key(client.model, candidates, t, run)) if cache else None
-            if hit is not None and set(hit) == set(caps):
+            hit = cache.get(key(t, run)) if cache else None
+            if isinstance(hit, dict) and set(hit) == set(caps):
                 results[run][t.id] = hit
                 stats.cached += 1
             else:
                 todo.append(t)
         jobs += [(run, todo[i : i + batch_size]) for i in range(0, len(todo), batch_size)]
 
-    def work(run: int, batch: list[Trajectory]) -> dict[str, dict[str, str]]:
-        prompt = load_prompt("label").format(
+    def ask(run: int, batch: list[Trajectory]) -> dict[str, dict[str, str]]:
+        prompt = template.format(
             domain=_domains(batch), run=run, capabilities=caps_text, trajectories=render_many(batch))
         return chat_json(client, prompt, _validate_labels([t.id for t in batch], caps),
                          max_tries, temperature=temperature)
+
+    def work(run: int, batch: list[Trajectory]) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """Labels of a batch; when the batch fails, each trajectory on its own."""
+        try:
+            return ask(run, batch), []
+        except ReplyError as exc:
+            if len(batch) == 1:
+                return {}, [f"run {run}, trajectory {batch[0].id!r}: {exc}"]
+        labels: dict[str, dict[str, str]] = {}
+        errors: list[str] = []
+        for t in batch:
+            got, err = work(run, [t])
+            labels.update(got)
+            errors += err
+        return labels, errors
 
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
@@ -193,14 +241,15 @@ def label_runs(
             run, batch = futures[fut]
             stats.calls += 1
             try:
-                labels = fut.result()
-            except (ReplyError, LLMError) as exc:
-                stats.failures.append(f"run {run}, trajectories {[t.id for t in batch]}: {exc}")
-            else:
-                for t in batch:
+                labels, errors = fut.result()
+            except LLMError as exc:
+                labels, errors = {}, [f"run {run}, trajectories {[t.id for t in batch]}: {exc}"]
+            stats.failures += errors
+            for t in batch:
+                if t.id in labels:
                     results[run][t.id] = labels[t.id]
                     if cache:
-                        cache.put(cache.key(client.model, candidates, t, run), labels[t.id])
+                        cache.put(key(t, run), labels[t.id])
             done += 1
             if progress:
                 progress(done, len(jobs))

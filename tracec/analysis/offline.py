@@ -13,6 +13,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from pydantic import BaseModel, Field
+
+from tracec import files
 from tracec.analysis.candidates import Candidate
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.runs import LabelRun, build_run
@@ -54,14 +57,49 @@ def _args_match(gold: dict, got: dict) -> bool:
     return all(k in got and _same(v, got[k]) for k, v in gold.items())
 
 
+class TaskGold(BaseModel):
+    """What a τ² task says the agent must do: gold actions and values to communicate."""
+
+    actions: list[GoldAction] = Field(default_factory=list)
+    communicate_info: list[str] = Field(default_factory=list)
+
+
+def failed_calls(t: Trajectory) -> set[int]:
+    """Positions (in ``t.tool_calls()`` order) of calls whose tool result is an error
+    (``"error": true`` on the tool message, or content starting with ``Error``)."""
+    failed: set[int] = set()
+    pending: list[tuple[int, str]] = []  # (position, call id) awaiting a result
+    k = 0
+    for m in t.messages:
+        if m.role == "assistant" and m.tool_calls:
+            pending = []
+            for c in m.tool_calls:
+                pending.append((k, c.id or ""))
+                k += 1
+        elif m.role == "tool" and pending:
+            match = next((p for p in pending if m.tool_call_id and p[1] == m.tool_call_id),
+                         pending[0])
+            pending.remove(match)
+            flag = (m.model_extra or {}).get("error")
+            if flag is True or (m.content or "").lstrip().lower().startswith("error"):
+                failed.add(match[0])
+    return failed
+
+
 class Evidence:
     """What the rules look at, computed once per trajectory."""
 
-    def __init__(self, t: Trajectory, gold: list[GoldAction] | None) -> None:
+    def __init__(self, t: Trajectory, gold: list[GoldAction] | None,
+                 communicate: list[str] | None = None) -> None:
         self.t = t
         self.gold = gold
+        self.communicate = [str(c) for c in (communicate if communicate is not None else
+                                             t.info.get("communicate_info") or [])]
         self.calls = t.tool_calls()
-        self.writes = [(i, n, a) for i, n, a in self.calls if is_write(n, t.env)]
+        failed = failed_calls(t)
+        # a write whose result is an error changed nothing: it is not a state change
+        self.writes = [(i, n, a) for k, (i, n, a) in enumerate(self.calls)
+                       if is_write(n, t.env) and k not in failed]
         self.gold_writes = [g for g in gold or [] if is_write(g.name, t.env)]
         self.tool_text = [(i, m.content or "") for i, m in enumerate(t.messages) if m.role == "tool"]
         self.assistant_text = [m.content for m in t.messages if m.role == "assistant" and m.content]
@@ -96,12 +134,28 @@ def completes_compound_requests(e: Evidence) -> Label:
 
 
 def precise_action_arguments(e: Evidence) -> Label:
-    """Wrong arguments: a gold write was called by name but never with the gold arguments."""
-    names = {n for _, n, _ in e.writes}
-    attempted = [(g, ok) for g, ok in zip(e.gold_writes, e.matched_gold()) if g.name in names]
-    if not attempted:
+    """Wrong arguments: a gold write was called by name, but that call had other arguments.
+
+    Agent calls are matched to gold calls one to one (exact matches first); a gold call left
+    without any call of its name is missing, which is not an argument error."""
+    spare = list(e.writes)
+    unmatched = []
+    for g in e.gold_writes:
+        hit = next((c for c in spare if c[1] == g.name and _args_match(g.arguments, c[2])), None)
+        if hit is None:
+            unmatched.append(g)
+        else:
+            spare.remove(hit)
+    attempted = len(e.gold_writes) - len(unmatched)
+    wrong = 0
+    for g in unmatched:
+        other = next((c for c in spare if c[1] == g.name), None)
+        if other is not None:
+            spare.remove(other)
+            wrong += 1
+    if attempted + wrong == 0:
         return "NA"
-    return "PRESENT" if all(ok for _, ok in attempted) else "LACKING"
+    return "LACKING" if wrong else "PRESENT"
 
 
 def policy_constraint_enforcement(e: Evidence) -> Label:
@@ -142,7 +196,7 @@ def _numbers(text: str) -> list[float]:
 
 def grounded_numbers(e: Evidence) -> Label:
     """Numbers the agent must communicate or that disagree with the records."""
-    required = [str(c) for c in e.t.info.get("communicate_info") or []]
+    required = e.communicate
     said = " ".join(e.assistant_text).replace(",", "").lower()
     if required:
         missing = [c for c in required if c.replace(",", "").lower() not in said]
@@ -202,40 +256,47 @@ def offline_candidates() -> list[Candidate]:
     return [Candidate(name=n, description=d) for n, (d, _) in RULES.items()]
 
 
-def load_task_gold(path: Path) -> dict[str, list[GoldAction]]:
-    """Gold actions by task id from a τ² ``tasks.json`` (assistant actions only)."""
-    try:
-        tasks = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+def load_task_gold(path: Path) -> dict[str, TaskGold]:
+    """Gold actions (assistant's only) and communicate_info by task id from a τ² tasks.json."""
+    tasks = files.read_json(path, "tasks file", error=AnalysisError)
     if not isinstance(tasks, list):
         raise AnalysisError(f"{path}: a τ² tasks.json holds a list of tasks")
     out: dict[str, list[GoldAction]] = {}
     for i, task in enumerate(tasks):
         if not isinstance(task, dict) or "id" not in task:
             raise AnalysisError(f"{path}: task {i} has no 'id'")
-        actions = (task.get("evaluation_criteria") or {}).get("actions") or []
-        out[str(task["id"])] = [
-            GoldAction(name=a["name"], arguments=a.get("arguments") or {})
-            for a in actions if a.get("requestor", "assistant") == "assistant"
-        ]
+        crit = task.get("evaluation_criteria") or {}
+        actions = crit.get("actions") or [] if isinstance(crit, dict) else None
+        if not isinstance(actions, list) or not all(
+                isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions):
+            raise AnalysisError(f"{path}: task {task['id']!r}: every gold action needs a 'name'")
+        comm = crit.get("communicate_info") or []
+        if not isinstance(comm, list):
+            raise AnalysisError(f"{path}: task {task['id']!r}: 'communicate_info' must be a list")
+        out[str(task["id"])] = TaskGold(
+            actions=[GoldAction(name=a["name"], arguments=a.get("arguments") or {})
+                     for a in actions if a.get("requestor", "assistant") == "assistant"],
+            communicate_info=[str(c) for c in comm])
     return out
 
 
 def label_trajectory(
-    t: Trajectory, task_gold: dict[str, list[GoldAction]] | None = None
+    t: Trajectory, task_gold: dict[str, TaskGold] | None = None
 ) -> dict[str, Label]:
     gold = t.gold_actions()
-    if gold is None and task_gold is not None:
-        gold = task_gold.get(t.task_id)
-    ev = Evidence(t, gold)
+    communicate = None
+    entry = task_gold.get(t.task_id) if task_gold is not None else None
+    if entry is not None:
+        if gold is None:
+            gold = entry.actions
+        if not t.info.get("communicate_info"):
+            communicate = entry.communicate_info
+    ev = Evidence(t, gold, communicate)
     return {name: rule(ev) for name, (_, rule) in RULES.items()}
 
 
 def offline_run(
-    trajectories: list[Trajectory], task_gold: dict[str, list[GoldAction]] | None = None
+    trajectories: list[Trajectory], task_gold: dict[str, TaskGold] | None = None
 ) -> LabelRun:
     """One labeling run (deterministic, so one run suffices)."""
     per_cap: dict[str, dict[str, str]] = {name: {} for name in RULES}

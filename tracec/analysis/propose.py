@@ -119,9 +119,41 @@ def propose_one(
     return ProposeResult(sel.skill, False, max_tries, error=error)
 
 
+# Per domain: (seed lines, let, gold call, communicate, distractor) of the skeleton's examples;
+# every commented example line compiles once uncommented (tests/robustness/test_install.py).
+TEMPLATE_EXAMPLES: dict[str, tuple[list[str], str, str, str, str]] = {
+    "airline": (
+        ["users        = user[3..5]",
+         "reservations = reservation[4..8] { user_id = pick(users).user_id }"],
+        "let r = pick(x for x in reservations if len(x.flights) >= 2)",
+        "get_reservation_details(reservation_id = r.reservation_id)",
+        "communicate len(r.flights)",
+        'distractor twin { clone r with cabin = "basic_economy" }',
+    ),
+    "retail": (
+        ["users  = user[3..5]",
+         "orders = order[4..8] { user_id = pick(users).user_id }"],
+        "let r = pick(x for x in orders if len(x.items) >= 1)",
+        "get_order_details(order_id = r.order_id)",
+        "communicate len(r.items)",
+        'distractor twin { clone r with status = "cancelled" }',
+    ),
+    "toolsandbox": (
+        ["people = contact[4..6]"],
+        "let r = pick(x for x in people if not x.is_self)",
+        'search_contacts(name = r.name)',
+        "communicate r.phone_number",
+        'distractor twin { clone r with phone_number = fresh_id("+1555", 7) }',
+    ),
+}
+
+
 def template_spec(name: str, domain: str, description: str = "") -> str:
     """A commented skeleton spec for a person to finish (follows the language sketch)."""
     desc = (description or "TODO: what the agent must be able to do.").replace('"', "'")
+    desc = " ".join(desc.replace("\\", "/").split())
+    seed, let, gold, comm, distractor = TEMPLATE_EXAMPLES.get(domain, TEMPLATE_EXAMPLES["airline"])
+    seed_lines = "\n".join(f"    # {line}" for line in seed)
     return f'''# Capability spec skeleton written by `tracec propose --template`. Finish the TODOs,
 # then run: tracec compile specs/ && tracec check generated_envs/
 capability {name} {{
@@ -131,22 +163,24 @@ capability {name} {{
 
   seed {{
     # TODO: the records the tasks need, e.g.
-    # users        = user[3..5]
-    # reservations = reservation[4..8] {{ owner = pick(users) }}
+{seed_lines}
   }}
 
   task main weight 1 {{
     # TODO: pick the records the task is about, compute what the agent must find, e.g.
-    # let r = pick reservations where len(r.flights) >= 2
+    # {let}
     user  "TODO: the user's request"   # {{expr}} inside the text inserts a value
     gold  {{
-      # TODO: the tool calls that solve the task, e.g. get_reservation_details(reservation_id = r.id)
+      # TODO: the tool calls that solve the task, e.g.
+      # {gold}
     }}
-    # communicate <expression>      # information the agent must tell the user
+    # TODO: information the agent must tell the user, e.g.
+    # {comm}
     hint  "TODO: how an expert solves it"
   }}
 
-  # distractor twin {{ clone r with id = fresh_id() }}   # near-duplicates that punish the failure
+  # TODO: near-duplicates that punish the failure, e.g.
+  # {distractor}
 
   reward {{
     1.0 when state_matches

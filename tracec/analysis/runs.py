@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tracec import files
 from tracec.analysis.errors import AnalysisError
 
 LABEL_KEYS = (
@@ -162,12 +163,5 @@ def _check_consistent(caps: dict[str, CapabilityLabels], totals: dict, where: st
 
 def load_run(path: Path) -> LabelRun:
     """Read and validate one run file."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise AnalysisError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    data = files.read_json(path, "run file", error=AnalysisError)
     return parse_run(data, str(path))

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tracec.checks.calibrate import Bands, CalibrationReport
+from tracec.checks.fidelity import Fidelity
 from tracec.checks.prompt_size import (
     CHARS_PER_TOKEN, DEFAULT_BUDGET, measure_report, tokenizer_counter,
 )
@@ -77,9 +78,11 @@ def _prompt_counter(tokenizer: str | None, model: str | None):
             "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"
         ) from None
     try:
-        tok = load_tokenizer(resolve_model(name))
+        # a folder with only tokenizer files is enough here (no config.json needed)
+        folder = Path(name).expanduser()
+        tok = load_tokenizer(str(folder) if folder.is_dir() else resolve_model(name))
     except ModelNotPrepared as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"cannot load tokenizer {name!r}: {exc}") from None
     except ImportError:
         raise click.ClickException(
             "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"
@@ -213,8 +216,11 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
             for p in r.problems:
                 console.print(f"[red]{escape(r.env)}:[/] {escape(p)}", highlight=False)
             for w in r.warnings:
-                if w.startswith("first prompt"):
+                if w.startswith(("first prompt", "hint leak")):
                     console.print(f"[yellow]{escape(r.env)}:[/] {escape(w)}", highlight=False)
+            if r.fidelity is not None:
+                fid = Fidelity(**r.fidelity)
+                console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)
         for c in calibs.values():
             _print_calibration(console, c)
     failed = sum(1 for r in reports if not r.passed)

@@ -6,8 +6,9 @@
 * ``silent_gold``: the gold calls without the report;
 * ``gold_minus_one``: the oracle without its last write call (last call when none writes);
 * ``forbidden`` (``forbidden_2``, ``forbidden_3``): the oracle plus one forbidden call, for
-  each of the task's first three forbids; a bare ``forbid tool`` is called with the gold
-  calls' arguments of the same names (skipped when a required argument has none).
+  each of the task's first three forbids (``tracec check`` rotates one probe through all of
+  them, seed by seed); a bare ``forbid tool`` is called with the gold calls' arguments of the
+  same names (skipped when a required argument has none).
 
 The expected reward judges the rules on an :class:`Outcome` built directly from the probe's
 calls replayed on a copy of the initial world; the actual reward comes from running the env.
@@ -24,7 +25,7 @@ from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import Call, Outcome, judge
 from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import STOP
-from tracec.runtime.world import copy_json, state_hash
+from tracec.runtime.world import state_hash
 
 NOOP_TEXT = "I'm sorry, I cannot help with that."
 SILENT_TEXT = "Done."
@@ -80,8 +81,11 @@ def forbid_call(forbid: Call, gold: Sequence[Call], tools: Mapping[str, Any] | N
 
 
 def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str],
-                 tools: Mapping[str, Any] | None = None) -> list[Probe]:
-    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids)."""
+                 tools: Mapping[str, Any] | None = None, rotate: int | None = None) -> list[Probe]:
+    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids).
+
+    With ``rotate`` (the seed), one ``forbidden`` probe tries the task's forbids in turn, seed
+    by seed, instead of one probe per forbid on every seed."""
     gold = tuple(inst.gold)
     report = report_text(inst)
     probes = [
@@ -95,6 +99,8 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
         probes.append(Probe("gold_minus_one", minus, report, _turns(minus, report, ends)))
     body = tuple(c for c in gold if c.name not in ends)
     made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
+    if rotate is not None and made:
+        made = [made[rotate % len(made)]]
     for k, call in enumerate(made[:MAX_FORBID_PROBES]):
         calls = body + (call,)
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
@@ -114,17 +120,27 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     """The reward the rules promise ``probe`` on the env's current task (env just reset)."""
     inst = env.instance
     box = env._box
-    db = copy_json(env.initial_db)
-    done: list[Call] = []
-    for c in probe.calls:
-        _, ok, _ = box.run(db, c.name, c.arguments)
-        if ok:
-            done.append(Call(c.name, c.arguments))
-            if c.name in box.ends:
-                break
+    gold = tuple(inst.gold)
+    if not probe.calls:  # nothing runs: the initial world, uncopied
+        done: list[Call] = []
+        matches = env.matches_gold(env.initial_db)
+    elif probe.calls == gold and not any(c.name in box.ends for c in gold[:-1]):
+        # the gold calls: reset() replayed them (each succeeded) into the gold world
+        done = [Call(c.name, c.arguments) for c in gold]
+        matches = True
+    else:
+        db = env.initial_copy()
+        done = []
+        for c in probe.calls:
+            _, ok, _ = box.run(db, c.name, c.arguments)
+            if ok:
+                done.append(Call(c.name, c.arguments))
+                if c.name in box.ends:
+                    break
+        matches = env.matches_gold(db)
     texts = [probe.text]
     o = Outcome.from_calls(
-        state_matches=env.matches_gold(db),
+        state_matches=matches,
         gold=inst.gold,
         calls=done,
         forbid=inst.forbid,

@@ -35,6 +35,8 @@ class CheckReport(BaseModel):
     prompt_budget: int | None = None
     problems: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # the env's tools against the domain's target tools (tracec.checks.fidelity.Fidelity)
+    fidelity: dict | None = None
 
     @property
     def passed(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -10,12 +11,13 @@ from typing import Any
 
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
+from tracec.checks.fidelity import fidelity
 from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.runtime.loader import env_class
+from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
-from tracec.runtime.world import state_hash
 
 Progress = Callable[[int], None]  # called with the number of (seed, task) units just done
 EnvClass = type[CapabilityEnv]
@@ -41,7 +43,8 @@ def _trace(cls: EnvClass, seed: int, unseeded: int) -> list[tuple]:
     out = []
     for i in range(unseeded + 1):
         obs, info = env.reset(seed=seed if i == 0 else None)
-        out.append((obs, info["task"], state_hash(env.initial_db), env.gold_hash))
+        # the worlds themselves (compared with ==, at C speed), not their hashes
+        out.append((obs, info["task"], env.initial_db, env.gold_db))
     return out
 
 
@@ -67,6 +70,22 @@ def _check_determinism(cls: EnvClass, seeds: list[int], problems: ProblemLog) ->
         except SpecRuntimeError:
             continue  # reported by the probes
     return ok
+
+
+def hint_leak(inst: Any) -> str | None:
+    """How the task's hint gives away a gold call (its tool name and an argument value), if it
+    does: the model would learn to copy hints, and the target shows none."""
+    hint = inst.hint or ""
+    if not hint:
+        return None
+    for call in inst.gold:
+        if not re.search(rf"\b{re.escape(call.name)}\b", hint):
+            continue
+        for name, value in (call.args or {}).items():
+            text = fmt(value) if not isinstance(value, (list, dict)) else ""
+            if len(text) >= 3 and text in hint:
+                return f"the hint names `{call.name}` and its `{name}` ({text!r})"
+    return None
 
 
 def _fmt_rule(cap: Capability, index: int | None) -> str:
@@ -105,6 +124,7 @@ def run_checks(
     seeds_with_variance = 0
     probes_ok = True
     env = cls()
+    hint_leaks: dict[str, str] = {}
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
@@ -116,9 +136,13 @@ def run_checks(
                 probes_ok = False
                 continue
             inst = env.instance
+            if tdef.name not in hint_leaks:
+                leak = hint_leak(inst)
+                if leak:
+                    hint_leaks[tdef.name] = f"task `{tdef.name}`: {leak} (seed {seed})"
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
-            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools)
+            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools, rotate=seed)
             for f in inst.forbid:
                 hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
                 if hit is not None:
@@ -190,6 +214,7 @@ def run_checks(
             problems.add(f"level:{i}", f"level {cap.rules[i].level:g} ({_fmt_rule(cap, i)}) is never "
                                        "reached by any probe")
     report.problems = problems.messages()
-    report.warnings = notes
+    report.warnings = notes + [f"hint leak: {w}" for w in hint_leaks.values()]
+    report.fidelity = fidelity(env).model_dump()
     report.seconds = round(time.perf_counter() - start, 3)
     return report

@@ -12,6 +12,7 @@ from pathlib import Path
 from tracec.compiler import codegen
 from tracec.compiler.ir import CapabilityIR
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
+from tracec.files import InputError, decode_bytes
 from tracec.lang.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
@@ -50,6 +51,8 @@ class CompileResult:
         """The generated env module, loaded from a temporary file (None if not ok)."""
         if self._module is None and self.ok and self.code is not None:
             self._module = load_module_source(self.code, f"tracec_spec_{self.ir.name}")
+            # run-time errors name the spec as the user gave it (tracec.runtime.spans)
+            setattr(self._module, "__tracec_source__", (self.path, self.source))
         return self._module
 
 
@@ -66,8 +69,11 @@ def _load_domain(name: str, span: Span) -> tuple[Domain | None, list[Diagnostic]
                                  span=span, code="E241")]
 
 
-def compile_text(text: str, path: str = "<spec>") -> CompileResult:
-    """Compile one spec's text. Never raises for bad input: problems are diagnostics."""
+def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None) -> CompileResult:
+    """Compile one spec's text. Never raises for bad input: problems are diagnostics.
+
+    ``path`` names the spec in diagnostics (the path the user typed); ``spec_path`` (default:
+    ``path``) is the stable name written into the generated module."""
     result = CompileResult(path=path, source=text)
     try:
         cap = parse_source(text)
@@ -79,7 +85,7 @@ def compile_text(text: str, path: str = "<spec>") -> CompileResult:
         domain, diags = _load_domain(cap.domain, cap.domain_span or cap.span)
         result.diagnostics.extend(diags)
     try:
-        ir, diags = check(cap, text, path, domain)
+        ir, diags = check(cap, text, spec_path or path, domain)
     except RecursionError:
         result.diagnostics.append(Diagnostic(message="spec is nested too deeply", span=Span(),
                                              code="E005"))
@@ -123,11 +129,12 @@ def compile_file(path: Path | str) -> CompileResult:
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
             message=f"cannot read spec: {exc.strerror or exc}", span=Span(), code="E250")])
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return CompileResult(path=shown, source="", diagnostics=[Diagnostic(
-            message=f"spec is not UTF-8 text (byte {exc.start})", span=Span(), code="E251")])
-    return compile_text(text, shown)
+        text = decode_bytes(raw, shown)  # UTF-8 (a BOM is dropped); UTF-16 etc. are errors
+    except InputError as exc:
+        message = str(exc).split(": ", 1)[-1] if str(exc).startswith(shown) else str(exc)
+        return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
+            message=f"spec is not UTF-8 text: {message}", span=Span(), code="E251")])
+    return compile_text(text, str(path), spec_path=shown)
 
 
 def check_unique_names(results: list[CompileResult]) -> None:

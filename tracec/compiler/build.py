@@ -32,16 +32,24 @@ def plan(paths: list[Path], out_dir: Path) -> BuildPlan:
     if not bp.ok:
         return bp
     package = out_dir.resolve().name
-    modules = []
-    for r in sorted(results, key=lambda r: r.ir.name):  # type: ignore[union-attr]
+    names = set()
+    for r in results:
         assert r.ir is not None and r.code is not None
         bp.files[f"{r.ir.name}.py"] = r.code
-        modules.append((r.ir.name, r.ir.name))
-    bp.files["__init__.py"] = codegen.generate_package_init(package, modules)
+        names.add(r.ir.name)
+    # Compiling whole folders makes out_dir exactly their modules (others are stale); compiling
+    # single files touches only their modules and the package index, which keeps the others.
+    whole = all(p.is_dir() for p in paths)
     if out_dir.is_dir():
         for f in sorted(out_dir.glob("*.py")):
-            if f.name not in bp.files and _is_generated(f):
+            if f.name in bp.files or f.name == "__init__.py" or not _is_generated(f):
+                continue
+            if whole:
                 bp.stale.append(f.name)
+            else:
+                names.add(f.stem)
+    modules = [(n, n) for n in sorted(names)]
+    bp.files["__init__.py"] = codegen.generate_package_init(package, modules)
     return bp
 
 

@@ -206,11 +206,22 @@ class ExprGen:
 
 
 class Writer:
+    """Lines of generated code, and the spec position each came from (the line table)."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.at: tuple[int, int] | None = None  # spec (line, column) of what is written now
+        self.marks: list[tuple[int, int, int]] = []  # (first module line, spec line, column)
+        self._n = 0  # module lines written so far
 
     def __call__(self, line: str = "", indent: int = 0) -> None:
+        if not line and len(self.lines) >= 2 and not self.lines[-1] and not self.lines[-2]:
+            return  # at most two blank lines in a row (keeps the line table exact)
+        at = self.at or (0, 0)
+        if (self.marks[-1][1:] if self.marks else (0, 0)) != at:
+            self.marks.append((self._n + 1, *at))
         self.lines.append(("    " * indent + line) if line else "")
+        self._n += 1 + line.count("\n")
 
     def emit(self, prefix: str, lines: list[str], indent: int, suffix: str = "") -> None:
         """A possibly multi-line expression: prefix on its first line, suffix on its last."""
@@ -240,6 +251,35 @@ class Writer:
     def text(self) -> str:
         out = "\n".join(self.lines).rstrip() + "\n"
         return re.sub(r"\n{4,}", "\n\n\n", out)
+
+
+def spec_at(node: Any, line: int = 0) -> tuple[int, int]:
+    """The spec position of a node (its line and column), or ``line`` with column 0."""
+    span = getattr(node, "span", None)
+    if span is not None and span.line > 0 and (line == 0 or span.line == line):
+        return span.line, span.column
+    return line, 0
+
+
+def _gen_line_table(w: Writer) -> None:
+    """``SPEC_LINES``: (first module line, spec line, spec column) for each run of lines that
+    came from one spec statement; the runtime maps a failure's line back to the spec."""
+    marks = [m for m in w.marks]
+    w.at = None
+    w()
+    w()
+    w("# spec positions of the code above, for run-time errors: (module line, spec line, column)")
+    w("SPEC_LINES = (")
+    row = ""
+    for m in marks:
+        item = f"({m[0]}, {m[1]}, {m[2]}), "
+        if len(row) + len(item) + 4 > LINE:
+            w(row.rstrip(), 1)
+            row = ""
+        row += item
+    if row:
+        w(row.rstrip(), 1)
+    w(")")
 
 
 def _bool_chain(e: Any, op: str) -> list[Any]:
@@ -532,6 +572,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w(_docstring(f"The `{cap.name}` capability as a Gymnasium environment."), 1)
     w()
     w("capability = CAPABILITY", 1)
+    _gen_line_table(w)
     return w.text()
 
 
@@ -561,6 +602,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("seed")
     names = []
     for step in cap.seed:
+        w.at = (step.line, 0)
         if isinstance(step, IR.SeedSpawn):
             count = step.count
             if isinstance(count, A.Range):
@@ -573,13 +615,17 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)
-                w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
+                if any(isinstance(f, A.Let) for f in step.fields):
+                    _gen_fields_with_lets(w, gen, step.fields)
+                else:
+                    w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
                 w()
                 args.append(fn)
             w.call_block(f"{step.name} = rt.spawn(", args, 1)
         else:
             w.emit(f"{step.name} = ", pretty(gen, step.value, LINE - 8 - len(step.name)), 1)
         names.append(step.name)
+    w.at = None
     w.call_block("return {", [f"{pystr(n)}: {n}" for n in names], 1, tail="}")
 
 
@@ -595,12 +641,17 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                 _gen_setup(w, gen, setup)
         if i < len(task.lets):
             let = task.lets[i]
+            w.at = spec_at(let)
             w.emit(f"{let.name} = ", pretty(gen, let.value, LINE - 8 - len(let.name)), 1)
+    w.at = spec_at(task.user)
     _assign_text(w, "user_text", gen, task.user, 1)
     names = []
     for d in task.distractors:
+        w.at = (d.line, 0)
         w(f"# distractor `{d.name}`", 1)
         for op in d.ops:
+            w.at = spec_at(getattr(op, "source", None) or getattr(op, "text", None), d.line) \
+                if isinstance(op, (IR.CloneOp, IR.SayOp)) else (d.line, 0)
             if isinstance(op, IR.CloneOp):
                 w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
                                            gen.gen(op.source),
@@ -612,10 +663,17 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                 _assign_text(w, 'user_text += " " +', gen, op.text, 1, op="")
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
+    w.at = (task.line, 0)
+    looped = any(isinstance(c, IR.GoldForIR) for c in task.gold)
+    if looped:
+        _gen_gold_loops(w, gen, task.gold)
     w("return TaskInstance(", 1)
     w(f"task={pystr(task.name)},", 2)
     w("user=user_text,", 2)
-    w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
+    if looped:
+        w("gold=_gold,", 2)
+    else:
+        w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
     comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
     w.call_block("communicate={", comm, 2, tail="},")
     forbid = []
@@ -650,6 +708,44 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     w.call_block("values={", values, 2, tail="},")
     w(f"distractors={_tuple(names)},", 2)
     w(")", 1)
+    w.at = None
+
+
+def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any]) -> None:
+    """A field function whose block has `let`s: values in spec order, then the dict."""
+    first = 0
+    while first < len(fields) and not isinstance(fields[first], A.Let):
+        first += 1
+    w.emit("_fields = ", fields_lines(gen, fields[:first], LINE - 15), 2)
+    for f in fields[first:]:
+        w.at = spec_at(f)
+        if isinstance(f, A.Let):
+            w.emit(f"{f.name} = ", pretty(gen, f.value, LINE - 12 - len(f.name)), 2)
+        else:
+            head = f"_fields[{pystr(f.name)}] = "
+            w.emit(head, pretty(gen, f.value, LINE - 8 - len(head)), 2)
+    w("return _fields", 2)
+
+
+def _gen_gold_loops(w: Writer, gen: ExprGen, gold: list[Any]) -> None:
+    """`_gold`, built in order: runs of plain calls, and a loop per `for` in `gold`."""
+    w("_gold = []", 1)
+    run: list[Any] = []
+
+    def flush() -> None:
+        if run:
+            w.call_block("_gold += [", _call_list(gen, run), 1, tail="]")
+            run.clear()
+
+    for item in gold:
+        if isinstance(item, IR.GoldForIR):
+            flush()
+            w(f"for {item.var} in {gen.gen(item.iter, _PREC['or'])}:", 1)
+            w.call_block("_gold += [", _call_list(gen.with_var(item.var), item.calls), 2,
+                         tail="]")
+        else:
+            run.append(item)
+    flush()
 
 
 def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
@@ -667,8 +763,11 @@ def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
 
 
 def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
+    w.at = (setup.line, 0)
     w(f"# setup (spec line {setup.line})", 1)
     for op in setup.ops:
+        node = getattr(op, "target", None) or getattr(op, "source", None)
+        w.at = spec_at(node) if node is not None else (setup.line, 0)
         if isinstance(op, IR.SetOp):
             w(f"{gen.gen(op.target)} = {gen.gen(op.value)}", 1)
         elif isinstance(op, IR.CloneOp):
@@ -700,6 +799,7 @@ def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
     gen = ExprGen("tool")
     returned = False
     for st in tool.body or []:
+        w.at = spec_at(st)
         if isinstance(st, A.Let):
             w(f"{st.name} = {gen.gen(st.value)}", 1)
         elif isinstance(st, A.Require):
@@ -712,12 +812,14 @@ def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
             break
     if not returned:
         w("return None", 1)
+    w.at = None
 
 
 def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("reward")
     w("RULES = (")
     for rule in cap.rules:
+        w.at = spec_at(rule.cond, rule.line) if rule.cond is not None else (rule.line, 0)
         cond = "True" if rule.cond is None else gen.gen(rule.cond)
         args = [repr(rule.level), pystr(rule.text), f"lambda o: {cond}"]
         if rule.fractional:
@@ -736,6 +838,7 @@ def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
         if rule.fractional:
             w(f"value=lambda o: {gen.gen(rule.value)},", 2)
         w("),", 1)
+    w.at = None
     w(")")
 
 

@@ -26,7 +26,7 @@ class SeedSpawn(IRModel):
     name: str
     entity: str
     count: Expr
-    fields: list[FieldAssign] = []
+    fields: list[Union[FieldAssign, Let]] = []  # a `let`: a per-record value for later fields
     line: int
 
 
@@ -46,6 +46,15 @@ class CallIR(IRModel):
     tool: str
     args: list[KwArg] = []
     writes: bool = False
+
+
+class GoldForIR(IRModel):
+    """`for var in iter { calls }` in `gold`."""
+
+    kind: Literal["for"] = "for"
+    var: str
+    iter: Expr
+    calls: list[CallIR] = []
 
 
 class ForbidIR(IRModel):
@@ -114,7 +123,7 @@ class TaskIR(IRModel):
     seed_vars_used: list[str] = []
     lets: list[Let] = []
     user: Text
-    gold: list[CallIR] = []
+    gold: list[Union[CallIR, GoldForIR]] = []
     communicate: list[CommunicateIR] = []
     forbid: list[ForbidIR] = []
     replies: list[ReplyIR] = []

@@ -10,7 +10,6 @@ world state reached here hashes like the one τ²-bench reaches.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import functools
 import json
@@ -21,6 +20,8 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel
 
+from tracec.domains.jsoncopy import deep_copy
+from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
 from tracec.domains.schema import Ref, Schema, refs
@@ -269,8 +270,8 @@ def _direct_flight(flight: dict, date: str, on: str | None) -> dict:
         "scheduled_departure_time_est": flight["scheduled_departure_time_est"],
         "scheduled_arrival_time_est": flight["scheduled_arrival_time_est"],
         "date": on,
-        "available_seats": copy.deepcopy(inst["available_seats"]),
-        "prices": copy.deepcopy(inst["prices"]),
+        "available_seats": deep_copy(inst["available_seats"]),
+        "prices": deep_copy(inst["prices"]),
     }
 
 
@@ -339,8 +340,8 @@ def book_reservation(
         flight_type=flight_type,
         cabin=cabin,
         flights=[],
-        passengers=copy.deepcopy(passengers),
-        payment_history=copy.deepcopy(payment_methods),
+        passengers=deep_copy(passengers),
+        payment_history=deep_copy(payment_methods),
         created_at=NOW,
         total_baggages=total_baggages,
         nonfree_baggages=nonfree_baggages,
@@ -395,7 +396,7 @@ def book_reservation(
         inst["available_seats"][cabin] -= len(passengers)
     db["reservations"][reservation_id] = reservation
     db["users"][user_id]["reservations"].append(reservation_id)
-    return copy.deepcopy(reservation)
+    return deep_copy(reservation)
 
 
 def cancel_reservation(db: dict, reservation_id: str) -> dict:
@@ -406,7 +407,7 @@ def cancel_reservation(db: dict, reservation_id: str) -> dict:
     ]
     reservation["payment_history"].extend(refunds)
     reservation["status"] = "cancelled"
-    return copy.deepcopy(reservation)
+    return deep_copy(reservation)
 
 
 def get_reservation_details(db: dict, reservation_id: str) -> dict:
@@ -462,7 +463,7 @@ def update_reservation_baggages(
         reservation["payment_history"].append(payment)
     reservation["total_baggages"] = total_baggages
     reservation["nonfree_baggages"] = nonfree_baggages
-    return copy.deepcopy(reservation)
+    return deep_copy(reservation)
 
 
 def update_reservation_flights(
@@ -510,7 +511,7 @@ def update_reservation_flights(
         reservation["payment_history"].append(payment)
     reservation["flights"] = new_flights
     reservation["cabin"] = cabin
-    return copy.deepcopy(reservation)
+    return deep_copy(reservation)
 
 
 def update_reservation_passengers(db: dict, reservation_id: str, passengers: list) -> dict:
@@ -519,9 +520,9 @@ def update_reservation_passengers(db: dict, reservation_id: str, passengers: lis
     if len(passengers) != len(reservation["passengers"]):
         raise ValueError("Number of passengers does not match")
     reservation["passengers"] = [
-        p.model_dump() if isinstance(p, BaseModel) else copy.deepcopy(p) for p in passengers
+        p.model_dump() if isinstance(p, BaseModel) else deep_copy(p) for p in passengers
     ]
-    return copy.deepcopy(reservation)
+    return deep_copy(reservation)
 
 
 def get_flight_status(db: dict, flight_number: str, date: str) -> str:
@@ -640,7 +641,112 @@ def _timestamp(date: str, clock: str, shift_min: int) -> str:
     return (_moment(date, clock) + datetime.timedelta(minutes=shift_min)).isoformat()
 
 
+_EPOCH = datetime.datetime(2024, 1, 1)
+_DAYS = tuple((_EPOCH + datetime.timedelta(days=i)).date().isoformat() for i in range(400))
+
+
+_TODAY_STATUSES = ("landed", "landed", "delayed", "flying", "on time")
+_DATE_INDEX = {d: (datetime.date.fromisoformat(d) - _EPOCH.date()).days for d in DATES}
+
+
+def _clock_seconds(clock: str) -> int:
+    """``HH:MM:SS[+1]`` as seconds after the date's midnight (``+1``: the next day)."""
+    h, m, sec = int(clock[0:2]), int(clock[3:5]), int(clock[6:8])
+    return h * 3600 + m * 60 + sec + (86400 if clock.endswith("+1") else 0)
+
+
 def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
+    """The flight's calendar: draws exactly what the plain loop over ``DATES`` with
+    ``rng.randint``/``rng.choice`` draws (see fastrand), with timestamps by integer arithmetic
+    (the same text as :func:`_timestamp`); world generation spends most of its time here."""
+    if not fastrand.fast(rng):
+        return _flight_dates_plain(rng, dep, arr)
+    try:
+        dep_s, arr_s = _clock_seconds(dep), _clock_seconds(arr)
+    except ValueError:  # a clock the spec fixed in another shape
+        return _flight_dates_plain(rng, dep, arr)
+    gb = rng.getrandbits
+    rand = rng.random
+    days = _DAYS
+
+    def stamp(day: int, base: int, shift_min: int) -> str:
+        d, rem = divmod(day * 86400 + base + 60 * shift_min, 86400)
+        hh, rem = divmod(rem, 3600)
+        mm, ss = divmod(rem, 60)
+        return f"{days[d]}T{hh:02d}:{mm:02d}:{ss:02d}"
+
+    def shift(lo: int, n: int, k: int) -> int:  # == rng.randint(lo, lo + n - 1)
+        r = gb(k)
+        while r >= n:
+            r = gb(k)
+        return lo + r
+
+    dates = {}
+    for date in DATES:
+        day = _DATE_INDEX[date]
+        if date < TODAY:
+            if rand() < 0.09:
+                dates[date] = {"status": "cancelled"}
+            else:
+                dates[date] = {
+                    "status": "landed",
+                    "actual_departure_time_est": stamp(day, dep_s, shift(-30, 61, 6)),
+                    "actual_arrival_time_est": stamp(day, arr_s, shift(-30, 61, 6)),
+                }
+        elif date == TODAY:
+            r = gb(3)
+            while r >= 5:
+                r = gb(3)
+            status = _TODAY_STATUSES[r]
+            if status == "landed":
+                dates[date] = {
+                    "status": status,
+                    "actual_departure_time_est": stamp(day, dep_s, shift(-30, 61, 6)),
+                    "actual_arrival_time_est": stamp(day, arr_s, shift(-30, 61, 6)),
+                }
+            elif status == "flying":
+                dates[date] = {
+                    "status": status,
+                    "actual_departure_time_est": stamp(day, dep_s, shift(-15, 46, 6)),
+                    "estimated_arrival_time_est": stamp(day, arr_s, shift(-15, 46, 6)),
+                }
+            else:
+                delay = shift(60, 241, 8) if status == "delayed" else shift(-10, 21, 5)
+                dates[date] = {
+                    "status": status,
+                    "estimated_departure_time_est": stamp(day, dep_s, delay),
+                    "estimated_arrival_time_est": stamp(day, arr_s, delay),
+                }
+        else:
+            # seats 0..20 per cabin, then prices in PRICE_RANGE per cabin (CABINS order)
+            s1 = gb(5)
+            while s1 >= 21:
+                s1 = gb(5)
+            s2 = gb(5)
+            while s2 >= 21:
+                s2 = gb(5)
+            s3 = gb(5)
+            while s3 >= 21:
+                s3 = gb(5)
+            p1 = gb(6)
+            while p1 >= 51:
+                p1 = gb(6)
+            p2 = gb(7)
+            while p2 >= 101:
+                p2 = gb(7)
+            p3 = gb(9)
+            while p3 >= 301:
+                p3 = gb(9)
+            dates[date] = {
+                "status": "available",
+                "available_seats": {"basic_economy": s1, "economy": s2, "business": s3},
+                "prices": {"basic_economy": 50 + p1, "economy": 100 + p2, "business": 200 + p3},
+            }
+    return dates
+
+
+def _flight_dates_plain(rng: random.Random, dep: str, arr: str) -> dict:
+    """The reference form of :func:`_flight_dates` (any ``Random``, any clock text)."""
     dates = {}
     for date in DATES:
         if date < TODAY:
@@ -653,7 +759,7 @@ def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
                     "actual_arrival_time_est": _timestamp(date, arr, rng.randint(-30, 30)),
                 }
         elif date == TODAY:
-            status = rng.choice(("landed", "landed", "delayed", "flying", "on time"))
+            status = rng.choice(_TODAY_STATUSES)
             if status == "landed":
                 dates[date] = {
                     "status": status,

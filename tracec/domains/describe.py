@@ -1,8 +1,8 @@
 """``tracec describe DOMAIN``: a domain's contract as data and as text for spec authors.
 
 What a spec may use: the tools (argument types, required flags, enums, read/write), the
-entity kinds (fields with types, references, enums, what the generator fixes and adds), and
-the named Python functions for inline tools.
+entity kinds (fields with types, references, enums, what the generator fixes and adds), the
+named Python functions for inline tools, and the policy headings `policy sections [...]` names.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracec.domains.base import Domain
+from tracec.domains.policy import headings as policy_headings
 from tracec.lang.types import ListT, MapT, ObjT, T
 
 
@@ -108,6 +109,7 @@ def describe(domain: Domain) -> dict[str, Any]:
         "entities": entities,
         "records": records,
         "functions": sorted(domain.functions),
+        "policy_sections": policy_headings(domain.policy),
     }
 
 
@@ -157,6 +159,9 @@ def describe_text(domain: Domain) -> str:
             out.append(f"- {r['name']}: {fields}")
             out += [f"  - {_ref_line(x, r['name'])}" for x in r["references"]]
         out.append("")
+    if d["policy_sections"]:
+        out += ["## Policy sections (policy sections [\"Heading\", ...])", "",
+                ", ".join(f'"{h}"' for h in d["policy_sections"]), ""]
     if d["functions"]:
         out += ["## Python functions (tool NAME(...) = python FUNCTION)", "",
                 ", ".join(d["functions"]), ""]

@@ -9,8 +9,8 @@ in the document's order.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 
@@ -54,20 +54,32 @@ def headings(policy: str) -> list[str]:
     return list(dict.fromkeys(s.heading for s in sections(policy)))
 
 
-def find(policy: str, heading: str) -> list[Section]:
+def _norm(heading: str) -> str:
+    return " ".join(heading.split()).casefold()
+
+
+def index(policy: str) -> dict[str, list[Section]]:
+    """Sections by normalised heading (case and spacing ignored), parsed once."""
+    out: dict[str, list[Section]] = {}
+    for s in sections(policy):
+        out.setdefault(_norm(s.heading), []).append(s)
+    return out
+
+
+def find(policy: str, heading: str, idx: dict[str, list[Section]] | None = None) -> list[Section]:
     """The sections titled ``heading`` (case and surrounding space ignored)."""
-    want = " ".join(heading.split()).casefold()
-    return [s for s in sections(policy) if " ".join(s.heading.split()).casefold() == want]
+    return (idx if idx is not None else index(policy)).get(_norm(heading), [])
 
 
 def excerpt(policy: str, chosen: Sequence[str]) -> str:
     """The preamble plus the sections titled ``chosen`` (unknown headings are ignored)."""
     lines = policy.splitlines()
     secs = sections(policy)
+    idx = index(policy)
     first = secs[0].start if secs else len(lines)
     keep = set(range(first))
-    for heading in chosen:
-        for s in find(policy, heading):
+    for heading in dict.fromkeys(chosen):
+        for s in idx.get(_norm(heading), []):
             keep.update(range(s.start, s.end))
     text = "\n".join(lines[i] for i in sorted(keep))
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

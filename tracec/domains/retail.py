@@ -8,7 +8,6 @@ variant; unrounded price differences), so that world states hash like τ²-bench
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
+from tracec.domains.jsoncopy import deep_copy
+from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind
 from tracec.domains.schema import Ref, Schema, refs
@@ -206,7 +207,7 @@ def cancel_pending_order(db: dict, order_id: str, reason: str) -> dict:
     order["status"] = "cancelled"
     order["cancel_reason"] = reason
     order["payment_history"].extend(refunds)
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 def exchange_delivered_order_items(
@@ -236,7 +237,7 @@ def exchange_delivered_order_items(
     order["exchange_new_items"] = sorted(new_item_ids)
     order["exchange_payment_method_id"] = payment_method_id
     order["exchange_price_difference"] = diff_price
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str) -> str:  # noqa: A002
@@ -290,7 +291,7 @@ def modify_pending_order_address(
     order["address"] = _address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 def modify_pending_order_items(
@@ -333,9 +334,9 @@ def modify_pending_order_items(
         item["item_id"] = new_item_id
         # τ² quirk: every changed item takes the price and options of the last new variant
         item["price"] = variant["price"]
-        item["options"] = copy.deepcopy(variant["options"])
+        item["options"] = deep_copy(variant["options"])
     order["status"] = "pending (item modified)"
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 def modify_pending_order_payment(db: dict, order_id: str, payment_method_id: str) -> dict:
@@ -363,7 +364,7 @@ def modify_pending_order_payment(db: dict, order_id: str, payment_method_id: str
     old = _payment_method(db, order["user_id"], old_id)
     if _gift(old):
         old["balance"] = round(old["balance"] + amount, 2)
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 def modify_user_address(
@@ -374,7 +375,7 @@ def modify_user_address(
     user["address"] = _address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
-    return copy.deepcopy(user)
+    return deep_copy(user)
 
 
 def return_delivered_order_items(
@@ -391,7 +392,7 @@ def return_delivered_order_items(
     order["status"] = "return requested"
     order["return_items"] = sorted(item_ids)
     order["return_payment_method_id"] = payment_method_id
-    return copy.deepcopy(order)
+    return deep_copy(order)
 
 
 TOOL_FUNCS = {
@@ -513,8 +514,10 @@ def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any])
     name = overrides.get("name") or rng.choice(sorted(set(CATALOG) - used) or sorted(CATALOG))
     options, (lo, hi) = CATALOG.get(name, rng.choice(list(CATALOG.values())))
     combos: dict[tuple, dict] = {}
+    pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    items = list(options.items())
     for _ in range(rng.randint(3, 10)):
-        combo = tuple((k, rng.choice(v)) for k, v in options.items())
+        combo = tuple([(k, pick(v)) for k, v in items])
         combos.setdefault(combo, dict(combo))
     taken = set(db.get("products", {})) | _all_item_ids(db)
     variants = {}

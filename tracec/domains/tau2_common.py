@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import json
@@ -77,11 +78,39 @@ def build_tools(domain: str, toolkit: str, funcs: Mapping[str, ToolFunc]) -> dic
     return tools
 
 
+MAX_EXPRESSION = 1000  # characters; τ²'s expressions are short, and the bound keeps ints small
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
+    ast.Pow: lambda a, b: float(a) ** float(b),  # in floats: 9**9**9 overflows, never hangs
+}
+
+
+def _arith(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = _arith(node.operand)
+        return -value if isinstance(node.op, ast.USub) else +value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_arith(node.left), _arith(node.right))
+    raise ValueError("Invalid expression")
+
+
 def calculate(db: dict, expression: str) -> str:
-    """τ²'s ``calculate``: arithmetic on digits, operators, parentheses and spaces."""
+    """τ²'s ``calculate``: arithmetic on digits, operators, parentheses and spaces (τ² uses
+    ``eval``; this walks the parsed expression instead, so ``9**9**9`` or deep parentheses
+    fail fast instead of hanging)."""
     if not all(char in "0123456789+-*/(). " for char in expression):
         raise ValueError("Invalid characters in expression")
-    return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))  # noqa: S307
+    if len(expression) > MAX_EXPRESSION:
+        raise ValueError(f"Expression longer than {MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except (RecursionError, MemoryError):
+        raise ValueError("Expression nested too deeply") from None
+    return str(round(float(_arith(tree.body)), 2))
 
 
 def transfer_to_human_agents(db: dict, summary: str) -> str:
@@ -110,25 +139,105 @@ class Layout:
 
 
 def conform(value: Any, t: T, layout: Layout) -> Any:
-    """``value`` in τ²'s ``model_dump()`` shape: declared key order, floats, null defaults."""
+    """``value`` in τ²'s ``model_dump()`` shape: declared key order, floats, null defaults.
+
+    Runs a plan compiled once per (type, layout) (world generation conforms every record);
+    :func:`conform_plain` is the reference it must equal."""
+    return _plan(t, layout)(value)
+
+
+def conform_plain(value: Any, t: T, layout: Layout) -> Any:
+    """The straightforward recursive form of :func:`conform`."""
+    if not isinstance(value, (dict, list)):  # a leaf: only an int where a float belongs changes
+        if isinstance(value, int) and not isinstance(value, bool) and t == FLOAT:
+            return float(value)
+        return value
     if isinstance(t, ObjT) and isinstance(value, dict):
         nullable = layout.nullable.get(t.name, frozenset())
         out = {}
         for name, ft in t.fields:
             if name in value:
                 v = value[name]
-                out[name] = None if v is None and name in nullable else conform(v, ft, layout)
+                out[name] = None if v is None and name in nullable else conform_plain(v, ft, layout)
             elif name in nullable:
                 out[name] = None
         out.update({k: v for k, v in value.items() if k not in out})
         return out
     if isinstance(t, MapT) and isinstance(value, dict):
-        return {k: conform(v, t.value, layout) for k, v in value.items()}
+        return {k: conform_plain(v, t.value, layout) for k, v in value.items()}
     if isinstance(t, ListT) and isinstance(value, list):
-        return [conform(v, t.elem, layout) for v in value]
-    if t == FLOAT and isinstance(value, int) and not isinstance(value, bool):
+        return [conform_plain(v, t.elem, layout) for v in value]
+    return value
+
+
+_PLANS: dict[tuple[int, int], tuple[T, Layout, Callable[[Any], Any]]] = {}
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _to_float(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _plan(t: T, layout: Layout) -> Callable[[Any], Any]:
+    entry = _PLANS.get((id(t), id(layout)))
+    if entry is not None and entry[0] is t and entry[1] is layout:
+        return entry[2]
+    plan = _build_plan(t, layout)
+    _PLANS[(id(t), id(layout))] = (t, layout, plan)
+    return plan
+
+
+def _build_plan(t: T, layout: Layout) -> Callable[[Any], Any]:
+    if isinstance(t, ObjT):
+        nullable = layout.nullable.get(t.name, frozenset())
+        steps = [(name, _plan(ft, layout), name in nullable) for name, ft in t.fields]
+        null_names = [name for name, _ in t.fields if name in nullable]
+
+        def obj(value: Any) -> Any:
+            if not isinstance(value, dict):
+                return value
+            out = {}
+            found = 0
+            for name, sub, null in steps:
+                if name in value:
+                    found += 1
+                    v = value[name]
+                    out[name] = None if v is None and null else sub(v)
+                elif null:
+                    out[name] = None
+            if found < len(value):
+                out.update({k: v for k, v in value.items() if k not in out})
+            return out
+
+        return obj if t.fields or null_names else _generic(t, layout)
+    if isinstance(t, MapT):
+        sub = _plan(t.value, layout)
+
+        def mapping(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: sub(v) for k, v in value.items()}
+            return value
+
+        return mapping
+    if isinstance(t, ListT):
+        sub = _plan(t.elem, layout)
+
+        def seq(value: Any) -> Any:
+            if isinstance(value, list):
+                return [sub(v) for v in value]
+            return value
+
+        return seq
+    return _to_float if t == FLOAT else _identity
+
+
+def _generic(t: T, layout: Layout) -> Callable[[Any], Any]:
+    return lambda value: conform_plain(value, t, layout)
 
 
 _PRIM_OK: dict[Prim, Callable[[Any], bool]] = {

@@ -23,8 +23,8 @@ Deliberate differences from ToolSandbox, for determinism and clarity:
 from __future__ import annotations
 
 import calendar
-import copy
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -36,6 +36,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.base import Domain, EntityKind, Tool, ToolError
 from tracec.domains.schema import Ref, Schema, refs
 from tracec.lang.types import ANY, BOOL, FLOAT, STR
@@ -220,6 +221,17 @@ def _norm_text(text: str) -> str:
 
 def fuzzy_score(query: str, value: str) -> float:
     """Similarity 0..100 of ``query`` to ``value`` (containment and word overlap score high)."""
+    if isinstance(query, str) and isinstance(value, str) and len(query) + len(value) <= 4096:
+        return _fuzzy_score_cached(query, value)  # a pure function; searches repeat it a lot
+    return _fuzzy_score(query, value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fuzzy_score_cached(query: str, value: str) -> float:
+    return _fuzzy_score(query, value)
+
+
+def _fuzzy_score(query: str, value: str) -> float:
     q, v = _norm_text(query), _norm_text(value)
     if not q or not v:
         return 0.0
@@ -256,7 +268,7 @@ def _filter(
             "No search criteria are given. At least one search criteria should be provided "
             f"among {names}"
         )
-    return [copy.deepcopy(r) for r in records if all(test(r.get(f), v) for f, v, test in given)]
+    return [deep_copy(r) for r in records if all(test(r.get(f), v) for f, v, test in given)]
 
 
 def _exact(field_value: Any, wanted: Any) -> bool:

@@ -188,12 +188,29 @@ class SeedStmt(Node):
 
     name: str
     value: Expr
-    fields: list[FieldAssign] | None = None
+    fields: list[Union[FieldAssign, "Let"]] | None = None  # `let`s: per-record values
 
 
 class ToolCallAst(Node):
     name: str
     args: list[KwArg] = []
+
+
+def gold_calls(gold: list) -> list["ToolCallAst"]:
+    """The tool calls of a `gold` block, those inside `for` loops included (source order)."""
+    out: list[ToolCallAst] = []
+    for item in gold:
+        out.extend(item.calls if isinstance(item, GoldFor) else [item])
+    return out
+
+
+class GoldFor(Node):
+    """`for VAR in ITER { calls }` inside `gold`: the calls once per element, in order."""
+
+    kind: Literal["for"] = "for"
+    var: str
+    iter: Expr
+    calls: list[ToolCallAst] = []
 
 
 class Let(Node):
@@ -252,7 +269,7 @@ class Task(Node):
     weight: float = 1.0
     lets: list[Let] = []
     user: Text | None = None
-    gold: list[ToolCallAst] = []
+    gold: list[Union[ToolCallAst, GoldFor]] = []
     gold_span: Span | None = None
     communicate: list[Expr] = []
     forbid: list[Forbid] = []

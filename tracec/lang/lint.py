@@ -10,7 +10,8 @@ Warnings (``path:line:col``, exit status 0; ``tracec compile --werror`` fails on
 * a ``let`` no later statement, distractor or reward rule uses (W300);
 * a ``reply ... when`` keyword that is only punctuation (``"?"``): it fires on nearly every
   agent message, so the reply is not the answer to anything in particular (W301);
-* statements after ``return`` in an inline tool: never run (W302).
+* statements after ``return`` in an inline tool: never run (W302);
+* a task ``hint`` that names a gold call and interpolates its argument values (W303).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _forbid_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
                             "`forbidden_called`", span=f.span, code="E300",
                     hint="put `0.0 when forbidden_called` first in `reward`, or add "
                          "`and not forbidden_called` to the rules a forbidden call must miss"))
-            for g in task.gold:
+            for g in A.gold_calls(task.gold):
                 if g.name != f.tool:
                     continue
                 if f.args is None:
@@ -143,7 +144,29 @@ def _unreachable_diags(cap: A.Capability) -> list[Diagnostic]:
     return out
 
 
+def _hint_leak_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
+    """A hint that names a gold call and interpolates its argument values hands the answer to
+    the model: GRPO then rewards copying the hint, which the target never shows."""
+    out = []
+    for task in cap.tasks:
+        if task.hint is None:
+            continue
+        literal = " ".join(p for p in task.hint.parts if isinstance(p, str))
+        shown = {text_of(p) for p in task.hint.parts if not isinstance(p, str)}
+        for g in A.gold_calls(task.gold):
+            leaked = [a.name for a in g.args if text_of(a.value) in shown]
+            if leaked and re.search(rf"\b{re.escape(g.name)}\b", literal):
+                out.append(Diagnostic(
+                    severity="warning", span=task.hint.span, code="W303",
+                    message=f"the hint gives away the gold call `{g.name}` with its "
+                            f"{', '.join(f'`{n}`' for n in leaked)}",
+                    hint="say how to find the values (which record, which rule), not the "
+                         "values themselves"))
+                break
+    return out
+
+
 def lint(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
     """Diagnostics for inert or self-defeating statements of a type-checked capability."""
     return (_forbid_diags(cap, text_of) + _reply_diags(cap) + _unused_let_diags(cap)
-            + _unreachable_diags(cap))
+            + _unreachable_diags(cap) + _hint_leak_diags(cap, text_of))

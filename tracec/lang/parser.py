@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tracec.lang import ast as A
 from tracec.lang.diagnostics import Diagnostic, Span, SpecError
 
-GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "grammar" / "tracec.lark"
+GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000
 MAX_NESTING = 60  # levels of nested expressions, types and literals
 MAX_NUMBER_CHARS = 40  # digits of a number literal (ints to 10**40; floats stay finite)
@@ -195,6 +196,9 @@ def decode_string(raw: str) -> str:
     return "".join(out)
 
 
+MAX_TASK_INSTANCES = 64  # tasks one parameterised `task` may expand to
+
+
 class _Builder:
     """Turns Lark trees into AST nodes."""
 
@@ -311,7 +315,7 @@ class _Builder:
             elif kind == "seed":
                 cap.seed = [self.seed_stmt(s) for s in item.children]
             elif kind == "task":
-                cap.tasks.append(self.task(item))
+                cap.tasks.extend(self.tasks(item))
             elif kind == "distractor":
                 cap.distractors.append(self.distractor(item))
             elif kind == "reward":
@@ -349,15 +353,50 @@ class _Builder:
             span=_span_of(name),
         )
 
-    def field_block(self, tree: Tree) -> list[A.FieldAssign]:
-        return [self.field_assign(c) for c in tree.children if isinstance(c, Tree)]
+    def field_block(self, tree: Tree) -> list[Any]:
+        return [self.let(c) if c.data == "let_stmt" else self.field_assign(c)
+                for c in tree.children if isinstance(c, Tree)]
 
     def field_assign(self, tree: Tree) -> A.FieldAssign:
         name, value = tree.children
         return A.FieldAssign.model_construct(name=str(name), value=self.expr(value), span=_span_of(name))
 
-    def task(self, tree: Tree) -> A.Task:
-        name_tok, weight, *stmts = tree.children
+    def tasks(self, tree: Tree) -> list[A.Task]:
+        """A task, or one task per parameter tuple of `task NAME(p, q) for (a, b), ...`."""
+        name_tok, params, weight, *stmts = tree.children
+        task = self.task(name_tok, weight, stmts)
+        if params is None:
+            return [task]
+        names = [c for c in params.children if isinstance(c, Token) and c.type == "NAME"]
+        rows = [c for c in params.children if isinstance(c, Tree) and c.data == "param_values"]
+        if len(rows) > MAX_TASK_INSTANCES:
+            raise self.err(f"task `{task.name}` has {len(rows)} parameter tuples (at most "
+                           f"{MAX_TASK_INSTANCES})", _span_of(rows[MAX_TASK_INSTANCES]),
+                           "split it into several tasks, or draw the values with pick(...)")
+        out: list[A.Task] = []
+        used: set[str] = set()
+        for i, row in enumerate(rows):
+            values = [self.expr(v) for v in row.children]
+            if len(values) != len(names):
+                raise self.err(f"task `{task.name}` has {len(names)} parameter"
+                               f"{'s' if len(names) != 1 else ''}, this tuple {len(values)} value"
+                               f"{'s' if len(values) != 1 else ''}", _span_of(row),
+                               f"give one value per parameter: ({', '.join(map(str, names))})")
+            suffix = "_".join(re.sub(r"[^0-9A-Za-z]+", "_", str(getattr(v, "value", ""))).strip("_")
+                              for v in values).lower()
+            inst_name = f"{task.name}_{suffix}" if suffix and re.fullmatch(r"\w+", suffix) else ""
+            if not inst_name or inst_name in used:
+                inst_name = f"{task.name}_{i + 1}"
+            used.add(inst_name)
+            lets = [A.Let.model_construct(name=str(n), value=v, span=_span_of(n))
+                    for n, v in zip(names, values)]
+            setup = [st.model_copy(update={"after_lets": st.after_lets + len(lets)})
+                     for st in task.setup]  # their positions count the parameters' lets too
+            out.append(task.model_copy(update={"name": inst_name, "lets": lets + list(task.lets),
+                                               "setup": setup}))
+        return out
+
+    def task(self, name_tok: Token, weight: Any, stmts: list) -> A.Task:
         task = A.Task.model_construct(name=str(name_tok), span=_span_of(name_tok))
         if weight is not None:
             task.weight = float(self.expr(weight.children[0]).value)  # type: ignore[union-attr]
@@ -375,7 +414,8 @@ class _Builder:
             elif kind == "user_stmt":
                 task.user = self.text(st.children[0])
             elif kind == "gold_stmt":
-                task.gold = [self.tool_call(c) for c in st.children if isinstance(c, Tree)]
+                task.gold = [self.gold_for(c) if c.data == "gold_for" else self.tool_call(c)
+                             for c in st.children if isinstance(c, Tree)]
                 task.gold_span = _span_of(st)
             elif kind == "communicate_stmt":
                 task.communicate.extend(self.expr(c) for c in st.children)
@@ -411,6 +451,12 @@ class _Builder:
     def let(self, tree: Tree) -> A.Let:
         name, value = tree.children
         return A.Let.model_construct(name=str(name), value=self.expr(value), span=_span_of(name))
+
+    def gold_for(self, tree: Tree) -> A.GoldFor:
+        var, iter_, *calls = tree.children
+        return A.GoldFor.model_construct(
+            var=str(var), iter=self.expr(iter_), span=_span_of(var),
+            calls=[self.tool_call(c) for c in calls if isinstance(c, Tree)])
 
     def tool_call(self, tree: Tree) -> A.ToolCallAst:
         name, *args = tree.children

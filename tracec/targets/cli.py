@@ -83,8 +83,11 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
              batch_size: int, seed: int, env_seeds: str, max_new_tokens: int,
              allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool) -> None:
-    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k."""
-    from tracec.targets.evaluate import EvalConfig, run_eval
+    """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
+
+    Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
+    from tracec.files import Locked, exclusive_lock
+    from tracec.targets.evaluate import LOCK
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
@@ -97,8 +100,24 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     out = Path(out_dir)
-    if fresh and out.exists():
-        shutil.rmtree(out)
+    try:
+        with exclusive_lock(out / LOCK, f"{out}/"):
+            if fresh:
+                for child in out.iterdir():
+                    if child.name != LOCK:
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
+            _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+                  tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
+                  first_seed, allow_train_seeds, max_new_tokens)
+    except Locked as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
+          allow_train_seeds, max_new_tokens) -> None:
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
     cfg = EvalConfig(
         agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec.files import exclusive_lock
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
@@ -93,6 +94,9 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
     return jobs, makers, worlds
 
 
+LOCK = ".lock"
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
     from tracec.llm.agents import make_agent, parse_agent_spec
@@ -103,6 +107,14 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
             check_eval_seeds(cfg.env_seed_range(), params["adapter"])
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
+    with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
+        return _run_eval(cfg, agent, jobs, makers, worlds, out, progress)
+
+
+def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
+              progress: bool) -> dict:
+    from tracec.llm.agents import make_agent, parse_agent_spec
+
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]

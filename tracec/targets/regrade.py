@@ -11,11 +11,49 @@ from tracec.targets.results import from_tau2_messages, load_tau2_results, write_
 from tracec.targets.world import load_world
 
 
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def check_messages(messages: list, where: str) -> None:
+    """Every message is an object with a known role (else grading would be silently wrong)."""
+    flat: list = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "tool" and "tool_messages" in m:
+            flat.extend(m["tool_messages"] if isinstance(m["tool_messages"], list) else [None])
+        else:
+            flat.append(m)
+    for i, m in enumerate(flat):
+        if not isinstance(m, dict):
+            raise DataError(f"{where}: message {i} is not an object")
+        role = m.get("role")
+        if role is None:
+            raise DataError(f"{where}: message {i} has no role")
+        if role not in ROLES:
+            raise DataError(f"{where}: message {i} has unknown role {role!r} "
+                            f"(expected {', '.join(ROLES)})")
+        if not isinstance(m.get("content"), (str, type(None))):
+            raise DataError(f"{where}: message {i}: 'content' must be a string or null")
+        calls = m.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list)
+                                      and all(isinstance(c, dict) for c in calls)):
+            raise DataError(f"{where}: message {i}: 'tool_calls' must be a list of objects")
+
+
 def regrade(path: str, tau2_data: str | None, domain: str | None, judge: Any = None,
             out_path: str | None = None) -> dict:
     """Grade every simulation of a τ² results file; compare with the recorded rewards."""
     res = load_tau2_results(path)
+    if domain and res.domain and domain != res.domain:
+        raise DataError(f"{path}: the results are {res.domain} simulations, not {domain}; "
+                        f"drop --domain or pass --domain {res.domain}")
     domain = domain or res.domain
+    for sim in res.simulations:
+        check_messages(sim.messages, f"{path}: simulation {sim.id}")
+        recorded = (sim.reward_info or {}).get("reward")
+        if recorded is not None and (isinstance(recorded, bool)
+                                     or not isinstance(recorded, (int, float))):
+            raise DataError(f"{path}: simulation {sim.id}: reward_info.reward must be a number, "
+                            f"got {recorded!r:.40}")
     if not domain:
         raise DataError(f"{path}: no domain in info.environment_info; pass --domain")
     world = load_world(domain, tau2_data)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tracec import files
 from tracec.targets.messages import openai_tool_call, tool_calls_of
 
 
@@ -56,7 +57,10 @@ def read_episodes(path: str | Path) -> list[Episode]:
     if not path.exists():
         return []
     out = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = files.read_text(path, "trajectory file").splitlines()
+    except files.InputError as exc:
+        raise ResultsError(str(exc)) from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -190,11 +194,9 @@ def load_tau2_results(path: str | Path) -> Tau2Results:
     """Read a τ² Results JSON file (clear errors for a wrong file)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        raw = files.read_json(path, "results file")
+    except files.InputError as exc:
+        raise ResultsError(str(exc)) from None
     if not isinstance(raw, dict) or "simulations" not in raw:
         raise ResultsError(f"{path}: not τ² Results JSON (no `simulations` list)")
     try:

@@ -50,6 +50,20 @@ def batch_advantages(rewards: list[float], groups: list[int]) -> GroupAdvantages
     return GroupAdvantages(advantages, kept)
 
 
+def set_checkpointing(model, on: bool) -> None:
+    """Turn activation (gradient) checkpointing on/off, non-reentrant, across transformers versions."""
+    target = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if on:
+        if hasattr(target, "activation_checkpointing_enable"):
+            target.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            target.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif hasattr(target, "activation_checkpointing_disable"):
+        target.activation_checkpointing_disable()
+    else:
+        target.gradient_checkpointing_disable()
+
+
 def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``log_softmax(logits)[..., index]`` row by row as ``logit - logsumexp``, in fp32, without a
     full-vocabulary log-probability tensor; ``logits`` ``[B, K, V]``, ``index`` ``[B, K]``."""

@@ -3,8 +3,9 @@
 The base model and N capability adapters are loaded through peft and frozen. Every decoder block
 gets a gate over its (detached, RMS-normalised) input hidden state with N+1 slots: slot 0 is
 "no adapter", slot i>0 is adapter i-1. Gates are zero-initialised, so at start every token ties
-and goes to slot 0 (the composed model equals the base model). Each LoRA linear layer of that
-block then outputs ``base(x) + Σ_i w_i · s_i · B_i A_i x`` over the selected experts, computed as
+and goes to slot 0 (the composed model equals the base model); gate training starts with a
+short dense warm-up (or another measured option, see ``moe_train``) so the experts get a
+gradient. Each LoRA linear layer of that block then outputs ``base(x) + Σ_i w_i · s_i · B_i A_i x`` over the selected experts, computed as
 two matmuls over the concatenated ranks (the cost of one adapter of rank Σ r_i).
 
 Top-k routing: k=1 uses straight-through weights (forward value 1, gradient of the gate
@@ -31,6 +32,9 @@ FORMAT = "tracec-moe/1"
 NONE_SLOT = "<none>"
 WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
 Weighting = Literal["st", "prob"]
+RouteWeighting = Literal["st", "prob", "dense"]
+LbOver = Literal["experts", "all"]
+GateInit = Literal["zeros", "normal"]
 
 
 class ComposeError(ValueError):
@@ -48,6 +52,7 @@ class AdapterRef(BaseModel):
     path: str
     weights_file: str
     sha256: str
+    config_sha256: str | None = None  # of adapter_config.json (None in folders written before it)
     capability: str | None = None
     description: str | None = None
 
@@ -59,7 +64,19 @@ class GateSpec(BaseModel):
     input: Literal["rms_normalised_detached_hidden_state"] = "rms_normalised_detached_hidden_state"
     layers: int
     hidden_size: int
-    init: Literal["zeros"] = "zeros"
+    init: GateInit = "zeros"
+    init_scale: float = 0.0
+
+
+class ClassifierSpec(BaseModel):
+    """Classifier routing (the paper's): base model as a zero-shot classifier, top-p, merge."""
+
+    scoring: Literal["labels", "likelihood"] = "labels"
+    top_p: float = Field(0.9, gt=0, le=1)
+    max_task_chars: int = Field(2000, ge=100, description="task text shown to the classifier")
+
+
+Routing = Literal["token", "trajectory", "classifier"]
 
 
 class MoeConfig(BaseModel):
@@ -70,8 +87,9 @@ class MoeConfig(BaseModel):
     adapters: list[AdapterRef]
     top_k: int = Field(1, ge=1)
     weighting: Weighting = "st"
-    routing: Literal["token", "trajectory"] = "token"
+    routing: Routing = "token"
     trajectory_router: Literal["gate", "describe"] = "gate"
+    classifier: ClassifierSpec = ClassifierSpec()
     slots: list[str]
     base_slot: int = 0
     gate: GateSpec
@@ -118,6 +136,7 @@ def describe_adapter(adapter_dir: str | Path) -> AdapterRef:
         path=str(path),
         weights_file=weights.name,
         sha256=sha256_file(weights),
+        config_sha256=sha256_file(path / "adapter_config.json"),
         capability=capability,
         description=meta.get("description") if isinstance(meta, dict) else None,
     )
@@ -163,20 +182,37 @@ class Gate(nn.Module):
         nn.init.zeros_(self.proj.bias)
         self.eps = eps
 
+    def reset(self, init: GateInit = "zeros", scale: float = 0.0,
+              generator: torch.Generator | None = None) -> None:
+        """Zero weights, or normal weights giving logits of std ``scale`` on unit-RMS inputs."""
+        with torch.no_grad():
+            self.proj.bias.zero_()
+            if init == "zeros" or scale == 0:
+                self.proj.weight.zero_()
+            else:
+                std = scale / self.proj.in_features ** 0.5
+                w = torch.randn(self.proj.weight.shape, generator=generator) * std
+                self.proj.weight.copy_(w.to(self.proj.weight))
+
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         h = hidden.detach().to(self.proj.weight.dtype)
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.proj(h)
 
 
-def route(logits: torch.Tensor, top_k: int, weighting: Weighting = "st"
+def route(logits: torch.Tensor, top_k: int, weighting: RouteWeighting = "st"
           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Top-k routing: ``(probs, chosen slot indices [..., k], dense slot weights [..., S])``.
 
     Ties go to the lowest slot (so a zero-initialised gate picks slot 0, "no adapter").
+    ``weighting="dense"`` (the warm-up): every slot weighs its probability; ``chosen`` is still
+    the top-k (for statistics and load balancing).
     """
     probs = torch.softmax(logits.float(), dim=-1)
     k = min(top_k, probs.shape[-1])
+    if weighting == "dense":
+        idx = torch.sort(probs, dim=-1, descending=True, stable=True).indices[..., :k]
+        return probs, idx, probs
     if k == 1:
         idx = torch.argmax(probs, dim=-1, keepdim=True)
         p = probs.gather(-1, idx)
@@ -204,24 +240,35 @@ class _RouterState:
     rows: list[dict] = field(default_factory=list)
     records: list[RoutingRecord] | None = None
     force: int | list[float] | None = None
-    layer_of: dict[int, int] = field(default_factory=dict)
+    mode: tuple[int, RouteWeighting] | None = None  # (top_k, weighting) overriding the config
 
 
-def load_balancing_loss(records: list[RoutingRecord], mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Switch-Transformer load balancing, averaged over layers: ``S · Σ_i f_i · P_i``.
+def load_balancing_loss(records: list[RoutingRecord], mask: torch.Tensor | None = None,
+                        over: LbOver = "experts") -> torch.Tensor:
+    """Switch-Transformer load balancing, averaged over layers: ``N · Σ_i f_i · P_i``.
 
-    ``f_i``: share of routed (token, choice) pairs that went to slot i; ``P_i``: mean gate
-    probability of slot i; both over the tokens where ``mask`` is true. 1.0 when balanced.
+    ``over="experts"`` (the design): the N experts only. ``f_i``: share of the (token, choice)
+    pairs routed to *an expert* that went to expert i; ``P_i``: mean of expert i's probability
+    renormalised over the experts (``p_i / Σ_j p_j``, j ≥ 1). It balances the experts against
+    each other and leaves "no adapter" vs "an adapter" to the cross-entropy; with no token on an
+    expert it is 0 (and has no gradient). ``over="all"``: the N+1 slots, "no adapter" included
+    (the earlier behaviour; it pushes tokens off the base slot towards a uniform 1/(N+1) share).
+    Both over the tokens where ``mask`` is true; 1.0 when balanced.
     """
     losses = []
     for rec in records:
-        n_slots = rec.probs.shape[-1]
         m = _mask_like(rec.probs, mask)
-        dispatch = torch.zeros_like(rec.probs).scatter(-1, rec.chosen, 1.0)
+        dispatch = torch.zeros_like(rec.probs).scatter(-1, rec.chosen, 1.0) * m
+        probs = rec.probs
         tokens = m.sum().clamp_min(1.0)
-        f = (dispatch * m).sum((0, 1)) / (tokens * rec.chosen.shape[-1])
-        p = (rec.probs * m).sum((0, 1)) / tokens
-        losses.append(n_slots * (f * p).sum())
+        if over == "experts":
+            dispatch, probs = dispatch[..., 1:], probs[..., 1:]
+            probs = probs / probs.sum(-1, keepdim=True).clamp_min(1e-12)
+            f = dispatch.sum((0, 1)) / dispatch.sum().clamp_min(1.0)
+        else:
+            f = dispatch.sum((0, 1)) / (tokens * rec.chosen.shape[-1])
+        p = (probs * m).sum((0, 1)) / tokens
+        losses.append(probs.shape[-1] * (f * p).sum())
     return torch.stack(losses).mean()
 
 
@@ -324,12 +371,16 @@ class ComposedModel(nn.Module):
         self.model.eval()
         self._state = _RouterState(weights=[None] * len(layers), rows=[{} for _ in layers])
         self._handles = []
+        self._layers = list(layers)
+        self._checkpointing = False
+        self._merged: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         layer_index = {id(m): i for i, m in enumerate(layers)}
         for li, layer in enumerate(layers):
             self._handles.append(layer.register_forward_pre_hook(self._make_gate_hook(li), with_kwargs=True))
             for _, m in layer.named_modules():
                 layer_index.setdefault(id(m), li)
         self.experts = nn.ModuleDict()
+        self._layer_experts: dict[int, dict[tuple, _Experts]] = {}
         for name, module in _lora_linears(peft_model):
             if not isinstance(module, nn.Module) or not hasattr(module, "lora_A"):
                 continue
@@ -342,8 +393,10 @@ class ComposedModel(nn.Module):
             if type(module).__name__ != "Linear":
                 raise ComposeError(f"LoRA module {name} is a {type(module).__name__}; only Linear is supported")
             experts = _Experts(module, names)
+            experts.__dict__["target"] = module.base_layer  # the Linear a merge writes into (not a submodule)
             module.enable_adapters(False)  # peft runs the base layer only; our hook adds the delta
             self.experts[name.replace(".", "__")] = experts
+            self._layer_experts.setdefault(layer_index[id(module)], {}).setdefault(experts.key, experts)
             self._handles.append(module.register_forward_hook(self._make_lora_hook(layer_index[id(module)], experts)))
         if not len(self.experts):
             raise ComposeError("the adapters have no LoRA linear layers")
@@ -361,27 +414,35 @@ class ComposedModel(nn.Module):
                 else:
                     w = torch.tensor(state.force, dtype=torch.float32, device=hidden.device)
                 state.weights[li] = w.expand(*hidden.shape[:-1], s)
-                state.rows[li] = {}
+                state.rows[li] = self._rows(li, state.weights[li])
                 return
             logits = self.gates[li](hidden)
-            probs, chosen, dense = route(logits, self.config.top_k, self.config.weighting)
+            top_k, weighting = state.mode or (self.config.top_k, self.config.weighting)
+            probs, chosen, dense = route(logits, top_k, weighting)
             state.weights[li] = dense
-            state.rows[li] = {}
+            state.rows[li] = self._rows(li, dense)
             if state.records is not None:
                 state.records.append(RoutingRecord(logits, probs, chosen))
             return
 
         return hook
 
+    def _rows(self, li: int, weights: torch.Tensor) -> dict:
+        """Per-rank-row weights of every distinct expert layout in block ``li``.
+
+        Computed in the gate's pre-hook, outside a checkpointed block forward, so a recompute in
+        backward saves exactly the tensors the first forward saved.
+        """
+        if self._state.force == 0:
+            return {}
+        return {key: ex.rows(weights) for key, ex in self._layer_experts.get(li, {}).items()}
+
     def _make_lora_hook(self, li: int, experts: _Experts):
         def hook(module: nn.Module, args: tuple, output: torch.Tensor):
             weights = self._state.weights[li]
-            if weights is None:
+            if weights is None or self._state.force == 0:
                 return output
-            cache = self._state.rows[li]
-            rows = cache.get(experts.key)
-            if rows is None:
-                rows = cache[experts.key] = experts.rows(weights)
+            rows = self._state.rows[li][experts.key]
             return output + experts(args[0], rows).to(output.dtype)
 
         return hook
@@ -400,6 +461,78 @@ class ComposedModel(nn.Module):
 
     def gate_parameters(self) -> list[nn.Parameter]:
         return list(self.gates.parameters())
+
+    def init_gates(self, init: GateInit = "zeros", scale: float = 0.0, seed: int = 0) -> None:
+        """Re-initialise every gate (``normal``: logits of std ``scale``; bias stays 0)."""
+        gen = torch.Generator().manual_seed(seed)
+        for gate in self.gates:
+            gate.reset(init, scale, gen)
+        gate_spec = self.config.gate.model_copy(update={"init": init, "init_scale": float(scale)})
+        self.config = self.config.model_copy(update={"gate": gate_spec})
+
+    @contextlib.contextmanager
+    def routing_mode(self, top_k: int, weighting: RouteWeighting) -> Iterator[None]:
+        """Route with another top-k / weighting (e.g. the dense warm-up) inside the block."""
+        previous = self._state.mode
+        self._state.mode = (top_k, weighting)
+        try:
+            yield
+        finally:
+            self._state.mode = previous
+
+    def set_checkpointing(self, on: bool) -> None:
+        """Activation checkpointing per decoder block (recomputed in backward; grad mode only).
+
+        The gate runs in the block's pre-hook, outside the checkpointed forward, so it is computed
+        once; the LoRA hooks inside reuse its weights when the block is recomputed.
+        """
+        from torch.utils.checkpoint import checkpoint
+
+        for layer in self._layers:
+            if on and "forward" not in vars(layer):
+                inner = layer.forward
+
+                def forward(*args: Any, _inner=inner, **kwargs: Any):
+                    if torch.is_grad_enabled():
+                        kwargs["use_cache"] = False
+                        return checkpoint(_inner, *args, use_reentrant=False, **kwargs)
+                    return _inner(*args, **kwargs)
+
+                layer.forward = forward
+            elif not on and "forward" in vars(layer):
+                del layer.forward
+        self._checkpointing = on
+
+    @contextlib.contextmanager
+    def merged(self, weights: list[float]) -> Iterator[None]:
+        """Merge ``Σ_i w_i s_i B_i A_i`` into the base weights once, for the whole block.
+
+        The paper's per-task composition: ``W' = W + Σ_c α_c B_c A_c`` on every adapted layer,
+        then plain forward passes (no per-token routing). ``weights`` has one entry per slot
+        (slot 0, "no adapter", is ignored). The adapted layers' original weights are copied on
+        entry and restored on exit, so nothing drifts over many tasks.
+        """
+        if len(weights) != len(self.config.slots):
+            raise ComposeError(f"{len(weights)} merge weights for {len(self.config.slots)} slots")
+        if self._merged is not None:
+            raise ComposeError("already merged; merges do not nest")
+        w = torch.tensor([0.0] + [float(x) for x in weights[1:]])
+        saved = []
+        with torch.no_grad():
+            for experts in self.experts.values():
+                weight = experts.target.weight
+                saved.append((weight, weight.detach().clone()))
+                rows = experts.rows(w.to(experts.a.device))
+                weight.add_(((experts.b * rows) @ experts.a).to(weight.dtype))
+        self._merged = saved
+        try:
+            with self.forced(0):
+                yield
+        finally:
+            with torch.no_grad():
+                for weight, original in saved:
+                    weight.copy_(original)
+            self._merged = None
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any):
         """The causal LM forward (returns the transformers output with ``.logits``)."""
@@ -433,13 +566,19 @@ class ComposedModel(nn.Module):
                  seed: int | None = None) -> list[str]:
         """Raw assistant text per conversation (same contract as ``LocalChatModel.generate``).
 
-        ``config.routing == "trajectory"``: one adapter per conversation, picked from its prompt.
+        ``config.routing == "trajectory"``: one adapter per conversation, picked from its prompt;
+        ``"classifier"``: the adapters the zero-shot classifier picks, merged once per task.
         """
         if self.config.routing == "trajectory" and self._state.force is None:
             from tracec.train.moe_route import generate_per_trajectory
 
             return generate_per_trajectory(self, batch_messages, tools, max_new_tokens, temperature,
                                            seed, self.config.trajectory_router)
+        if self.config.routing == "classifier" and self._state.force is None:
+            from tracec.train.moe_classify import generate_classified
+
+            return generate_classified(self, batch_messages, tools, max_new_tokens, temperature,
+                                       seed, self.config.classifier)
         return self.generate_tokenwise(batch_messages, tools, max_new_tokens, temperature, seed)
 
     def generate_tokenwise(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
@@ -580,7 +719,7 @@ def _resolve_adapter_path(ref: AdapterRef, composed_dir: Path) -> Path:
 
 def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dtype | None = None,
                   adapter_dirs: list[str | Path] | None = None,
-                  routing: Literal["token", "trajectory"] | None = None) -> ComposedModel:
+                  routing: Routing | None = None) -> ComposedModel:
     """Load a composed model saved by :meth:`ComposedModel.save`; verifies adapter hashes/order.
 
     ``routing`` overrides moe.json's routing mode (per token or one adapter per trajectory).
@@ -608,6 +747,13 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
             why = (f"it is adapter {other[0]!r}: the order differs from moe.json" if other
                    else "the weights changed since composition")
             raise ComposeError(f"adapter #{i} ({ref.name!r}) at {path}: sha256 mismatch — {why}")
+        if ref.config_sha256 is not None:
+            found_cfg = sha256_file(path / "adapter_config.json")
+            if found_cfg != ref.config_sha256:
+                raise ComposeError(
+                    f"adapter #{i} ({ref.name!r}) at {path}: adapter_config.json changed since "
+                    "composition (sha256 mismatch; rank, alpha or target modules may differ) — "
+                    "restore it or compose again")
         refs.append(ref.model_copy(update={"path": str(path.resolve())}))
     model, tokenizer, _ = load_base(config.base_model, device, dtype)
     composed = compose(model, paths, config.base_model, config.top_k, config.weighting, tokenizer, refs)

@@ -46,13 +46,37 @@ def _routing_table(stats: Any, title: str):
 @click.option("--top-k", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--weighting", type=click.Choice(["st", "prob"]), default="st", show_default=True,
               help="k=1 weights: straight-through (value 1) or the raw gate probability.")
-@click.option("--routing", type=click.Choice(["token", "trajectory"]), default="token", show_default=True,
-              help="Inference routing saved in moe.json: per token, or one adapter per trajectory.")
+@click.option("--routing", type=click.Choice(["token", "trajectory", "classifier"]), default="token",
+              show_default=True,
+              help="Inference routing saved in moe.json: per token, one adapter per trajectory, or the "
+                   "paper's classifier (base model picks adapters from their descriptions, top-p, one "
+                   "merge per task; needs no --data).")
+@click.option("--top-p", default=0.9, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Classifier routing: keep the smallest set of adapters with this much probability.")
+@click.option("--classifier-scoring", type=click.Choice(["labels", "likelihood"]), default="labels",
+              show_default=True,
+              help="Classifier routing: next-token probability of option letters (the paper's), or how "
+                   "much the task raises each description's likelihood.")
 @click.option("--epochs", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--max-steps", type=click.IntRange(1), help="Stop after this many optimiser steps.")
 @click.option("--batch-size", default=4, show_default=True, type=click.IntRange(1))
 @click.option("--lr", default=5e-3, show_default=True, type=float)
 @click.option("--alpha", default=1e-2, show_default=True, type=float, help="Load-balancing loss weight.")
+@click.option("--lb-over", type=click.Choice(["experts", "all"]), default="experts", show_default=True,
+              help="Load balancing over the N experts, or over all N+1 slots (with 'no adapter').")
+@click.option("--warmup", type=click.Choice(["dense", "top2", "none"]), default="dense", show_default=True,
+              help="Routing of the first --warmup-steps steps, so zero gates get a gradient: every slot "
+                   "weighted by its probability, or top-2.")
+@click.option("--warmup-steps", default=8, show_default=True, type=click.IntRange(0))
+@click.option("--gate-init", type=click.Choice(["zeros", "normal"]), default="zeros", show_default=True,
+              help="Initial gates: zeros (the composed model starts as the base model) or random.")
+@click.option("--gate-init-scale", default=0.5, show_default=True, type=click.FloatRange(0),
+              help="--gate-init normal: std of the initial gate logits.")
+@click.option("--checkpointing/--no-checkpointing", default=True, show_default=True,
+              help="Recompute each decoder block in backward instead of keeping its activations.")
+@click.option("--max-memory", "max_memory", type=click.FloatRange(0, min_open=True),
+              help="GiB a gate step may use beyond the model (default: the RAM available at start); "
+                   "a batch estimated above it stops with an error before training.")
 @click.option("--z-loss", "z_coef", default=0.0, show_default=True, type=float, help="Router z-loss weight.")
 @click.option("--max-length", default=1024, show_default=True, type=click.IntRange(8))
 @click.option("--min-reward", type=float, help="Train on reward ≥ this instead of success=true.")
@@ -66,12 +90,16 @@ def _routing_table(stats: Any, title: str):
               help="Merge weights = token shares in a composed folder's routing.json.")
 @click.option("--route", "route_dir", type=click.Path(file_okay=False),
               help="Per-trajectory routing decisions of a composed folder for --data prompts.")
-@click.option("--method", type=click.Choice(["gate", "describe"]), default="gate", show_default=True,
-              help="Per-trajectory router: mean gate over the prompt, or capability descriptions.")
+@click.option("--method", type=click.Choice(["gate", "describe", "classifier"]), default="gate",
+              show_default=True,
+              help="Per-trajectory router: mean gate over the prompt, embedding similarity to the "
+                   "capability descriptions, or the zero-shot classifier (moe.json's options).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of tables.")
 def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | None, base: str | None,
-                top_k: int, weighting: str, routing: str, epochs: int, max_steps: int | None,
-                batch_size: int, lr: float, alpha: float, z_coef: float, max_length: int,
+                top_k: int, weighting: str, routing: str, top_p: float, classifier_scoring: str,
+                epochs: int, max_steps: int | None, batch_size: int, lr: float, alpha: float,
+                lb_over: str, warmup: str, warmup_steps: int, gate_init: str, gate_init_scale: float,
+                checkpointing: bool, max_memory: float | None, z_coef: float, max_length: int,
                 min_reward: float | None, holdout: float, seed: int, device: str, merge: bool,
                 weights_text: str | None, weights_from: str | None, route_dir: str | None,
                 method: str, as_json: bool) -> None:
@@ -80,8 +108,10 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
     \b
     Train a token router (gates only; experts frozen):
       tracec compose adapters/a adapters/b --data trajectories.jsonl -o composed/
+    The paper's routing (base model as classifier, top-p, merged per task; no training):
+      tracec compose adapters/a adapters/b --routing classifier -o composed/
     Route whole trajectories with a composed model (servable as one LoRA):
-      tracec compose --route composed/ --data prompts.jsonl
+      tracec compose --route composed/ --data prompts.jsonl [--method classifier]
     Merge adapters into one peft adapter:
       tracec compose adapters/a adapters/b --merge --weights 0.7,0.3 -o merged/
     """
@@ -92,9 +122,21 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
             _route(route_dir, data, method, as_json)
         elif merge:
             _merge(adapters, out, base, weights_text, weights_from, as_json)
+        elif routing == "classifier" and not data:
+            _classifier_only(adapters, out, base, top_k, weighting, top_p, classifier_scoring, device,
+                             as_json)
         else:
-            _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_steps, batch_size,
-                   lr, alpha, z_coef, max_length, min_reward, holdout, seed, device, as_json)
+            from tracec.train.moe_train import ComposeTrainConfig
+
+            cfg = ComposeTrainConfig(
+                epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr, alpha=alpha,
+                z_coef=z_coef, max_length=max_length, seed=seed, min_reward=min_reward,
+                warmup=warmup, warmup_steps=warmup_steps, gate_init=gate_init,
+                gate_init_scale=gate_init_scale if gate_init == "normal" else 0.0, lb_over=lb_over,
+                checkpointing=checkpointing, max_memory_gib=max_memory)
+            classifier = {"top_p": top_p, "scoring": classifier_scoring}
+            _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg, holdout,
+                   device, as_json)
     except ComposeError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -119,14 +161,30 @@ def _need(cond: bool, msg: str) -> None:
         raise click.UsageError(msg)
 
 
-def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_steps, batch_size, lr,
-           alpha, z_coef, max_length, min_reward, holdout, seed, device, as_json) -> None:
+def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, device, as_json) -> None:
+    """A composed folder for classifier routing: adapters, hashes and options; gates stay zero."""
+    from tracec.train.moe import ClassifierSpec, build_composed
+
+    _need(bool(adapters), "give one or more adapter folders")
+    _need(out is not None, "give -o/--out FOLDER")
+    cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting, device=device)
+    cm.config = cm.config.model_copy(update={
+        "routing": "classifier", "classifier": ClassifierSpec(top_p=top_p, scoring=scoring)})
+    path = cm.save(out)
+    if as_json:
+        click.echo(json.dumps({"out": str(path), "routing": "classifier", "slots": cm.slots}))
+    else:
+        click.echo(f"saved {path}/moe.json (classifier routing over {', '.join(cm.slots[1:])}; "
+                   f"top-p {top_p}, {scoring} scoring); evaluate with --agent composed:{path}")
+
+
+def _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg, holdout, device,
+           as_json) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tracec.train.moe import build_composed
     from tracec.train.moe_train import (
-        ComposeTrainConfig,
         encode_all,
         evaluate_ce,
         read_trajectories,
@@ -139,16 +197,14 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
     _need(bool(data), "give --data TRAJECTORIES.jsonl")
     _need(out is not None, "give -o/--out FOLDER")
     console = Console(stderr=as_json)
-    cfg = ComposeTrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr,
-                             alpha=alpha, z_coef=z_coef, max_length=max_length, seed=seed,
-                             min_reward=min_reward)
+    max_steps, batch_size, epochs, seed = cfg.max_steps, cfg.batch_size, cfg.epochs, cfg.seed
     rows = read_trajectories(data)
-    good = select_successful(rows, min_reward)
+    good = select_successful(rows, cfg.min_reward)
     if not good:
         raise ComposeError(f"none of the {len(rows)} trajectories is successful; nothing to train on")
     cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting, device=device)
     tok = cm._require_tokenizer()
-    examples, skipped = encode_all(tok, good, max_length)
+    examples, skipped = encode_all(tok, good, cfg.max_length)
     train_set, held = split(examples, holdout, seed)
     console.print(f"{len(rows)} trajectories, {len(good)} successful, {len(examples)} usable "
                   f"({skipped} skipped), {len(held)} held out; slots: {', '.join(cm.slots)}")
@@ -169,7 +225,10 @@ def _train(adapters, data, out, base, top_k, weighting, routing, epochs, max_ste
             progress.update(task, advance=1, info=f"ce {row['ce']:.3f} lb {row['lb']:.3f}")
 
         metrics, stats = train_gates(cm, train_set, cfg, tok.pad_token_id, on_step)
-    cm.config = cm.config.model_copy(update={"routing": routing, "training": {
+    from tracec.train.moe import ClassifierSpec
+
+    cm.config = cm.config.model_copy(update={
+        "routing": routing, "classifier": ClassifierSpec(**classifier), "training": {
         **cfg.model_dump(), "data": [str(d) for d in data], "trajectories": len(train_set),
         "held_out": len(held), "steps": len(metrics)}})
     cm.save(out_dir)
@@ -230,6 +289,25 @@ def _route(route_dir, data, method, as_json) -> None:
     cm = load_composed(route_dir)
     rows = read_trajectories(data)
     decisions = []
+    if method == "classifier":
+        from tracec.train.moe_classify import classify
+
+        for row in rows:
+            d = classify(cm, row["messages"], cm.config.classifier)
+            decisions.append({"id": row.get("id"), "env": row.get("env"), **d.model_dump()})
+        if as_json:
+            click.echo(json.dumps(decisions))
+            return
+        table = Table(title=f"classifier routing ({cm.config.classifier.scoring}, "
+                            f"top-p {cm.config.classifier.top_p})")
+        for col in ("id", "env", "adapters (weight)", *cm.slots):
+            table.add_column(col)
+        for d in decisions:
+            chosen = ", ".join(f"{cm.slots[i]} {w:.2f}" for i, w in enumerate(d["weights"]) if w > 0)
+            table.add_row(str(d["id"]), str(d["env"] or ""), chosen or "base model",
+                          *[f"{x:.2f}" for x in d["scores"]])
+        Console().print(table)
+        return
     for row in rows:
         tools = (row.get("info") or {}).get("tools") or None
         d = decide(cm, row["messages"], tools, method)

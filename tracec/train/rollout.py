@@ -134,6 +134,7 @@ class RolloutStats:
     prefill_tokens: int = 0  # tokens forwarded by the model outside decode steps
     decode_steps: int = 0
     decode_rows: int = 0  # sum over decode steps of the batch size
+    decode_row_counts: dict[int, int] = field(default_factory=dict)  # batch size -> decode steps
 
 ENGINES = ("kv", "naive")
 
@@ -222,6 +223,8 @@ def _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens
     stats.prefill_tokens += engine.stats.prefill_tokens
     stats.decode_steps += engine.stats.decode_steps
     stats.decode_rows += sum(engine.stats.decode_rows)
+    for rows in engine.stats.decode_rows:
+        stats.decode_row_counts[rows] = stats.decode_row_counts.get(rows, 0) + 1
 
 
 def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],

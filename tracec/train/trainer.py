@@ -25,9 +25,17 @@ from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import TrainConfig
 from tracec.train.envs import EnvTarget
-from tracec.train.grpo import batch_advantages, clipped_surrogate, token_logprobs
-from tracec.train.memory import MemoryBudgetError, MemoryPlan, memory_budget_bytes, plan_step
+from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
+from tracec.train.memory import (
+    MemoryBudgetError,
+    MemoryPlan,
+    limit_heap_retention,
+    memory_budget_bytes,
+    plan_step,
+)
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
+
+__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 SEED_STRIDE = 1_000_003
 CHECKPOINTS = "checkpoints"
@@ -36,9 +44,6 @@ RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not d
 
 class ResumeError(RuntimeError):
     """A checkpoint that cannot continue this run."""
-
-
-__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 
 class PromptTooLong(ValueError):
@@ -89,6 +94,8 @@ class GRPOTrainer:
         self.env = env
         self.out = Path(out_dir)
         self.accelerator = accelerator
+        if config.device == "cpu":
+            limit_heap_retention()
         self.tokenizer, model, self.model_path = build_policy(config)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
@@ -191,10 +198,7 @@ class GRPOTrainer:
     def _set_checkpointing(self, on: bool) -> None:
         if on == self._checkpointing:
             return
-        if on:
-            self.policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        else:
-            self.policy.gradient_checkpointing_disable()
+        set_checkpointing(self.policy, on)
         self._checkpointing = on
 
     def _sync_generator(self) -> None:
@@ -254,6 +258,7 @@ class GRPOTrainer:
             "gen_seconds": stats.gen_seconds,
             "prefill_tokens": stats.prefill_tokens,
             "decode_steps": stats.decode_steps,
+            "decode_row_counts": {str(k): v for k, v in sorted(stats.decode_row_counts.items())},
             "update_seconds": update_s,
             "step_seconds": elapsed,
             **update,

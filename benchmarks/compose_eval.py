@@ -1,0 +1,137 @@
+"""Composed model vs each single adapter vs base, on the union of the adapters' held-out seeds.
+
+    OMP_NUM_THREADS=1 python benchmarks/compose_eval.py ADAPTER_DIR... --composed DIR \
+        [--tasks 100] [--max-new-tokens 256] [--out runs/compose_eval] [--base smollm2]
+
+Every model is evaluated with ``tracec eval`` on the same compiled envs (each adapter's
+``tracec.json`` names its training env; the union of them, or ``--env`` to choose) and the same
+held-out seeds (``--env-seeds heldout``: the range training never draws from), then every pair
+is compared with ``tracec compare``'s paired bootstrap (95 % CI of the difference, per env and
+over the union). ``--composed`` may be given several times (e.g. token routing and classifier
+routing); without it the script composes the adapters with classifier routing (no training).
+
+Targets (issue 12): the composed model ≥ the best single adapter on the union (difference ≥ 0;
+say when the CI contains 0), and no worse than base on any env beyond its CI (upper end ≥ 0).
+Writes ``OUT/report.md`` and ``OUT/report.json``; reruns resume finished evaluations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def adapter_env(adapter: Path) -> str | None:
+    """The env an adapter was trained on (``tracec.json``'s ``env``)."""
+    meta = adapter / "tracec.json"
+    if not meta.is_file():
+        return None
+    env = json.loads(meta.read_text()).get("env")
+    return str(env) if env else None
+
+
+def run_eval(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path) -> Path:
+    if (out / "summary.json").is_file():
+        return out
+    cmd = [sys.executable, "-m", "tracec.cli", "eval", "--agent", agent, "--tasks", str(tasks),
+           "--env-seeds", "heldout", "--max-new-tokens", str(max_new_tokens), "--out", str(out),
+           "--json"]
+    for env in envs:
+        cmd += ["--env", env]
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def compose_classifier(adapters: list[Path], out: Path) -> Path:
+    if not (out / "moe.json").is_file():
+        subprocess.run([sys.executable, "-m", "tracec.cli", "compose", *map(str, adapters),
+                        "--routing", "classifier", "-o", str(out), "--json"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("adapters", nargs="+", type=Path)
+    ap.add_argument("--composed", action="append", type=Path, default=[])
+    ap.add_argument("--env", action="append", default=[], help="envs to evaluate (default: the "
+                    "adapters' training envs)")
+    ap.add_argument("--base", default=None, help="base model (default: the adapters' base_model)")
+    ap.add_argument("--tasks", type=int, default=100, help="held-out seeds per env")
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--out", type=Path, default=Path("runs/compose_eval"))
+    args = ap.parse_args()
+    try:
+        from tracec.targets.compare import compare_runs
+    except ImportError:
+        sys.exit("needs `tracec compare` (tracec.targets.compare: held-out eval with paired CIs)")
+    from tracec.train.moe import adapter_base_model
+
+    envs = args.env or sorted({e for e in map(adapter_env, args.adapters) if e})
+    if not envs:
+        sys.exit("no env: the adapters' tracec.json name none; pass --env")
+    base = args.base or adapter_base_model(args.adapters[0])
+    if not base:
+        sys.exit("no base model: pass --base")
+    composed = args.composed or [compose_classifier(args.adapters, args.out / "composed_classifier")]
+    models = {"base": f"local:{base}"}
+    for a in args.adapters:
+        models[f"adapter {a.name}"] = f"local:{base}+adapter:{a}"
+    for c in composed:
+        routing = json.loads((c / "moe.json").read_text()).get("routing", "token")
+        models[f"composed {c.name} ({routing})"] = f"composed:{c}"
+    runs = {name: run_eval(agent, envs, args.tasks, args.max_new_tokens,
+                           args.out / name.replace(" ", "_").replace("(", "").replace(")", ""))
+            for name, agent in models.items()}
+    names = list(runs)
+    pairs = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            pairs[f"{b} − {a}"] = compare_runs(runs[a], runs[b])
+    singles = [n for n in names if n.startswith("adapter ")]
+    first = pairs[f"{names[1]} − {names[0]}"]
+    groups = [g["group"] for g in first["groups"]]  # the env ids the runs recorded
+    lines = [f"# Composition benchmark ({args.tasks} held-out seeds per env: {', '.join(envs)})", "",
+             "| model | " + " | ".join(groups) + " | union |", "|---|" + "---:|" * (len(groups) + 1)]
+    rates = {names[0]: {g["group"]: g["pass_rate_a"] for g in first["groups"]} | {
+        "all": first["overall"]["pass_rate_a"]}}
+    for n in names[1:]:
+        cmp = pairs[f"{n} − {names[0]}"]
+        rates[n] = {g["group"]: g["pass_rate_b"] for g in cmp["groups"]} | {"all": cmp["overall"]["pass_rate_b"]}
+    for n in names:
+        lines.append(f"| {n} | " + " | ".join(f"{rates[n][g]:.2f}" for g in groups)
+                     + f" | {rates[n]['all']:.2f} |")
+    lines += ["", "| comparison (B − A) | pass-rate difference on the union | 95 % CI | within noise |",
+              "|---|---:|---|---|"]
+    for key, cmp in pairs.items():
+        o = cmp["overall"]
+        lines.append(f"| {key} | {o['pass_diff']:+.3f} | [{o['pass_ci'][0]:+.3f}, {o['pass_ci'][1]:+.3f}] | "
+                     f"{'no' if o['pass_significant'] else 'yes'} |")
+    verdicts = []
+    for c in [n for n in names if n.startswith("composed ")]:
+        best = max(singles, key=lambda s: rates[s]["all"]) if singles else None
+        if best:
+            cmp = pairs.get(f"{c} − {best}")
+            o = cmp["overall"]
+            verdicts.append(f"- {c} vs best single adapter ({best}) on the union: {o['pass_diff']:+.3f} "
+                            f"[{o['pass_ci'][0]:+.3f}, {o['pass_ci'][1]:+.3f}] — target ≥ 0: "
+                            f"{'met' if o['pass_diff'] >= 0 else 'missed'}"
+                            f"{' (within noise)' if not o['pass_significant'] else ''}")
+        cmp = pairs[f"{c} − base"]
+        worse = [g["group"] for g in cmp["groups"] if g["pass_ci"][1] < 0]
+        verdicts.append(f"- {c} vs base per env: " + ("no env significantly worse — target met" if not worse
+                        else f"significantly worse on {', '.join(worse)} — target missed"))
+    lines += ["", *verdicts, ""]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "report.md").write_text("\n".join(lines))
+    (args.out / "report.json").write_text(json.dumps({"envs": envs, "tasks": args.tasks, "models": models,
+                                                      "rates": rates, "pairs": pairs}, indent=1))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Read user files safely: every problem is one :class:`InputError` naming the file, never a
+traceback (wrong encodings, UTF-16, lone surrogates, invalid, deeply nested or huge-number
+JSON, invalid TOML, wrong top-level types).
+
+Every command reads JSON, JSONL, TOML and text files through these helpers; the CLI turns an
+:class:`InputError` into ``error: <message>`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["InputError", "Locked", "exclusive_lock", "parse_json", "read_json", "read_jsonl", "read_text", "read_toml",
+           "require_type"]
+
+MAX_JSON_DEPTH = 200
+MAX_INT_DIGITS = 4000  # below Python's int-string conversion limit (4300)
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class InputError(ValueError):
+    """A user file or value that tracec cannot use; ``str()`` is one line naming the file."""
+
+
+def _where(path: Path | str, text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"{path}:{line}:{col}"
+
+
+def decode_bytes(raw: bytes, path: Path | str, error: type[Exception] = InputError) -> str:
+    """UTF-8 text of ``raw`` (a UTF-8 BOM is dropped); anything else is an InputError."""
+    for bom, name in _BOMS:
+        if raw.startswith(bom):
+            raise error(f"{path}: the file is {name} text; tracec reads UTF-8 "
+                             f"(convert it, e.g. iconv -f {name} -t UTF-8)")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise error(f"{path}:{line}:{col}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                         "save the file as UTF-8") from None
+
+
+def read_text(path: Path | str, what: str = "file", error: type[Exception] = InputError) -> str:
+    """The UTF-8 text of a file (``error`` when missing, unreadable or not UTF-8; every reader
+    here takes ``error``: the caller's own InputError subclass)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: cannot read {what}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: cannot read {what}: it is a directory") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    return decode_bytes(raw, path, error)
+
+
+class _BadNumber(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _BadNumber(f"an integer with {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _parse_constant(text: str) -> Any:
+    raise _BadNumber(f"{text} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
+
+
+def _check_json(obj: Any, path: Path | str, surrogates: bool, error: type[Exception]) -> None:
+    stack = [(obj, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, dict):
+            items = list(x.values()) + (list(x) if surrogates else [])
+        elif isinstance(x, list):
+            items = x
+        else:
+            if surrogates and isinstance(x, str):
+                try:
+                    x.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise error(f"{path}: contains a lone surrogate escape (\\ud800-\\udfff) "
+                                     "in a string; it is not valid Unicode text") from None
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise error(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        stack.extend((y, depth + 1) for y in items)
+
+
+def parse_json(text: str, path: Path | str = "<json>", error: type[Exception] = InputError,
+               line: int | None = None) -> Any:
+    """Decode JSON text; errors (syntax, depth, huge numbers, NaN) are ``error`` naming
+    ``path`` (and ``line``, for one line of a JSONL file)."""
+    where = f"{path}:{line}" if line is not None else str(path)
+    try:
+        obj = _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        at = (f"{where}:{exc.pos + 1}" if line is not None else _where(path, text, exc.pos))
+        raise error(f"{at}: invalid JSON: {exc.msg}") from None
+    except _BadNumber as exc:
+        raise error(f"{where}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise error(f"{where}: invalid JSON: {str(exc).split(';')[0]}") from None
+    _check_json(obj, where, bool(_SURROGATE_ESCAPE.search(text)), error)
+    return obj
+
+
+def require_type(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    """``value`` if it is a ``kind``, else an InputError saying what was expected."""
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        ok = False
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        names = names.replace("dict", "a JSON object").replace("list", "a JSON array")
+        raise InputError(f"{where}: expected {names}, got {_json_kind(value)}")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a JSON array", dict: "a JSON object"}.get(type(value), type(value).__name__)
+
+
+def read_json(path: Path | str, what: str = "JSON file", expect: type | None = None,
+              error: type[Exception] = InputError) -> Any:
+    """A JSON file's value (``expect``: the top-level type it must have)."""
+    obj = parse_json(read_text(path, what, error), path, error)
+    if expect is not None:
+        try:
+            require_type(obj, expect, str(path))
+        except InputError as exc:
+            raise error(str(exc)) from None
+    return obj
+
+
+def read_jsonl(path: Path | str, what: str = "JSONL file",
+               error: type[Exception] = InputError) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSON Lines file."""
+    for i, line in enumerate(read_text(path, what, error).splitlines(), 1):
+        if line.strip():
+            yield i, parse_json(line, path, error, line=i)
+
+
+def read_toml(path: Path | str, what: str = "config",
+              error: type[Exception] = InputError) -> dict[str, Any]:
+    """A TOML file's table (errors name the file and, where TOML says it, the line)."""
+    text = read_text(path, what, error)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{path}: TOML nested too deeply") from None
+
+
+class Locked(InputError):
+    """Another process holds the lock (the message says which file and pid)."""
+
+
+_HELD: dict[str, int] = {}  # lock files this process holds -> depth (re-entrant)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on ``path`` (created) while the block runs.
+
+    Raises :class:`Locked` when another process holds it; re-entrant within one process. The
+    operating system drops the lock when the holder dies (SIGKILL included)."""
+    p = Path(path)
+    key = str(p.resolve())
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - not POSIX: no locking
+            pass
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise Locked(f"{what} is in use by another tracec process (pid {holder}); wait "
+                         f"for it to finish or use another folder (lock: {p})") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+    finally:
+        fh.close()
