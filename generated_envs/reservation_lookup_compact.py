@@ -81,12 +81,10 @@ def task_destination(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"r.destination": r["destination"]},
-        forbid=[],
-        replies=[],
         hint=(
             "The destination is the reservation's `destination` field, a three-letter airport code."
         ),
-        values={"r": r, "_communicate": [r["destination"]]},
+        values={"r": r},
         distractors=("twin",),
     )
 
@@ -117,10 +115,8 @@ def task_amount_paid(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"paid": paid},
-        forbid=[],
-        replies=[],
         hint="Add up the amounts in the reservation's payment_history.",
-        values={"r": r, "paid": paid, "_communicate": [paid]},
+        values={"r": r, "paid": paid},
         distractors=("guess",),
     )
 
@@ -150,10 +146,8 @@ def task_cabin(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"r.cabin": r["cabin"]},
-        forbid=[],
-        replies=[],
         hint="The cabin class is the reservation's `cabin` field.",
-        values={"r": r, "_communicate": [r["cabin"]]},
+        values={"r": r},
         distractors=("other_cabin",),
     )
 
@@ -198,7 +192,41 @@ CAPABILITY = Capability(
 
 
 class ReservationLookupCompactEnv(CapabilityEnv):
-    """The `reservation_lookup_compact` capability as a Gymnasium environment."""
+    """Look a reservation up by its id and report a value read from it exactly.
+
+    The `reservation_lookup_compact` capability on the `airline` domain, compiled from
+    specs/reservation_lookup_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `destination`: weight 3 (p = 0.38); gold `get_reservation_details`
+    - `amount_paid`: weight 3 (p = 0.38); gold `get_reservation_details`
+    - `cabin`: weight 2 (p = 0.25); gold `get_reservation_details`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `get_reservation_details`, `get_user_details` (compact schemas).
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.3 / 0):
+    - `1.0 when state_matches and progress == 1 and communicated()`
+    - `0.3 when state_matches and progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 6 turns.
+    """
 
     capability = CAPABILITY
 
@@ -206,7 +234,7 @@ class ReservationLookupCompactEnv(CapabilityEnv):
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
     (27, 14, 0), (28, 15, 0), (40, 0, 0), (46, 19, 9), (47, 20, 10), (54, 24, 0), (55, 24, 29),
-    (79, 18, 0), (92, 0, 0), (97, 28, 9), (105, 29, 9), (106, 30, 10), (113, 34, 0), (114, 34, 28),
-    (115, 27, 0), (126, 0, 0), (131, 38, 9), (132, 39, 10), (139, 43, 0), (140, 43, 36),
-    (148, 37, 0), (159, 0, 0), (162, 47, 14), (167, 48, 14), (172, 49, 0), (173, 0, 0),
+    (79, 18, 0), (90, 0, 0), (95, 28, 9), (103, 29, 9), (104, 30, 10), (111, 34, 0), (112, 34, 28),
+    (113, 27, 0), (122, 0, 0), (127, 38, 9), (128, 39, 10), (135, 43, 0), (136, 43, 36),
+    (144, 37, 0), (153, 0, 0), (156, 47, 14), (161, 48, 14), (166, 49, 0), (167, 0, 0),
 )

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Have an LLM write a spec per capability, checked by the compiler."),
     "describe": ("tracec.domains.cli:describe_cmd",
                  "Show a domain's tools, entities, references and enums (for spec authors)."),
+    "fmt": ("tracec.compiler.fmt_cli:fmt_cmd", "Format specs in the canonical layout (--check for CI)."),
     "compile": ("tracec.compiler.cli:compile_cmd",
                 "Compile specs into Gymnasium env modules (generated_envs/)."),
     "schema": ("tracec.compiler.cli:schema_cmd", "Print the JSON Schema of the compiler's IR."),

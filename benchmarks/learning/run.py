@@ -86,7 +86,7 @@ def evaluate(out: Path, arm: str, env: str, name: str, seeds: int) -> Path:
             json.loads((where / "summary.json").read_text())["episodes"] < seeds:
         where.parent.mkdir(parents=True, exist_ok=True)
         tracec("eval", "--agent", agent(arm, out), "--env", env, "--tasks", str(seeds),
-               "--batch-size", "10", "--max-new-tokens", "64", "--out", str(where), "--json",
+               "--batch-size", "25", "--max-new-tokens", "64", "--out", str(where), "--json",
                log=where.parent / f"{arm}.log")
     return where
 
@@ -116,7 +116,10 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
             pa, pb = out / "eval" / name / a, out / "eval" / name / b
             if (pa / "trajectories.jsonl").exists() and (pb / "trajectories.jsonl").exists():
                 try:
-                    res["pairs"].setdefault(name, {})[f"{b} - {a}"] = compare_runs(pa, pb)["overall"]
+                    cmp = compare_runs(pa, pb, common=True)  # an unfinished arm: its common seeds
+                    res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {
+                        **cmp["overall"], "dropped_unpaired": cmp["dropped_unpaired"],
+                        "gained": cmp["gained"], "lost": cmp["lost"]}
                 except ValueError as exc:
                     res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {"error": str(exc)}
     for arm in ("sft", "sft_grpo", "grpo"):
@@ -124,7 +127,8 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
         if meta.exists():
             m = json.loads(meta.read_text())
             res["training"][arm] = {"steps": m.get("steps_done"), "sft": m.get("sft"),
-                                    "seeds": m.get("seeds"), "final": m.get("metrics")}
+                                    "seeds": m.get("seeds"), "final": m.get("metrics"),
+                                    "lora_b_all_zero": _all_b_zero(out / arm)}
     (HERE / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     plots(out, res)
     return res
@@ -170,13 +174,20 @@ def plots(out: Path, res: dict) -> None:
                [arms[a]["success_ci"][1] - v for a, v in zip(labels, vals)]]
         ax.bar(range(len(labels)), vals, yerr=err, capsize=4, color="tab:blue")
         ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=20, fontsize=8)
+        ax.set_xticklabels([f"{a}\nn={arms[a]['episodes']}" for a in labels], fontsize=8)
         ax.set_ylim(0, 1.05)
-        n = next(iter(arms.values()))["episodes"]
-        ax.set_title(f"{name}\nheld-out success, {n} seeds, 95% CI", fontsize=9)
+        ax.set_title(f"{name}\nheld-out success (n seeds each), 95% CI", fontsize=9)
     fig.tight_layout()
     fig.savefig(HERE / "heldout_success.png", dpi=100)
     plt.close(fig)
+
+
+def _all_b_zero(adapter: Path) -> bool:
+    """Whether every LoRA B matrix is zero (the adapter computes exactly the base model)."""
+    from safetensors.torch import load_file
+
+    w = load_file(str(adapter / "adapter_model.safetensors"))
+    return all(float(v.abs().max()) == 0.0 for k, v in w.items() if "lora_B" in k)
 
 
 def ship_adapters(out: Path) -> None:
@@ -187,8 +198,10 @@ def ship_adapters(out: Path) -> None:
             continue
         dst = HERE / "adapters" / arm
         dst.mkdir(parents=True, exist_ok=True)
-        for f in ("adapter_config.json", "adapter_model.safetensors", "tracec.json", "metrics.jsonl",
-                  "sft_metrics.jsonl"):
+        files = ["tracec.json", "metrics.jsonl", "sft_metrics.jsonl"]
+        if not _all_b_zero(src):  # an adapter that never updated equals the base: no weights
+            files += ["adapter_config.json", "adapter_model.safetensors"]
+        for f in files:
             if (src / f).exists():
                 shutil.copy(src / f, dst / f)
 
@@ -198,9 +211,9 @@ def main() -> None:
     ap.add_argument("--out", default="runs/learning", help="work folder (adapters, evals, logs)")
     ap.add_argument("--stages", default="train,eval,transfer,report")
     ap.add_argument("--sft-steps", type=int, default=12)
-    ap.add_argument("--grpo-steps", type=int, default=4)
+    ap.add_argument("--grpo-steps", type=int, default=2)
     ap.add_argument("--eval-seeds", type=int, default=100)
-    ap.add_argument("--transfer-seeds", type=int, default=50)
+    ap.add_argument("--transfer-seeds", type=int, default=30)
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()

@@ -81,6 +81,8 @@ def test_unpaired_runs_are_refused():
     b = [_ep("e", "1", 1.0), _ep("e", "3", 1.0)]
     with pytest.raises(UnpairedRuns, match="1 only in A .*e/2/0.*1 only in B .*e/3/0"):
         compare_episodes(a, b, "A", "B")
+    rep = compare_episodes(a, b, "A", "B", resamples=100, common=True)  # explicit opt-in
+    assert rep["overall"]["tasks"] == 1 and rep["dropped_unpaired"] == 2
 
 
 def _write(path, episodes):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 import tempfile
@@ -13,6 +14,7 @@ from tracec.compiler import codegen
 from tracec.lang.ir import CapabilityIR
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
 from tracec.files import InputError, decode_bytes
+from tracec.lang import fragments
 from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
@@ -69,28 +71,44 @@ def _load_domain(name: str, span: Span) -> tuple[Domain | None, list[Diagnostic]
                                  span=span, code="E241")]
 
 
-def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None) -> CompileResult:
+def _placed(diags: list[Diagnostic], origins: list | None) -> list[Diagnostic]:
+    return [fragments.map_diagnostic(d, origins) for d in diags] if origins else diags
+
+
+def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None,
+                 base_dir: Path | None = None, display_dir: str = "") -> CompileResult:
     """Compile one spec's text. Never raises for bad input: problems are diagnostics.
 
     ``path`` names the spec in diagnostics (the path the user typed); ``spec_path`` (default:
-    ``path``) is the stable name written into the generated module."""
+    ``path``) is the stable name written into the generated module; ``base_dir`` is the folder
+    that `use "..."` fragments are read from (None: `use` is an error), ``display_dir`` that
+    folder as the user typed it."""
     result = CompileResult(path=path, source=text)
+    expanded = fragments.expand(text, base_dir, display_dir)
+    if expanded.errors:
+        result.diagnostics = expanded.errors
+        return result
+    origins = expanded.origins if expanded.used else None
+    source = expanded.text if origins else text
     try:
-        cap = parse_source(text)
+        cap = parse_source(source)
     except SpecError as err:
-        result.diagnostics = err.diagnostics
+        result.diagnostics = _placed(err.diagnostics, origins)
         return result
     domain = None
     if cap.domain is not None:
         domain, diags = _load_domain(cap.domain, cap.domain_span or cap.span)
         result.diagnostics.extend(diags)
     try:
-        ir, diags = check(cap, text, spec_path or path, domain)
+        ir, diags = check(cap, source, spec_path or path, domain)
     except RecursionError:
         result.diagnostics.append(Diagnostic(message="spec is nested too deeply", span=Span(),
                                              code="E005"))
         return result
-    result.diagnostics.extend(diags)
+    result.diagnostics.extend(_placed(diags, origins))
+    if ir is not None and origins:
+        fragments.map_spans(ir, origins)  # run-time errors point into the spec (`use` lines)
+        ir.spec_sha256 = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     if ir is not None and domain is not None and \
             not any(d.severity == "error" for d in result.diagnostics):
         result.ir = ir
@@ -134,7 +152,9 @@ def compile_file(path: Path | str) -> CompileResult:
         message = str(exc).split(": ", 1)[-1] if str(exc).startswith(shown) else str(exc)
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
             message=f"spec is not UTF-8 text: {message}", span=Span(), code="E251")])
-    return compile_text(text, str(path), spec_path=shown)
+    parent = str(path.parent)
+    return compile_text(text, str(path), spec_path=shown, base_dir=path.parent,
+                        display_dir="" if parent == "." else parent)
 
 
 def check_unique_names(results: list[CompileResult]) -> None:

@@ -11,7 +11,10 @@ import math
 import re
 from typing import Any
 
+from pydantic import BaseModel
+
 from tracec.lang import ir as IR
+from tracec.compiler.docgen import class_doc
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS
 
@@ -505,6 +508,10 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w()
     w("from __future__ import annotations")
     w()
+    shared = shared_distractors(cap)
+    if any(params for _, params in shared.values()):
+        w("from typing import Any")
+        w()
     if cap.tools:
         w("from tracec.domains import Tool, get_domain")
     else:
@@ -520,10 +527,14 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w()
     w()
     _gen_world(w, cap)
+    for name, (dist, params) in shared.items():
+        w()
+        w()
+        _gen_distractor_fn(w, dist, params)
     for task in cap.tasks:
         w()
         w()
-        _gen_task(w, cap, task)
+        _gen_task(w, cap, task, shared)
     if cap.tools:
         for tool in cap.tools:
             if tool.body is not None:
@@ -569,7 +580,10 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w()
     w()
     w(f"class {class_name(cap.name)}(CapabilityEnv):")
-    w(_docstring(f"The `{cap.name}` capability as a Gymnasium environment."), 1)
+    doc = _docstring(class_doc(cap)).split("\n")
+    w(doc[0], 1)
+    for line in doc[1:]:
+        w(line, 1) if line else w()
     w()
     w("capability = CAPABILITY", 1)
     _gen_line_table(w)
@@ -629,7 +643,76 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
     w.call_block("return {", [f"{pystr(n)}: {n}" for n in names], 1, tail="}")
 
 
-def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
+def _names_used(node: Any) -> set[str]:
+    """The free names an IR fragment reads (comprehension variables excluded)."""
+    used: set[str] = set()
+    bound: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Name):
+            used.add(n.id)
+        elif isinstance(n, A.Comprehension):
+            bound.add(n.var)
+        if isinstance(n, BaseModel):
+            stack.extend(getattr(n, f) for f in type(n).model_fields)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+    return used - bound
+
+
+def shared_distractors(cap: IR.CapabilityIR) -> dict[str, tuple[IR.DistractorIR, list[str]]]:
+    """Top-level distractors (the same one in every task): name -> (distractor, the task
+    names it reads), generated once as functions."""
+    if len(cap.tasks) < 2:
+        return {}
+    out: dict[str, tuple[IR.DistractorIR, list[str]]] = {}
+    first = cap.tasks[0]
+    for d in first.distractors:
+        copies = [next((x for x in t.distractors if x.name == d.name and x.line == d.line), None)
+                  for t in cap.tasks]
+        if any(c is None for c in copies):
+            continue
+        codes = set()
+        for c in copies:
+            probe = Writer()
+            _gen_distractor_ops(probe, ExprGen("task"), c)  # type: ignore[arg-type]
+            codes.add(probe.text())
+        if len(codes) != 1:  # typed differently per task: keep it inline
+            continue
+        known = set(first.seed_vars_used) | {let.name for t in cap.tasks for let in t.lets} \
+            | {n for t in cap.tasks for n in t.seed_vars_used}
+        out[d.name] = (d, sorted(_names_used(d.ops) & known))
+    return out
+
+
+def _gen_distractor_fn(w: Writer, d: IR.DistractorIR, params: list[str]) -> None:
+    kw = "".join(f", {p}: Any" for p in params)
+    star = ", *" if params else ""
+    w(f"def distractor_{d.name}(rng: rt.Rng, db: dict, user_text: str{star}{kw}) -> str:")
+    w(f'"""Distractor `{d.name}` (spec line {d.line}), in every task."""', 1)
+    _gen_distractor_ops(w, ExprGen("task"), d)
+    w.at = None
+    w("return user_text", 1)
+
+
+def _gen_distractor_ops(w: Writer, gen: "ExprGen", d: IR.DistractorIR) -> None:
+    for op in d.ops:
+        w.at = spec_at(getattr(op, "source", None) or getattr(op, "text", None), d.line) \
+            if isinstance(op, (IR.CloneOp, IR.SayOp)) else (d.line, 0)
+        if isinstance(op, IR.CloneOp):
+            w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                       gen.gen(op.source),
+                                       fields_lines(gen, op.fields, LINE - 12)], 1)
+        elif isinstance(op, IR.AddOp):
+            w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
+                                     fields_lines(gen, op.fields, LINE - 12)], 1)
+        else:
+            _assign_text(w, 'user_text += " " +', gen, op.text, 1, op="")
+
+
+def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
+              shared: dict[str, tuple[IR.DistractorIR, list[str]]] | None = None) -> None:
     w(f"def task_{task.name}(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:")
     w(f'"""Task `{task.name}` (spec line {task.line})."""', 1)
     gen = ExprGen("task")
@@ -648,19 +731,12 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     names = []
     for d in task.distractors:
         w.at = (d.line, 0)
-        w(f"# distractor `{d.name}`", 1)
-        for op in d.ops:
-            w.at = spec_at(getattr(op, "source", None) or getattr(op, "text", None), d.line) \
-                if isinstance(op, (IR.CloneOp, IR.SayOp)) else (d.line, 0)
-            if isinstance(op, IR.CloneOp):
-                w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                           gen.gen(op.source),
-                                           fields_lines(gen, op.fields, LINE - 12)], 1)
-            elif isinstance(op, IR.AddOp):
-                w.call_block("rt.add(", ["rng", "DOMAIN", "db", pystr(op.entity),
-                                         fields_lines(gen, op.fields, LINE - 12)], 1)
-            else:
-                _assign_text(w, 'user_text += " " +', gen, op.text, 1, op="")
+        if shared and d.name in shared and shared[d.name][0].line == d.line:
+            args = ["rng", "db", "user_text"] + [f"{p}={p}" for p in shared[d.name][1]]
+            w.call_block(f"user_text = distractor_{d.name}(", args, 1)
+        else:
+            w(f"# distractor `{d.name}`", 1)
+            _gen_distractor_ops(w, gen, d)
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
     w.at = (task.line, 0)
@@ -675,14 +751,16 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     else:
         w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
     comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
-    w.call_block("communicate={", comm, 2, tail="},")
+    if comm:  # empty fields are left to TaskInstance's defaults
+        w.call_block("communicate={", comm, 2, tail="},")
     forbid = []
     for f in task.forbid:
         if f.args is None:
             forbid.append(f"Call({pystr(f.tool)}, None)")
         else:
             forbid += _call_list(gen, [IR.CallIR(tool=f.tool, args=f.args)])
-    w.call_block("forbid=[", forbid, 2, tail="],")
+    if forbid:
+        w.call_block("forbid=[", forbid, 2, tail="],")
     replies: list[Any] = []
     for r in task.replies:
         one = f"Reply({_tuple(r.keywords)}, {gen.text(r.text)})"
@@ -696,7 +774,8 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
                         ["("] + _indent([pystr(k) + "," for k in r.keywords]) + ["),"])
             replies.append(["Reply("] + _indent(kw_lines)
                            + _indent(_with_comma(text_lines)) + [")"])
-    w.call_block("replies=[", replies, 2, tail="],")
+    if replies:
+        w.call_block("replies=[", replies, 2, tail="],")
     if task.hint is not None and _plain(task.hint):
         w.emit("hint=", wrap_str(text_of(task.hint), 2), 2, ",")
     elif task.hint is None:
@@ -704,9 +783,10 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR) -> None:
     else:
         w(f"hint={hint},", 2)
     values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
-    values.append('"_communicate": [' + ", ".join(gen.gen(c.value) for c in task.communicate) + "]")
-    w.call_block("values={", values, 2, tail="},")
-    w(f"distractors={_tuple(names)},", 2)
+    if values:  # the `let`s, for reward rules (`communicate` values are added by TaskInstance)
+        w.call_block("values={", values, 2, tail="},")
+    if names:
+        w(f"distractors={_tuple(names)},", 2)
     w(")", 1)
     w.at = None
 

@@ -98,6 +98,12 @@ class TaskInstance:
     values: Mapping[str, Any] = field(default_factory=dict)
     distractors: Sequence[str] = ()
 
+    def __post_init__(self) -> None:
+        # `communicated()` without arguments (reward rules) checks every `communicate` value
+        if "_communicate" not in self.values:
+            object.__setattr__(self, "values", {**self.values,
+                                                "_communicate": list(self.communicate.values())})
+
 
 @dataclass(frozen=True)
 class TaskDef:

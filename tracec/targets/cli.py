@@ -197,8 +197,10 @@ def _print_grades(report: dict[str, Any]) -> None:
 @click.argument("run_b", type=click.Path(exists=True))
 @click.option("--resamples", type=int, default=10_000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap RNG seed")
+@click.option("--common", is_flag=True,
+              help="compare only the episodes both runs hold (e.g. an unfinished run); says how many were left out")
 @click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
-def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, as_json: bool) -> None:
+def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool, as_json: bool) -> None:
     """Compare two `tracec eval` runs on the same tasks: B − A in pass rate and mean reward with
     paired-bootstrap 95 % intervals (tasks resampled, trials averaged), per env and overall, and
     the tasks whose success flipped. RUN_A/RUN_B: eval --out folders or trajectory JSONL files."""
@@ -207,7 +209,7 @@ def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, as_json: bool
     if resamples < 1:
         raise click.ClickException("--resamples must be at least 1")
     try:
-        report = compare_runs(run_a, run_b, resamples, seed)
+        report = compare_runs(run_a, run_b, resamples, seed, common)
     except (UnpairedRuns, ResultsError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -229,7 +231,9 @@ def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, as_json: bool
                       f"{g['reward_diff']:+.3f} [{rl:+.3f}, {rh:+.3f}]",
                       "no" if g["pass_significant"] else "yes")
     Console().print(table)
-    click.echo(f"paired bootstrap over tasks, {report['resamples']} resamples, seed {report['seed']}")
+    click.echo(f"paired bootstrap over tasks, {report['resamples']} resamples, seed {report['seed']}"
+               + (f"; {report['dropped_unpaired']} episodes held by only one run left out"
+                  if report["dropped_unpaired"] else ""))
     for label, key in (("B passes, A fails", "gained"), ("A passes, B fails", "lost")):
         tasks = report[key]
         shown = ", ".join(tasks[:20]) + (f" … (+{len(tasks) - 20})" if len(tasks) > 20 else "")

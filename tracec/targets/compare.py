@@ -126,9 +126,20 @@ def _group(name: str, keys: list[tuple[str, str]], ta: dict, tb: dict, resamples
 
 
 def compare_episodes(a: list[Episode], b: list[Episode], name_a: str = "A", name_b: str = "B",
-                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                     common: bool = False) -> dict[str, Any]:
     """Per-env and overall differences B − A with paired-bootstrap 95 % intervals, and the tasks
-    whose success flipped. Raises :class:`UnpairedRuns` unless both hold the same episodes."""
+    whose success flipped. Raises :class:`UnpairedRuns` unless both hold the same episodes;
+    ``common=True`` compares only the episodes both hold (``dropped`` counts the others)."""
+    dropped = 0
+    if common:
+        ka = {(e.env, e.task_id, e.trial) for e in a}
+        kb = {(e.env, e.task_id, e.trial) for e in b}
+        dropped = len(ka ^ kb)
+        a = [e for e in a if (e.env, e.task_id, e.trial) in kb]
+        b = [e for e in b if (e.env, e.task_id, e.trial) in ka]
+        if not a:
+            raise UnpairedRuns(f"{name_a} and {name_b} share no episodes")
     _check_paired(a, b, name_a, name_b)
     ta, tb = _per_task(a), _per_task(b)
     keys = sorted(ta)
@@ -138,15 +149,16 @@ def compare_episodes(a: list[Episode], b: list[Episode], name_a: str = "A", name
     gained = [f"{env}/{task}" for env, task in keys if tb[(env, task)][0] > ta[(env, task)][0]]
     lost = [f"{env}/{task}" for env, task in keys if tb[(env, task)][0] < ta[(env, task)][0]]
     return {"a": name_a, "b": name_b, "resamples": resamples, "seed": seed, "confidence": 0.95,
-            "groups": groups, "overall": overall, "gained": gained, "lost": lost}
+            "groups": groups, "overall": overall, "gained": gained, "lost": lost,
+            "dropped_unpaired": dropped}
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path, resamples: int = DEFAULT_RESAMPLES,
-                 seed: int = 0) -> dict[str, Any]:
+                 seed: int = 0, common: bool = False) -> dict[str, Any]:
     """:func:`compare_episodes` on two ``tracec eval`` outputs."""
     name_a, a = load_run(run_a)
     name_b, b = load_run(run_b)
-    out = compare_episodes(a, b, name_a, name_b, resamples, seed)
+    out = compare_episodes(a, b, name_a, name_b, resamples, seed, common)
     out["run_a"], out["run_b"] = str(run_a), str(run_b)
     return out
 

@@ -1,0 +1,89 @@
+"""`tracec fmt`: rewrite specs in the canonical layout (`--check`: only report); the formatter itself
+is `tracec.lang.fmt`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tracec.files import InputError, decode_bytes
+from tracec.core.diagnostics import SpecError, render_all
+from tracec.lang.fmt import format_source
+
+
+def _spec_files(paths: tuple[Path, ...]) -> list[Path]:
+    from tracec.compiler.api import find_specs
+
+    return find_specs(list(paths))
+
+
+@click.command("fmt")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing; list the specs that are not formatted and exit 1 (for CI).")
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of each change.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json: bool) -> None:
+    """Format capability specs (default: specs/) in the canonical layout.
+
+    Only whitespace between tokens changes (comments and strings are kept as written), so a
+    formatted spec compiles to the same environment. Exit 1 under --check when a spec would
+    change, 2 when a spec does not parse.
+
+    \b
+    Examples:
+      tracec fmt specs/
+      tracec fmt --check specs/     # CI: fail when a spec is not formatted
+      tracec fmt --diff specs/x.tracec
+    """
+    import difflib
+
+    targets = list(paths) or [Path("specs")]
+    for p in targets:
+        if not p.exists():
+            raise click.ClickException(f"{p}: no such file or folder")
+    files = _spec_files(tuple(targets))
+    if not files:
+        raise click.ClickException(f"no .tracec specs in {', '.join(map(str, targets))}")
+    changed: list[str] = []
+    failed: list[str] = []
+    for path in files:
+        try:
+            text = decode_bytes(path.read_bytes(), str(path))
+        except (OSError, InputError) as exc:
+            click.echo(f"{path}: error: cannot read spec: {exc}", err=True)
+            failed.append(str(path))
+            continue
+        try:
+            new = format_source(text)
+        except SpecError as err:
+            click.echo(render_all(err.diagnostics, str(path), text), err=True)
+            failed.append(str(path))
+            continue
+        if new == text:
+            continue
+        changed.append(str(path))
+        if show_diff:
+            click.echo("".join(difflib.unified_diff(
+                text.splitlines(True), new.splitlines(True), f"{path}", f"{path} (formatted)")),
+                nl=False)
+        if not check_only:
+            path.write_text(new, encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({"ok": not failed and not (check_only and changed),
+                               "specs": len(files), "changed": changed, "failed": failed},
+                              indent=2))
+    else:
+        verb = "would reformat" if check_only else "reformatted"
+        for name in changed:
+            click.echo(f"{verb} {name}", err=True)
+        click.echo(f"{len(changed)} of {len(files)} spec(s) {verb}"
+                   + (f", {len(failed)} failed" if failed else ""), err=True)
+    if failed:
+        sys.exit(2)
+    if check_only and changed:
+        click.echo("hint: run `tracec fmt " + " ".join(map(str, targets)) + "`", err=True)
+        sys.exit(1)
