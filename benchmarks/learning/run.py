@@ -6,6 +6,7 @@ Arms, all LoRA rank 8 on SmolLM2-135M-Instruct (CPU), trained on training seeds 
 * ``base``      the model as shipped;
 * ``sft``       ``--warmup-sft`` behaviour cloning on oracle demonstrations, no GRPO;
 * ``sft_grpo``  GRPO started from the ``sft`` adapter (``--init-adapter``);
+* ``sft_grpo_t07`` the same GRPO, sampling at temperature 0.7;
 * ``grpo``      GRPO from a fresh adapter;
 * ``oracle``    the env's oracle (gold calls, then the report): the ceiling.
 
@@ -40,9 +41,9 @@ TRANSFER = {  # sibling specs of the same domain, never trained on
 LORA = ["--lora-rank", "8", "--lora-alpha", "16"]
 GRPO = ["-G", "4", "--groups-per-step", "2", "--max-new-tokens", "64", "--lr", "1e-4",
         "--micro-batch", "1", "--checkpoint-every", "1"]
-ARMS = ("base", "sft", "sft_grpo", "grpo")
-PAIRS = (("sft", "sft_grpo"), ("base", "sft"), ("base", "sft_grpo"), ("base", "grpo"),
-         ("grpo", "sft_grpo"))
+ARMS = ("base", "sft", "sft_grpo", "sft_grpo_t07", "grpo")
+PAIRS = (("sft", "sft_grpo"), ("sft", "sft_grpo_t07"), ("base", "sft"), ("base", "sft_grpo"),
+         ("base", "grpo"), ("grpo", "sft_grpo"))
 
 
 def tracec(*args: str, log: Path | None = None) -> float:
@@ -73,6 +74,11 @@ def train(out: Path, sft_steps: int, grpo_steps: int, seed: int) -> dict[str, fl
         times["sft_grpo"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft_grpo"),
                                    "--init-adapter", str(out / "sft"), "--steps", str(grpo_steps), *LORA,
                                    *GRPO, "--seed", str(seed), "--json", log=out / "sft_grpo.log")
+    if not (out / "sft_grpo_t07" / "tracec.json").exists():  # the same, sampling at T=0.7
+        times["sft_grpo_t07"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft_grpo_t07"),
+                                       "--init-adapter", str(out / "sft"), "--steps", str(grpo_steps),
+                                       "--temperature", "0.7", *LORA, *GRPO, "--seed", str(seed), "--json",
+                                       log=out / "sft_grpo_t07.log")
     if not (out / "grpo" / "tracec.json").exists():
         times["grpo"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "grpo"), "--steps",
                                str(grpo_steps), *LORA, *GRPO, "--seed", str(seed), "--json",
@@ -122,7 +128,7 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
                         "gained": cmp["gained"], "lost": cmp["lost"]}
                 except ValueError as exc:
                     res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {"error": str(exc)}
-    for arm in ("sft", "sft_grpo", "grpo"):
+    for arm in ("sft", "sft_grpo", "sft_grpo_t07", "grpo"):
         meta = out / arm / "tracec.json"
         if meta.exists():
             m = json.loads(meta.read_text())
@@ -150,7 +156,7 @@ def plots(out: Path, res: dict) -> None:
     axes[0].set_xlabel("SFT step")
     axes[0].set_title("warm start (assistant tokens only)")
     axes[0].legend(fontsize=8)
-    for arm, style in (("sft_grpo", "o-"), ("grpo", "s--")):
+    for arm, style in (("sft_grpo", "o-"), ("sft_grpo_t07", "^-"), ("grpo", "s--")):
         path = out / arm / "metrics.jsonl"
         if path.exists():
             rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -158,7 +164,7 @@ def plots(out: Path, res: dict) -> None:
                          label=f"{arm}: rollout reward")
     axes[1].set_xlabel("GRPO step")
     axes[1].set_ylim(-0.05, 1.05)
-    axes[1].set_title("GRPO rollout reward (training seeds, T=1)")
+    axes[1].set_title("GRPO rollout reward (training seeds; T=1 unless _t07)")
     axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(HERE / "learning_curve.png", dpi=100)
@@ -192,7 +198,7 @@ def _all_b_zero(adapter: Path) -> bool:
 
 def ship_adapters(out: Path) -> None:
     """Copy the small LoRA adapters (+ tracec.json, metrics) into benchmarks/learning/adapters/."""
-    for arm in ("sft", "sft_grpo", "grpo"):
+    for arm in ("sft", "sft_grpo", "sft_grpo_t07", "grpo"):
         src = out / arm
         if not (src / "tracec.json").exists():
             continue
