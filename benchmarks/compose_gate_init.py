@@ -90,9 +90,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from tests.compose.compose_helpers import ADAPTER_SPECS, make_adapter, writer_examples
-    from tracec.llm.tiny import make_tiny_model
     from tracec.compose.api import build_composed
     from tracec.compose.training import ComposeTrainConfig, evaluate_ce, train_gates
+    from tracec.llm.tiny import make_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
         base = make_tiny_model(Path(tmp) / "base", seed=0)

@@ -16,8 +16,8 @@ import json
 import time
 from pathlib import Path
 
-from tracec.train.config import TrainConfig
 from tracec.harness.resolve import list_capabilities, resolve_env
+from tracec.train.config import TrainConfig
 from tracec.train.plots import report_training
 from tracec.train.trainer import GRPOTrainer
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
+from tracec.harness.resolve import resolve_env
 from tracec.train import trainer as trainer_mod
 from tracec.train.config import TrainConfig
-from tracec.harness.resolve import resolve_env
 from tracec.train.kv_rollout import _buffer_cache, _cache_kwarg
 from tracec.train.rollout import ChatRenderer, start_group
 

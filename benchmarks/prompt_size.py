@@ -21,8 +21,8 @@ from tracec.checks.prompt_size import (
     render_chatml,
     tokenizer_counter,
 )
-from tracec.llm.local import load_tokenizer, resolve_model
 from tracec.harness.resolve import env_class, load_paths
+from tracec.llm.local import load_tokenizer, resolve_model
 
 
 def main() -> None:

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import tau2_ref
 
-from tracec.targets.data import Task, resolve_data_dir
-from tracec.targets.grading import grade
 from tracec.core.messages import openai_tool_call
 from tracec.harness.results import to_tau2_messages
+from tracec.targets.data import Task, resolve_data_dir
+from tracec.targets.grading import grade
 from tracec.targets.world import Tau2World, load_world
 
 

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from tracec.compose.api import build_composed
-from tracec.compose.model import ClassifierSpec, ComposeError
 from tracec.compose.classify import (
     NONE_DESCRIPTION,
     classify,
@@ -20,6 +19,7 @@ from tracec.compose.classify import (
     label_scores,
     select,
 )
+from tracec.compose.model import ClassifierSpec, ComposeError
 
 REFUND = "refund the payment of a cancelled order"
 BAGGAGE = "baggage allowance of a passenger in the flight cabin"

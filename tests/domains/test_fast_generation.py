@@ -67,7 +67,8 @@ def test_state_hash_canonical_floats() -> None:
 def test_compiled_conform_equals_the_plain_recursion() -> None:
     import json
 
-    from tracec.domains import retail, tau2_common as common
+    from tracec.domains import retail
+    from tracec.domains import tau2_common as common
 
     for mod in (airline, retail):
         for seed in range(10):

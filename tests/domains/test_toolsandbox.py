@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracec.core.types import ANY, BOOL, FLOAT, INT, STR, T
 from tracec.domains import ToolError, get_domain
 from tracec.domains import toolsandbox as ts
-from tracec.core.types import ANY, BOOL, FLOAT, INT, STR, T
 
 D = get_domain("toolsandbox")
 UTC = timezone.utc

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from tracec.compiler.api import compile_text
-from tracec.domains import DOMAIN_MODULES, get_domain
 from tracec.core.types import EntityT, ListT, MapT, ObjT
+from tracec.domains import DOMAIN_MODULES, get_domain
 from tracec.harness.resolve import env_class
 
 RETAIL = '''capability exchange_demo {

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tracec.compiler.codegen import ExprGen
-from tracec.lang import ast as A
 from tracec.core.diagnostics import SpecError
+from tracec.lang import ast as A
 from tracec.lang.parser import decode_string, parse_expr, parse_source
 
 SPEC = Path(__file__).parent / "specs" / "all_constructs.tracec"

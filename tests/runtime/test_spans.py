@@ -9,8 +9,8 @@ import pytest
 
 from tests.lang.cases import BASE, mutate
 from tracec.compiler.api import compile_file, compile_text
-from tracec.runtime.env import SpecRuntimeError
 from tracec.harness.resolve import env_class
+from tracec.runtime.env import SpecRuntimeError
 
 NONE_JOIN = mutate(
     "let total = sum(f.price for f in r.flights)",

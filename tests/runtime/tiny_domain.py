@@ -6,8 +6,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.domains.base import Domain, EntityKind, Tool, ToolError
 from tracec.core.types import FLOAT, INT, STR, ListT
+from tracec.domains.base import Domain, EntityKind, Tool, ToolError
 
 ITEMS = (("mug", 12.5), ("lamp", 40.0), ("book", 18.25), ("pen", 3.1), ("chair", 99.99), ("rug", 120.0))
 

@@ -15,8 +15,8 @@ import pytest
 
 from tracec.checks.run import run_checks
 from tracec.compiler.api import compile_file
-from tracec.runtime.lib import fmt
 from tracec.harness.resolve import env_class
+from tracec.runtime.lib import fmt
 from tracec.runtime.toolcall import hermes
 from tracec.runtime.user import STOP
 from tracec.runtime.world import state_hash

@@ -9,8 +9,8 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from tracec.targets.compare import UnpairedRuns, compare_episodes, paired_bootstrap, percentile
 from tracec.harness.results import Episode
+from tracec.targets.compare import UnpairedRuns, compare_episodes, paired_bootstrap, percentile
 
 
 def test_percentile_interpolates_like_numpy():

@@ -9,11 +9,11 @@ from click.testing import CliRunner
 
 from tests.support.openai_server import OpenAIServer
 from tracec.harness.agents import OracleAgent
+from tracec.harness.results import load_tau2_results, read_episodes
 from tracec.runtime.toolcall import hermes
 from tracec.targets.cli import eval_cmd, grade_cmd
 from tracec.targets.evaluate import EvalConfig, run_eval
 from tracec.targets.metrics import pass_hat_k
-from tracec.harness.results import load_tau2_results, read_episodes
 
 
 def run(cmd, args):

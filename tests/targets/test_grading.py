@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from tracec.core.messages import openai_tool_call
 from tracec.targets.data import Action
 from tracec.targets.grading import action_matches, communicated, grade
-from tracec.core.messages import openai_tool_call
 from tracec.targets.world import CowTable, db_delta
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tracec.runtime.toolcall import parse_turn
 from tracec.core.messages import hermes_text, tool_calls_of
 from tracec.harness.results import (
     Episode,
@@ -11,6 +10,7 @@ from tracec.harness.results import (
     read_episodes,
     to_tau2_messages,
 )
+from tracec.runtime.toolcall import parse_turn
 
 OPENAI = [
     {"role": "system", "content": "policy"},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from train_helpers import TOY_ENV
 
-from tracec.llm.local import load_tokenizer, stop_token_ids
 from tracec.harness.resolve import resolve_env
+from tracec.llm.local import load_tokenizer, stop_token_ids
 from tracec.train.rollout import ChatRenderer, RolloutStats, run_episodes, start_group
 
 

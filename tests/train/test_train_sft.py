@@ -8,8 +8,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from tracec.train.cli import train_cmd
 from tracec.harness.resolve import resolve_env
+from tracec.train.cli import train_cmd
 from tracec.train.sft import SFTError, masked_nll, play_oracle, tokenize_demo
 
 TINY_ENV = "tests/runtime/tiny_capability.py"

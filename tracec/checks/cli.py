@@ -16,7 +16,10 @@ from rich.table import Table
 from tracec.checks.calibrate import Bands, CalibrationReport
 from tracec.checks.fidelity import Fidelity
 from tracec.checks.prompt_size import (
-    CHARS_PER_TOKEN, DEFAULT_BUDGET, measure_report, tokenizer_counter,
+    CHARS_PER_TOKEN,
+    DEFAULT_BUDGET,
+    measure_report,
+    tokenizer_counter,
 )
 from tracec.checks.report import CheckReport
 from tracec.checks.run import run_checks
@@ -236,8 +239,8 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
 
 def _measure_prompt(report: CheckReport, module, counter, method: str, budget: int) -> None:
     """The env's first-prompt size into ``report`` (a failure is a problem, never a crash)."""
-    from tracec.runtime.env import SpecRuntimeError
     from tracec.harness.resolve import env_class
+    from tracec.runtime.env import SpecRuntimeError
 
     try:
         measure_report(report, env_class(module), counter, method, budget)

@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from tracec.checks.fidelity import fidelity
 from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
-from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.harness.resolve import env_class
+from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracec.compiler import codegen
-from tracec.lang.ir import CapabilityIR
+from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
 from tracec.files import InputError, decode_bytes
 from tracec.lang import fragments
-from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
+from tracec.lang.ir import CapabilityIR
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
 

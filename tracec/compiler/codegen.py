@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tracec.lang import ir as IR
 from tracec.compiler.docgen import class_doc
 from tracec.lang import ast as A
+from tracec.lang import ir as IR
 from tracec.lang.builtins import BUILTINS
 
 LINE = 100

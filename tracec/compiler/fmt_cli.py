@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from tracec.files import InputError, decode_bytes
 from tracec.core.diagnostics import SpecError, render_all
+from tracec.files import InputError, decode_bytes
 from tracec.lang.fmt import format_source
 
 

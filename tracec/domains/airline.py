@@ -19,12 +19,12 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel
 
-from tracec.domains.jsoncopy import deep_copy
+from tracec.core.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
+from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.schema import Ref, Schema, refs
-from tracec.core.types import FLOAT, INT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "AirlineTools"
 NOW = "2024-05-15T15:00:00"  # τ²'s _get_datetime()

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Mapping
 
-from tracec.domains.schema import Schema
 from tracec.core.types import T
+from tracec.domains.schema import Schema
 
 
 class ToolError(Exception):

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from tracec.domains import DOMAIN_MODULES, get_domain
 from tracec.core.diagnostics import did_you_mean
+from tracec.domains import DOMAIN_MODULES, get_domain
 
 
 @click.command("describe")

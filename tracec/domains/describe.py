@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracec.core.types import ListT, MapT, ObjT, T
 from tracec.domains.base import Domain
 from tracec.domains.policy import headings as policy_headings
-from tracec.core.types import ListT, MapT, ObjT, T
 
 
 def _json_type(prop: dict) -> str:

@@ -15,12 +15,12 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from tracec.domains.jsoncopy import deep_copy
+from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
+from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.schema import Ref, Schema, refs
-from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 
 TOOLKIT = "RetailTools"
 

@@ -17,15 +17,20 @@ import hashlib
 import json
 import random
 import types
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tracec import files
-from tracec.domains.base import Tool, ToolError, ToolFunc, fresh_id, tools_from_data
-from tracec.domains.base import read_data  # noqa: F401 - the domains read their data via common
 from tracec.core.types import ANY, BOOL, FLOAT, INT, NONE, STR, ListT, MapT, ObjT, Prim, T
-
+from tracec.domains.base import (
+    Tool,
+    ToolError,
+    ToolFunc,
+    fresh_id,
+    read_data,  # noqa: F401 - the domains read their data via common
+    tools_from_data,
+)
 
 # --------------------------------------------------------------------------- databases
 

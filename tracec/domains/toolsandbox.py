@@ -36,10 +36,18 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.base import Domain, EntityKind, Tool, ToolError, ToolFunc, new_id_in, tools_from_data
-from tracec.domains.schema import Ref, Schema, refs
 from tracec.core.types import ANY, BOOL, FLOAT, STR
+from tracec.domains.base import (
+    Domain,
+    EntityKind,
+    Tool,
+    ToolError,
+    ToolFunc,
+    new_id_in,
+    tools_from_data,
+)
+from tracec.domains.jsoncopy import deep_copy
+from tracec.domains.schema import Ref, Schema, refs
 
 # --------------------------------------------------------------------------------------------
 # Constants and world access

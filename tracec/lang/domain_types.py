@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tracec.core.diagnostics import did_you_mean
+from tracec.core.types import EntityT, ListT, MapT, ObjT, T
 from tracec.domains.base import Domain
 from tracec.domains.schema import Ref, Schema
 from tracec.lang import ast as A
-from tracec.core.diagnostics import did_you_mean
-from tracec.core.types import EntityT, ListT, MapT, ObjT, T
 
 
 def type_name(t: T) -> str | None:

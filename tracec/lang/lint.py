@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tracec.lang import ast as A
 from tracec.core.diagnostics import Diagnostic
+from tracec.lang import ast as A
 
 Slice = Callable[[A.Node], str]
 

@@ -10,8 +10,8 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from tracec.lang import ast as A
 from tracec.core.diagnostics import Diagnostic, Span, SpecError
+from tracec.lang import ast as A
 
 GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000

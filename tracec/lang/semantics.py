@@ -10,20 +10,39 @@ import hashlib
 import keyword
 from typing import Any
 
-from tracec.lang import ir as IR
+from tracec.core.diagnostics import Diagnostic, Span, did_you_mean
+from tracec.core.types import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    EntityT,
+    ListT,
+    MapT,
+    ObjT,
+    RangeT,
+    T,
+    assignable,
+    is_numeric,
+    json_type_ok,
+)
 from tracec.domains import policy as policy_md
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
+from tracec.lang import ir as IR
 from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
-from tracec.core.diagnostics import Diagnostic, Span, did_you_mean
-from tracec.lang.lint import lint
 from tracec.lang.domain_types import (
-    DomainTypes, EnumUse, enum_error, is_record, list_strings, literal_strings, record_hint,
+    DomainTypes,
+    EnumUse,
+    enum_error,
+    is_record,
+    list_strings,
+    literal_strings,
+    record_hint,
 )
-from tracec.core.types import (
-    ANY, BOOL, FLOAT, INT, NONE, STR, EntityT, ListT, MapT, ObjT, RangeT, T, assignable,
-    is_numeric, json_type_ok,
-)
+from tracec.lang.lint import lint
 
 DEFAULT_MAX_TURNS = 12
 MAX_MAX_TURNS = 200

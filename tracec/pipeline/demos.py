@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def oracle_episode(env_cls: type, seed: int) -> dict:
     """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
     from tracec.runtime.oracle import run_oracle

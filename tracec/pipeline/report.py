@@ -211,8 +211,8 @@ def _paired(run_dir: Path, ms: dict) -> str:
     """B − A for every pair of test-split models evaluated on the same tasks (paired bootstrap)."""
     from itertools import combinations
 
-    from tracec.targets.compare import UnpairedRuns, compare_runs
     from tracec.harness.results import ResultsError
+    from tracec.targets.compare import UnpairedRuns, compare_runs
 
     runs = {label: r["trajectories"] for label, r in (_outputs(ms, "final_eval").get("results") or {}).items()
             if r.get("trajectories")}

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from tracec.targets.data import DataError
 from tracec.harness.results import ResultsError
+from tracec.targets.data import DataError
 
 
 def _client(spec: str | None, what: str):

@@ -9,9 +9,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from tracec.files import exclusive_lock
-from tracec.targets import data as tdata
-from tracec.targets.grading import Grade
-from tracec.targets.metrics import summarize
 from tracec.harness.results import (
     EpisodeWriter,
     build_tau2_results,
@@ -19,6 +16,9 @@ from tracec.harness.results import (
     write_json_atomic,
 )
 from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
+from tracec.targets import data as tdata
+from tracec.targets.grading import Grade
+from tracec.targets.metrics import summarize
 from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds
 
 TRAJECTORIES = "trajectories.jsonl"

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from tracec.targets.data import Action, Task
 from tracec.core.messages import all_tool_calls, assistant_texts
+from tracec.targets.data import Action, Task
 from tracec.targets.world import Tau2World, db_delta, delta_hash
 
 ENDED_OK = ("agent_stop", "user_stop")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tracec.harness.results import from_tau2_messages, load_tau2_results, write_json_atomic
 from tracec.targets.data import DataError, Task
 from tracec.targets.grading import grade
-from tracec.harness.results import from_tau2_messages, load_tau2_results, write_json_atomic
 from tracec.targets.world import load_world
-
 
 ROLES = ("system", "user", "assistant", "tool")
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from tracec.core.messages import STOP, has_user_stop, openai_tool_call
 from tracec.runtime.spaces import UnicodeText
 from tracec.targets.data import Task
 from tracec.targets.grading import Judge, grade
-from tracec.core.messages import STOP, has_user_stop, openai_tool_call
 from tracec.targets.toolparse import parse_turn
 from tracec.targets.users import UserFactory, make_user_factory
 from tracec.targets.world import Tau2World, clone, load_world

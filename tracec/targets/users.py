@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from tracec.targets.data import Task
 from tracec.core.messages import STOP, TRANSFER
+from tracec.targets.data import Task
 
 GREETING = "Hi! How can I help you today?"
 
