@@ -602,10 +602,11 @@ def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
         w("compact_tools=True,", 1)
 
 
-def wrap_tuple(items: list[str], indent: int) -> list[str]:
-    """A tuple of string literals, on one line when it fits, else one item per line."""
+def wrap_tuple(items: list[str], indent: int, extra: int = 20) -> list[str]:
+    """A tuple of string literals, on one line when it fits (``extra``: the columns the rest of
+    that line takes), else one item per line."""
     one = _tuple(items)
-    if 4 * indent + 20 + len(one) <= LINE:
+    if 4 * indent + extra + len(one) <= LINE:
         return [one]
     return ["("] + [f"    {pystr(i)}," for i in items] + [")"]
 
@@ -769,9 +770,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
         else:
             text = gen.text(r.text)
             text_lines = wrap_str(text_of(r.text), 4) if _plain(r.text) else [text]
-            kw = _tuple(r.keywords)
-            kw_lines = ([kw + ","] if len(kw) + 1 + 16 <= LINE else
-                        ["("] + _indent([pystr(k) + "," for k in r.keywords]) + ["),"])
+            kw_lines = _with_comma(wrap_tuple(r.keywords, 4, extra=1))
             replies.append(["Reply("] + _indent(kw_lines)
                            + _indent(_with_comma(text_lines)) + [")"])
     if replies:
