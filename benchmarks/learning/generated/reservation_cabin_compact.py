@@ -58,11 +58,8 @@ def task_cabin(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"cabin": cabin},
-        forbid=[],
-        replies=[],
         hint="Call get_reservation_details with the reservation id, then say the cabin.",
-        values={"r": r, "cabin": cabin, "_communicate": [cabin]},
-        distractors=(),
+        values={"r": r, "cabin": cabin},
     )
 
 
@@ -103,6 +100,45 @@ CAPABILITY = Capability(
 
 
 class ReservationCabinCompactEnv(CapabilityEnv):
-    """The `reservation_cabin_compact` capability as a Gymnasium environment."""
+    """Look up a reservation by its id and report its cabin class.
+
+    The `reservation_cabin_compact` capability on the `airline` domain, compiled from
+    specs/reservation_cabin_compact.tracec by tracec.
+
+    ## Tasks
+
+    A task is drawn per episode with probability proportional to its weight
+    (`reset(options={'task': NAME})` picks one):
+    - `cabin`: weight 1 (p = 1.00); gold `get_reservation_details`
+
+    ## Action Space
+
+    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
+
+    Tools shown: `get_reservation_details`.
+
+    ## Observation Space
+
+    Text: the user's request first, then tool results and the simulated user's replies.
+
+    ## Rewards
+
+    At the end of the episode, the first rule that holds (levels 1 / 0.3 / 0):
+    - `1.0 when progress == 1 and communicated()`
+    - `0.3 when progress == 1`
+    - `0.0 otherwise`
+
+    ## Episode End
+
+    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
+    the simulated user has nothing left to say; truncated after 4 turns.
+    """
 
     capability = CAPABILITY
+
+
+# spec positions of the code above, for run-time errors: (module line, spec line, column)
+SPEC_LINES = (
+    (27, 20, 0), (28, 21, 0), (29, 22, 0), (41, 0, 0), (47, 26, 9), (48, 27, 9), (49, 28, 10),
+    (56, 25, 0), (64, 0, 0), (67, 36, 14), (72, 37, 14), (73, 38, 0), (74, 0, 0),
+)
