@@ -14,8 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tracec.compiler.docgen import class_doc
-from tracec.lang import ast as A
-from tracec.lang import ir as IR
+from tracec.compiler import ir as IR
 from tracec.lang.builtins import BUILTINS
 
 LINE = 100
@@ -64,19 +63,19 @@ class ExprGen:
         return f"({code})" if prec < outer else code
 
     # atoms
-    def g_num(self, e: A.Num) -> tuple[str, int]:
+    def g_num(self, e: IR.Num) -> tuple[str, int]:
         return lit(e.value), _PREC["atom"]
 
-    def g_str(self, e: A.Str) -> tuple[str, int]:
+    def g_str(self, e: IR.Str) -> tuple[str, int]:
         return pystr(e.value), _PREC["atom"]
 
-    def g_bool(self, e: A.Bool) -> tuple[str, int]:
+    def g_bool(self, e: IR.Bool) -> tuple[str, int]:
         return repr(e.value), _PREC["atom"]
 
-    def g_none(self, e: A.NoneLit) -> tuple[str, int]:
+    def g_none(self, e: IR.NoneLit) -> tuple[str, int]:
         return "None", _PREC["atom"]
 
-    def g_name(self, e: A.Name) -> tuple[str, int]:
+    def g_name(self, e: IR.Name) -> tuple[str, int]:
         if self.context == "reward":
             if e.id in ("state_matches", "progress", "forbidden_called"):
                 return f"o.{e.id}", _PREC["atom"]
@@ -84,7 +83,7 @@ class ExprGen:
                 return f"o.v[{pystr(e.id)}]", _PREC["atom"]
         return e.id, _PREC["atom"]
 
-    def g_attr(self, e: A.Attr) -> tuple[str, int]:
+    def g_attr(self, e: IR.Attr) -> tuple[str, int]:
         if e.ref is not None:  # domain reference: the record the id field names
             coll, id_field, nullable = e.ref
             key = f"{self.gen(e.obj, _PREC['atom'])}[{pystr(id_field)}]"
@@ -92,19 +91,19 @@ class ExprGen:
             return f"rt.ref(db, {pystr(coll)}, {key}{extra})", _PREC["atom"]
         return f"{self.gen(e.obj, _PREC['atom'])}[{pystr(e.name)}]", _PREC["atom"]
 
-    def g_index(self, e: A.Index) -> tuple[str, int]:
+    def g_index(self, e: IR.Index) -> tuple[str, int]:
         return f"{self.gen(e.obj, _PREC['atom'])}[{self.gen(e.index)}]", _PREC["atom"]
 
     def args(self, args: list[Any]) -> list[str]:
         out = []
         for a in args:
-            if isinstance(a, A.Range):
+            if isinstance(a, IR.Range):
                 out += [self.gen(a.lo), self.gen(a.hi)]
             else:
                 out.append(self.gen(a))
         return out
 
-    def comp(self, c: A.Comprehension) -> str:
+    def comp(self, c: IR.Comprehension) -> str:
         inner = ExprGen(self.context, self.locals | {c.var})
         text = f"for {c.var} in {self.gen(c.iter, _PREC['or'])}"
         if c.cond is not None:
@@ -114,7 +113,7 @@ class ExprGen:
     def with_var(self, var: str) -> "ExprGen":
         return ExprGen(self.context, self.locals | {var})
 
-    def g_call(self, e: A.Call) -> tuple[str, int]:
+    def g_call(self, e: IR.Call) -> tuple[str, int]:
         if e.func == "communicated":
             vals = ", ".join(self.gen(a) for a in e.args)
             if not vals:  # every value the task lists under `communicate`
@@ -144,7 +143,7 @@ class ExprGen:
             return f"{b.runtime}({', '.join(['rng'] + args)})", _PREC["atom"]
         return f"{b.runtime}({', '.join(args)})", _PREC["atom"]
 
-    def g_call_gen(self, e: A.CallGen) -> tuple[str, int]:
+    def g_call_gen(self, e: IR.CallGen) -> tuple[str, int]:
         inner = self.with_var(e.comp.var)
         elt = inner.gen(e.elt, _PREC["or"])
         comp = self.comp(e.comp)
@@ -157,51 +156,51 @@ class ExprGen:
             return f"{b.runtime}(rng, [{elt} {comp}])", _PREC["atom"]
         return f"{b.runtime}({elt} {comp})", _PREC["atom"]
 
-    def g_list(self, e: A.ListLit) -> tuple[str, int]:
+    def g_list(self, e: IR.ListLit) -> tuple[str, int]:
         return "[" + ", ".join(self.gen(i) for i in e.items) + "]", _PREC["atom"]
 
-    def g_list_comp(self, e: A.ListComp) -> tuple[str, int]:
+    def g_list_comp(self, e: IR.ListComp) -> tuple[str, int]:
         inner = self.with_var(e.comp.var)
         return f"[{inner.gen(e.elt, _PREC['or'])} {self.comp(e.comp)}]", _PREC["atom"]
 
-    def g_dict(self, e: A.DictLit) -> tuple[str, int]:
+    def g_dict(self, e: IR.DictLit) -> tuple[str, int]:
         pairs = ", ".join(f"{self.gen(p.key)}: {self.gen(p.value)}" for p in e.pairs)
         return "{" + pairs + "}", _PREC["atom"]
 
-    def g_dict_comp(self, e: A.DictComp) -> tuple[str, int]:
+    def g_dict_comp(self, e: IR.DictComp) -> tuple[str, int]:
         inner = self.with_var(e.comp.var)
         pair = f"{inner.gen(e.pair.key, _PREC['or'])}: {inner.gen(e.pair.value, _PREC['or'])}"
         return "{" + f"{pair} {self.comp(e.comp)}" + "}", _PREC["atom"]
 
-    def g_unary(self, e: A.Unary) -> tuple[str, int]:
+    def g_unary(self, e: IR.Unary) -> tuple[str, int]:
         if e.op == "not":
             return f"not {self.gen(e.operand, _PREC['not'])}", _PREC["not"]
         return f"-{self.gen(e.operand, _PREC['neg'])}", _PREC["neg"]
 
-    def g_binop(self, e: A.BinOp) -> tuple[str, int]:
+    def g_binop(self, e: IR.BinOp) -> tuple[str, int]:
         p = _PREC[e.op]
         return f"{self.gen(e.left, p)} {e.op} {self.gen(e.right, p + 1)}", p
 
-    def g_compare(self, e: A.Compare) -> tuple[str, int]:
+    def g_compare(self, e: IR.Compare) -> tuple[str, int]:
         p = _PREC["cmp"]
         op = e.op
-        if isinstance(e.right, A.NoneLit) and op in ("==", "!="):
+        if isinstance(e.right, IR.NoneLit) and op in ("==", "!="):
             op = "is" if op == "==" else "is not"
         return f"{self.gen(e.left, p + 1)} {op} {self.gen(e.right, p + 1)}", p
 
-    def g_boolop(self, e: A.BoolOp) -> tuple[str, int]:
+    def g_boolop(self, e: IR.BoolOp) -> tuple[str, int]:
         p = _PREC[e.op]
         return f"{self.gen(e.left, p)} {e.op} {self.gen(e.right, p + 1)}", p
 
-    def g_ifelse(self, e: A.IfElse) -> tuple[str, int]:
+    def g_ifelse(self, e: IR.IfElse) -> tuple[str, int]:
         p = _PREC["ifelse"]
         return (f"{self.gen(e.body, p + 1)} if {self.gen(e.test, p + 1)} else "
                 f"{self.gen(e.orelse, p)}"), p
 
-    def g_range(self, e: A.Range) -> tuple[str, int]:
+    def g_range(self, e: IR.Range) -> tuple[str, int]:
         return f"({self.gen(e.lo)}, {self.gen(e.hi)})", _PREC["atom"]
 
-    def text(self, t: A.Text) -> str:
+    def text(self, t: IR.Text) -> str:
         parts = [pystr(p) if isinstance(p, str) else self.gen(p) for p in t.parts]
         if len(parts) == 1 and isinstance(t.parts[0], str):
             return parts[0]
@@ -256,12 +255,9 @@ class Writer:
         return re.sub(r"\n{4,}", "\n\n\n", out)
 
 
-def spec_at(node: Any, line: int = 0) -> tuple[int, int]:
-    """The spec position of a node (its line and column), or ``line`` with column 0."""
-    span = getattr(node, "span", None)
-    if span is not None and span.line > 0 and (line == 0 or span.line == line):
-        return span.line, span.column
-    return line, 0
+def spec_at(node: Any) -> tuple[int, int]:
+    """The spec (line, column) the lowering recorded on an IR statement."""
+    return node.line, node.column
 
 
 def _gen_line_table(w: Writer) -> None:
@@ -286,7 +282,7 @@ def _gen_line_table(w: Writer) -> None:
 
 
 def _bool_chain(e: Any, op: str) -> list[Any]:
-    if isinstance(e, A.BoolOp) and e.op == op:
+    if isinstance(e, IR.BoolOp) and e.op == op:
         return _bool_chain(e.left, op) + [e.right]
     return [e]
 
@@ -294,7 +290,7 @@ def _bool_chain(e: Any, op: str) -> list[Any]:
 def wrap_expr(gen: "ExprGen", e: Any, indent: int, room: int) -> list[str]:
     """Lines for an expression: one line when it fits, else split at top-level and/or."""
     code = gen.gen(e)
-    if len(code) + 4 * indent <= room or not (isinstance(e, A.BoolOp)):
+    if len(code) + 4 * indent <= room or not (isinstance(e, IR.BoolOp)):
         return [code]
     parts = _bool_chain(e, e.op)
     lines = ["("]
@@ -345,17 +341,17 @@ def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
     one = gen.gen(e)
     if len(one) <= room:
         return [one]
-    if isinstance(e, A.ListLit) and e.items:
+    if isinstance(e, IR.ListLit) and e.items:
         body = [line for item in e.items for line in _with_comma(pretty(gen, item, room - 4))]
         return ["["] + _indent(body) + ["]"]
-    if isinstance(e, A.DictLit) and e.pairs:
+    if isinstance(e, IR.DictLit) and e.pairs:
         return ["{"] + _indent(_pairs(gen, [(gen.gen(p.key), p.value) for p in e.pairs],
                                       room - 4)) + ["}"]
-    if isinstance(e, A.BoolOp):
+    if isinstance(e, IR.BoolOp):
         return wrap_expr(gen, e, 0, room)
-    if isinstance(e, (A.ListComp, A.CallGen)) or (isinstance(e, A.DictComp)):
+    if isinstance(e, (IR.ListComp, IR.CallGen)) or (isinstance(e, IR.DictComp)):
         inner = gen.with_var(e.comp.var)
-        if isinstance(e, A.DictComp):
+        if isinstance(e, IR.DictComp):
             head = [f"{inner.gen(e.pair.key, _PREC['or'])}: {inner.gen(e.pair.value, _PREC['or'])}"]
         else:
             head = pretty(inner, e.elt, room - 4)
@@ -363,9 +359,9 @@ def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
         if e.comp.cond is not None:
             cond = pretty(inner, e.comp.cond, room - 7)
             body += [f"if {cond[0]}"] + cond[1:]
-        if isinstance(e, A.ListComp):
+        if isinstance(e, IR.ListComp):
             return ["["] + _indent(body) + ["]"]
-        if isinstance(e, A.DictComp):
+        if isinstance(e, IR.DictComp):
             return ["{"] + _indent(body) + ["}"]
         b = BUILTINS.get(e.func)
         if e.func == "first":
@@ -375,11 +371,11 @@ def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
         if b is not None and b.needs_rng:
             return [f"{b.runtime}(", "    rng,", "    ["] + _indent(_indent(body)) + ["    ],", ")"]
         return [f"{b.runtime if b else e.func}("] + _indent(body) + [")"]
-    if isinstance(e, A.Call) and e.func in BUILTINS and e.func not in ("first", "count"):
+    if isinstance(e, IR.Call) and e.func in BUILTINS and e.func not in ("first", "count"):
         b = BUILTINS[e.func]
         code_args = [["rng"]] if b.needs_rng else []
         for a in e.args:
-            if isinstance(a, A.Range):
+            if isinstance(a, IR.Range):
                 code_args += [[gen.gen(a.lo)], [gen.gen(a.hi)]]
             else:
                 code_args.append(pretty(gen, a, room - 4))
@@ -388,11 +384,11 @@ def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
             return [one]  # argument shapes the one-line form normalises; keep it
         body = [line for arg in code_args for line in _with_comma(arg)]
         return [f"{b.runtime}("] + _indent(body) + [")"]
-    if isinstance(e, A.Compare):
+    if isinstance(e, IR.Compare):
         p = _PREC["cmp"] + 1
         left = pretty(gen, e.left, room - 12)
         op = e.op
-        if isinstance(e.right, A.NoneLit) and op in ("==", "!="):
+        if isinstance(e.right, IR.NoneLit) and op in ("==", "!="):
             op = "is" if op == "==" else "is not"
         if len(left) > 1:
             return left[:-1] + [f"{left[-1]} {op} {gen.gen(e.right, p)}"]
@@ -400,19 +396,19 @@ def pretty(gen: "ExprGen", e: Any, room: int) -> list[str]:
         if len(right) > 1:
             return [f"{gen.gen(e.left, p)} {op} {right[0]}"] + right[1:]
         return [one]
-    if isinstance(e, A.Index) and isinstance(e.obj, (A.ListComp, A.ListLit, A.Call, A.CallGen)):
+    if isinstance(e, IR.Index) and isinstance(e.obj, (IR.ListComp, IR.ListLit, IR.Call, IR.CallGen)):
         obj = pretty(gen, e.obj, room - 6)
         return obj[:-1] + [f"{obj[-1]}[{gen.gen(e.index)}]"]
-    if isinstance(e, A.IfElse):
+    if isinstance(e, IR.IfElse):
         body = pretty(gen, e.body, room - 4)
         test = pretty(gen, e.test, room - 7)
         orelse = pretty(gen, e.orelse, room - 9)
         lines = body + [f"if {test[0]}"] + test[1:] + [f"else {orelse[0]}"] + orelse[1:]
         return ["("] + _indent(lines) + [")"]
-    if isinstance(e, A.BinOp) and e.op in ("+", "-"):
+    if isinstance(e, IR.BinOp) and e.op in ("+", "-"):
         parts: list[tuple[str, Any]] = []
         node = e
-        while isinstance(node, A.BinOp) and node.op in ("+", "-"):
+        while isinstance(node, IR.BinOp) and node.op in ("+", "-"):
             parts.append((node.op, node.right))
             node = node.left
         parts.append(("", node))
@@ -433,7 +429,7 @@ def _pairs(gen: "ExprGen", pairs: list[tuple[str, Any]], room: int) -> list[str]
     return out
 
 
-def fields_lines(gen: "ExprGen", fields: list[A.FieldAssign], room: int) -> list[str]:
+def fields_lines(gen: "ExprGen", fields: list[IR.FieldIR], room: int) -> list[str]:
     """`{"field": value, ...}` as lines (one line when it fits)."""
     one = _fields_dict(gen, fields)
     if len(one) <= room or not fields:
@@ -453,15 +449,15 @@ def _dict_block(w: Writer, head: str, value: dict, indent: int) -> None:
     w("},", indent)
 
 
-def _fields_dict(gen: ExprGen, fields: list[A.FieldAssign]) -> str:
+def _fields_dict(gen: ExprGen, fields: list[IR.FieldIR]) -> str:
     return "{" + ", ".join(f"{pystr(f.name)}: {gen.gen(f.value)}" for f in fields) + "}"
 
 
-def _plain(t: A.Text) -> bool:
+def _plain(t: IR.Text) -> bool:
     return all(isinstance(p, str) for p in t.parts)
 
 
-def text_of(t: A.Text) -> str:
+def text_of(t: IR.Text) -> str:
     return "".join(p for p in t.parts if isinstance(p, str))
 
 
@@ -620,7 +616,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
         w.at = (step.line, 0)
         if isinstance(step, IR.SeedSpawn):
             count = step.count
-            if isinstance(count, A.Range):
+            if isinstance(count, IR.Range):
                 count_code = f"rt.randint(rng, {gen.gen(count.lo)}, {gen.gen(count.hi)})"
             else:
                 count_code = gen.gen(count)
@@ -630,7 +626,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)
-                if any(isinstance(f, A.Let) for f in step.fields):
+                if any(isinstance(f, IR.LetIR) for f in step.fields):
                     _gen_fields_with_lets(w, gen, step.fields)
                 else:
                     w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
@@ -651,9 +647,9 @@ def _names_used(node: Any) -> set[str]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, A.Name):
+        if isinstance(n, IR.Name):
             used.add(n.id)
-        elif isinstance(n, A.Comprehension):
+        elif isinstance(n, IR.Comprehension):
             bound.add(n.var)
         if isinstance(n, BaseModel):
             stack.extend(getattr(n, f) for f in type(n).model_fields)
@@ -699,8 +695,7 @@ def _gen_distractor_fn(w: Writer, d: IR.DistractorIR, params: list[str]) -> None
 
 def _gen_distractor_ops(w: Writer, gen: "ExprGen", d: IR.DistractorIR) -> None:
     for op in d.ops:
-        w.at = spec_at(getattr(op, "source", None) or getattr(op, "text", None), d.line) \
-            if isinstance(op, (IR.CloneOp, IR.SayOp)) else (d.line, 0)
+        w.at = spec_at(op)
         if isinstance(op, IR.CloneOp):
             w.call_block("rt.clone(", ["rng", "DOMAIN", "db", pystr(op.entity),
                                        gen.gen(op.source),
@@ -793,12 +788,12 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
 def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any]) -> None:
     """A field function whose block has `let`s: values in spec order, then the dict."""
     first = 0
-    while first < len(fields) and not isinstance(fields[first], A.Let):
+    while first < len(fields) and not isinstance(fields[first], IR.LetIR):
         first += 1
     w.emit("_fields = ", fields_lines(gen, fields[:first], LINE - 15), 2)
     for f in fields[first:]:
         w.at = spec_at(f)
-        if isinstance(f, A.Let):
+        if isinstance(f, IR.LetIR):
             w.emit(f"{f.name} = ", pretty(gen, f.value, LINE - 12 - len(f.name)), 2)
         else:
             head = f"_fields[{pystr(f.name)}] = "
@@ -827,7 +822,7 @@ def _gen_gold_loops(w: Writer, gen: ExprGen, gold: list[Any]) -> None:
     flush()
 
 
-def _assign_text(w: Writer, name: str, gen: ExprGen, text: A.Text, indent: int,
+def _assign_text(w: Writer, name: str, gen: ExprGen, text: IR.Text, indent: int,
                  op: str = " =") -> None:
     code = gen.text(text)
     if len(code) + len(name) + 3 + 4 * indent <= LINE:
@@ -845,8 +840,7 @@ def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
     w.at = (setup.line, 0)
     w(f"# setup (spec line {setup.line})", 1)
     for op in setup.ops:
-        node = getattr(op, "target", None) or getattr(op, "source", None)
-        w.at = spec_at(node) if node is not None else (setup.line, 0)
+        w.at = spec_at(op)
         if isinstance(op, IR.SetOp):
             w(f"{gen.gen(op.target)} = {gen.gen(op.value)}", 1)
         elif isinstance(op, IR.CloneOp):
@@ -879,13 +873,13 @@ def _gen_tool(w: Writer, tool: IR.ToolIR) -> None:
     returned = False
     for st in tool.body or []:
         w.at = spec_at(st)
-        if isinstance(st, A.Let):
+        if isinstance(st, IR.LetIR):
             w(f"{st.name} = {gen.gen(st.value)}", 1)
-        elif isinstance(st, A.Require):
+        elif isinstance(st, IR.RequireIR):
             w(f"rt.require({gen.gen(st.cond)}, {pystr(st.message)})", 1)
-        elif isinstance(st, A.SetStmt):
+        elif isinstance(st, IR.SetIR):
             w(f"{gen.gen(st.target)} = {gen.gen(st.value)}", 1)
-        elif isinstance(st, A.Return):
+        elif isinstance(st, IR.ReturnIR):
             w(f"return {gen.gen(st.value)}", 1)
             returned = True
             break
@@ -898,7 +892,7 @@ def _gen_rules(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("reward")
     w("RULES = (")
     for rule in cap.rules:
-        w.at = spec_at(rule.cond, rule.line) if rule.cond is not None else (rule.line, 0)
+        w.at = spec_at(rule)
         cond = "True" if rule.cond is None else gen.gen(rule.cond)
         args = [repr(rule.level), pystr(rule.text), f"lambda o: {cond}"]
         if rule.fractional:
