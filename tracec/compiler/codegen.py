@@ -43,6 +43,11 @@ def spec_at(node: Any) -> tuple[int, int]:
     return node.line, node.column
 
 
+def _ats(items: list[Any]) -> list[tuple[int, int]]:
+    """The spec positions of IR items (a gold call, a reply, ...), for `Writer.call_block`."""
+    return [spec_at(i) for i in items]
+
+
 def _call_list(gen: ExprGen, calls: list[Any]) -> list[Any]:
     out = []
     for c in calls:
@@ -83,6 +88,9 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w(")")
     w()
     w(f"DOMAIN = get_domain({pystr(cap.domain)})")
+    if cap.hint:
+        w("# the capability's hint, for every task that has none of its own")
+        w.emit("HINT = ", wrap_str(cap.hint, 0, extra=7), 0)
     w()
     w()
     _gen_world(w, cap)
@@ -109,6 +117,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
         for tool in cap.tools:
             func = (f"DOMAIN.functions[{pystr(tool.python)}]" if tool.python is not None
                     else f"tool_{tool.name}")
+            w.at = (tool.line, 0)
             w("Tool(", 1)
             w(f"name={pystr(tool.name)},", 2)
             w(f"description={pystr(tool.description)},", 2)
@@ -117,6 +126,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
             w(f"func={func},", 2)
             w(f"writes={tool.writes!r},", 2)
             w("),", 1)
+        w.at = None
         w(")")
         w()
     w("CAPABILITY = Capability(")
@@ -127,11 +137,14 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w("build_world=build_world,", 1)
     w("tasks=(", 1)
     for task in cap.tasks:
+        w.at = (task.line, 0)
         w(f"TaskDef({pystr(task.name)}, {task.weight!r}, task_{task.name}),", 2)
+    w.at = None
     w("),", 1)
     w("rules=RULES,", 1)
     w(f"tools={'TOOLS' if cap.tools else '()'},", 1)
-    w.emit("hint=", wrap_str(cap.hint, 1), 1, ",")
+    if cap.hint:
+        w("hint=HINT,", 1)
     w(f"spec_path={pystr(cap.spec_path)},", 1)
     w(f"spec_sha256={pystr(cap.spec_sha256)},", 1)
     _gen_prompt_budget(w, cap)
@@ -288,7 +301,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
             w(f"# distractor `{d.name}`", 1)
             _gen_distractor_ops(w, gen, d)
         names.append(d.name)
-    hint = gen.text(task.hint) if task.hint is not None else pystr(cap.hint)
+    hint = gen.text(task.hint) if task.hint is not None else ""
     w.at = (task.line, 0)
     looped = any(isinstance(c, IR.GoldForIR) for c in task.gold)
     if looped:
@@ -299,10 +312,10 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
     if looped:
         w("gold=_gold,", 2)
     else:
-        w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],")
+        w.call_block("gold=[", _call_list(gen, task.gold), 2, tail="],", ats=_ats(task.gold))
     comm = [f"{pystr(c.label)}: {gen.gen(c.value)}" for c in task.communicate]
     if comm:  # empty fields are left to TaskInstance's defaults
-        w.call_block("communicate={", comm, 2, tail="},")
+        w.call_block("communicate={", comm, 2, tail="},", ats=_ats(task.communicate))
     forbid = []
     for f in task.forbid:
         if f.args is None:
@@ -310,7 +323,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
         else:
             forbid += _call_list(gen, [IR.CallIR(tool=f.tool, args=f.args)])
     if forbid:
-        w.call_block("forbid=[", forbid, 2, tail="],")
+        w.call_block("forbid=[", forbid, 2, tail="],", ats=_ats(task.forbid))
     replies: list[Any] = []
     for r in task.replies:
         one = f"Reply({str_tuple(r.keywords)}, {gen.text(r.text)})"
@@ -323,13 +336,17 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
             replies.append(["Reply("] + indented(kw_lines)
                            + indented(with_comma(text_lines)) + [")"])
     if replies:
-        w.call_block("replies=[", replies, 2, tail="],")
+        w.call_block("replies=[", replies, 2, tail="],", ats=_ats(task.replies))
+    if task.hint is not None and task.hint.line > 0:
+        w.at = spec_at(task.hint)
     if task.hint is not None and plain(task.hint):
         w.emit("hint=", wrap_str(text_of(task.hint), 2), 2, ",")
     elif task.hint is None:
-        w.emit("hint=", wrap_str(cap.hint, 2), 2, ",")
+        if cap.hint:  # the capability's hint, written once
+            w("hint=HINT,", 2)
     else:
         w(f"hint={hint},", 2)
+    w.at = (task.line, 0)
     values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
     if values:  # the `let`s, for reward rules (`communicate` values are added by TaskInstance)
         w.call_block("values={", values, 2, tail="},")
@@ -362,15 +379,17 @@ def _gen_gold_loops(w: Writer, gen: ExprGen, gold: list[Any]) -> None:
 
     def flush() -> None:
         if run:
-            w.call_block("_gold += [", _call_list(gen, run), 1, tail="]")
+            w.call_block("_gold += [", _call_list(gen, run), 1, tail="]", ats=_ats(run))
             run.clear()
 
     for item in gold:
         if isinstance(item, IR.GoldForIR):
             flush()
+            at, w.at = w.at, spec_at(item) if item.line > 0 else w.at
             w(f"for {item.var} in {gen.gen(item.iter, PREC['or'])}:", 1)
             w.call_block("_gold += [", _call_list(gen.with_var(item.var), item.calls), 2,
-                         tail="]")
+                         tail="]", ats=_ats(item.calls))
+            w.at = at
         else:
             run.append(item)
     flush()
@@ -392,7 +411,7 @@ def _assign_text(w: Writer, name: str, gen: ExprGen, text: IR.Text, indent: int,
 
 def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
     w.at = (setup.line, 0)
-    w(f"# setup (spec line {setup.line})", 1)
+    w("# setup", 1)
     for op in setup.ops:
         w.at = spec_at(op)
         if isinstance(op, IR.SetOp):

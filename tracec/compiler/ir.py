@@ -248,6 +248,8 @@ class CallIR(IRModel):
     tool: str
     args: list[KwArg] = []
     writes: bool = False
+    line: int = 0
+    column: int = 0
 
 
 class GoldForIR(IRModel):
@@ -257,21 +259,29 @@ class GoldForIR(IRModel):
     var: str
     iter: Expr
     calls: list[CallIR] = []
+    line: int = 0
+    column: int = 0
 
 
 class ForbidIR(IRModel):
     tool: str
     args: list[KwArg] | None = None
+    line: int = 0
+    column: int = 0
 
 
 class CommunicateIR(IRModel):
     label: str  # the expression's source text
     value: Expr
+    line: int = 0
+    column: int = 0
 
 
 class ReplyIR(IRModel):
     text: Text
     keywords: list[str] = []
+    line: int = 0
+    column: int = 0
 
 
 class CloneOp(IRModel):

@@ -21,14 +21,31 @@ class Writer:
         self.at: tuple[int, int] | None = None  # spec (line, column) of what is written now
         self.marks: list[tuple[int, int, int]] = []  # (first module line, spec line, column)
         self._n = 0  # module lines written so far
+        self._noted: set[int] = set()  # spec lines named by a comment in this block
 
     def __call__(self, line: str = "", indent: int = 0) -> None:
+        """One line (``indent`` levels deep). The first line of a block (a run of lines with a
+        spec position) written for a spec line gets a `# spec:LINE` comment, so a reviewer can
+        jump to what it came from: trailing, or on its own line above when the line is full."""
         if not line and len(self.lines) >= 2 and not self.lines[-1] and not self.lines[-2]:
             return  # at most two blank lines in a row (keeps the line table exact)
         at = self.at or (0, 0)
         if (self.marks[-1][1:] if self.marks else (0, 0)) != at:
             self.marks.append((self._n + 1, *at))
-        self.lines.append(("    " * indent + line) if line else "")
+        text = ("    " * indent + line) if line else ""
+        if at[0] <= 0:
+            self._noted = set()
+        elif line and at[0] not in self._noted and "\n" not in line:
+            self._noted.add(at[0])
+            note = f"# spec:{at[0]}"
+            if line.startswith("# "):  # a comment of its own: `# spec:LINE what`
+                text = "    " * indent + note + line[1:]
+            elif len(text) + 2 + len(note) <= LINE:
+                text += "  " + note
+            else:
+                self.lines.append("    " * indent + note)
+                self._n += 1
+        self.lines.append(text)
         self._n += 1 + line.count("\n")
 
     def emit(self, prefix: str, lines: list[str], indent: int, suffix: str = "") -> None:
@@ -41,9 +58,11 @@ class Writer:
             self(line, indent)
         self(f"{lines[-1]}{suffix}", indent)
 
-    def call_block(self, head: str, items: list[Any], indent: int, tail: str = ")") -> None:
+    def call_block(self, head: str, items: list[Any], indent: int, tail: str = ")",
+                   ats: list[tuple[int, int]] | None = None) -> None:
         """`head(` items one per line `)` when long, else one line. An item may be a list of
-        lines (an expression already broken over several lines)."""
+        lines (an expression already broken over several lines); ``ats``: each item's spec
+        position, used when the items are on lines of their own."""
         flat = [i if isinstance(i, str) else (i[0] if len(i) == 1 else None) for i in items]
         if all(f is not None for f in flat):
             one = f"{head}{', '.join(flat)}{tail}"  # type: ignore[arg-type]
@@ -51,9 +70,13 @@ class Writer:
                 self(one, indent)
                 return
         self(head, indent)
-        for item in items:
+        head_at = self.at
+        for i, item in enumerate(items):
+            if ats is not None:
+                self.at = ats[i] if ats[i][0] > 0 else head_at
             lines = [item] if isinstance(item, str) else item
             self.emit("", lines, indent + 1, ",")
+        self.at = head_at
         self(tail.lstrip(","), indent)
 
     def text(self) -> str:

@@ -62,6 +62,11 @@ class Lowering:
             return {"line": sp.line, "column": sp.column}
         return {"line": line, "column": 0}
 
+    def own(self, node: A.Node, line: int) -> dict[str, int]:
+        """The node's own position; ``line`` (column 0) when it has none."""
+        at = self.at(node)
+        return at if at["line"] > 0 else {"line": line, "column": 0}
+
     # ------------------------------------------------------------------ pieces
     def text(self, t: A.Text, line: int = 0) -> IR.Text:
         return IR.Text.model_construct(
@@ -75,34 +80,33 @@ class Lowering:
     def calls(self, calls: list[A.ToolCallAst]) -> list[IR.CallIR]:
         return [IR.CallIR.model_construct(
             tool=c.name, args=[lower_expr(a) for a in c.args],
-            writes=self.checked.tool_writes.get(c.name, False)) for c in calls]
+            writes=self.checked.tool_writes.get(c.name, False), **self.at(c)) for c in calls]
 
-    def op(self, st: Any, facts: TaskFacts, line: int, in_setup: bool) -> Any:
-        """A distractor or setup statement; positions as the generated code reports them."""
+    def op(self, st: Any, facts: TaskFacts, line: int) -> Any:
+        """A distractor or setup statement, at its own spec line (else the block's)."""
         if isinstance(st, A.SetStmt):
             return IR.SetOp.model_construct(target=lower_expr(st.target),
                                             value=lower_expr(st.value), **self.at(st.target))
         if isinstance(st, A.Clone):
             return IR.CloneOp.model_construct(
                 entity=facts.clone_kinds[id(st)], source=lower_expr(st.source),
-                fields=[self.field(f) for f in st.fields],
-                **self.at(st.source, 0 if in_setup else line))
+                fields=[self.field(f) for f in st.fields], **self.own(st.source, line))
         if isinstance(st, A.AddRecord):
             return IR.AddOp.model_construct(entity=st.kind,
                                             fields=[self.field(f) for f in st.fields],
-                                            line=line, column=0)
-        text = self.text(st.text, line)
-        return IR.SayOp.model_construct(text=text, line=text.line, column=text.column)
+                                            **self.own(st, line))
+        text = self.text(st.text)
+        return IR.SayOp.model_construct(text=text, **self.own(st.text, line))
 
     def distractor(self, d: A.Distractor, facts: TaskFacts) -> IR.DistractorIR:
         line = self.line(d)
         return IR.DistractorIR.model_construct(
-            name=d.name, ops=[self.op(st, facts, line, False) for st in d.stmts], line=line)
+            name=d.name, ops=[self.op(st, facts, line) for st in d.stmts], line=line)
 
     def setup(self, st: A.Setup, facts: TaskFacts) -> IR.SetupIR:
         line = self.line(st)
         return IR.SetupIR.model_construct(
-            after_lets=st.after_lets, ops=[self.op(op, facts, line, True) for op in st.ops],
+            after_lets=st.after_lets, ops=[self.op(op, facts, line) for op in st.ops],
             line=line)
 
     # ------------------------------------------------------------------ statements
@@ -126,7 +130,8 @@ class Lowering:
         for item in t.gold:
             if isinstance(item, A.GoldFor):
                 gold.append(IR.GoldForIR.model_construct(
-                    var=item.var, iter=lower_expr(item.iter), calls=self.calls(item.calls)))
+                    var=item.var, iter=lower_expr(item.iter), calls=self.calls(item.calls),
+                    **self.at(item)))
             else:
                 gold += self.calls([item])
         return IR.TaskIR.model_construct(
@@ -137,13 +142,13 @@ class Lowering:
             user=self.text(t.user),
             gold=gold,
             communicate=[IR.CommunicateIR.model_construct(label=self.checked.text_of(c),
-                                                          value=lower_expr(c))
+                                                          value=lower_expr(c), **self.at(c))
                          for c in t.communicate],
             forbid=[IR.ForbidIR.model_construct(
-                tool=f.tool, args=None if f.args is None else [lower_expr(a) for a in f.args])
-                for f in t.forbid],
-            replies=[IR.ReplyIR.model_construct(text=self.text(r.text), keywords=r.keywords)
-                     for r in t.replies],
+                tool=f.tool, args=None if f.args is None else [lower_expr(a) for a in f.args],
+                **self.at(f)) for f in t.forbid],
+            replies=[IR.ReplyIR.model_construct(text=self.text(r.text), keywords=r.keywords,
+                                                **self.at(r)) for r in t.replies],
             hint=self.text(t.hint) if t.hint is not None else None,
             distractors=[self.distractor(d, facts)
                          for d in t.distractors + self.checked.cap.distractors],
