@@ -48,11 +48,12 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def basic_fields() -> dict:  # spec:17
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "basic_economy"  # spec:19
-        _fields["flight_type"] = "one_way"  # spec:20
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -61,7 +62,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
@@ -75,7 +76,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def eco_fields() -> dict:  # spec:22
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "economy"  # spec:24
-        _fields["flight_type"] = "one_way"  # spec:25
+        _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
@@ -102,7 +103,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def biz_fields() -> dict:  # spec:27
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "business"  # spec:29
-        _fields["flight_type"] = "one_way"  # spec:30
+        _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
@@ -492,20 +493,26 @@ class PreconditionVerificationEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (34, 12, 0), (35, 13, 0), (36, 15, 0), (47, 17, 0), (50, 19, 11), (51, 20, 7), (74, 22, 0),
-    (77, 24, 11), (78, 25, 7), (101, 27, 0), (104, 29, 11), (105, 30, 7), (128, 32, 0),
-    (129, 33, 0), (135, 35, 0), (140, 36, 0), (145, 37, 0), (150, 38, 0), (156, 0, 0),
-    (178, 42, 9), (190, 43, 9), (191, 44, 9), (192, 45, 9), (193, 46, 10), (202, 55, 0),
-    (203, 55, 28), (204, 41, 0), (208, 48, 7), (209, 49, 7), (210, 41, 0), (214, 53, 5),
-    (218, 41, 0), (219, 54, 10), (224, 41, 0), (227, 0, 0), (235, 59, 9), (243, 60, 9),
-    (245, 61, 9), (246, 62, 10), (255, 70, 0), (256, 70, 35), (257, 71, 0), (258, 71, 29),
-    (266, 58, 0), (273, 68, 5), (277, 58, 0), (278, 69, 10), (282, 58, 0), (285, 0, 0),
-    (291, 75, 9), (292, 76, 9), (293, 77, 9), (294, 78, 9), (295, 79, 10), (308, 87, 0),
-    (309, 87, 34), (310, 74, 0), (317, 85, 5), (321, 74, 0), (322, 86, 10), (326, 74, 0),
-    (329, 0, 0), (334, 91, 9), (335, 92, 9), (336, 93, 9), (337, 94, 9), (349, 95, 9),
-    (350, 96, 9), (358, 97, 9), (360, 98, 10), (373, 90, 0), (377, 100, 7), (378, 101, 7),
-    (384, 90, 0), (387, 104, 5), (391, 90, 0), (392, 105, 10), (397, 90, 0), (407, 0, 0),
-    (410, 109, 14), (411, 110, 14), (416, 111, 14), (421, 112, 0), (422, 0, 0), (434, 41, 0),
-    (435, 58, 0), (436, 74, 0), (437, 90, 0), (438, 0, 0),
+    (34, 12, 0), (35, 13, 0), (36, 15, 0), (47, 17, 0), (50, 19, 11), (51, 20, 7, 0, 4, 1),
+    (52, 20, 7, 0, 5, 1), (53, 20, 7, 0, 6, 5), (54, 20, 7, 0, 7, 5), (56, 20, 7, 0, 8, 1),
+    (65, 20, 7, 0, 9, 1), (75, 22, 0), (78, 24, 11), (79, 25, 7, 0, 4, 1), (80, 25, 7, 0, 5, 1),
+    (81, 25, 7, 0, 6, 5), (82, 25, 7, 0, 7, 5), (83, 25, 7, 0, 8, 1), (92, 25, 7, 0, 9, 1),
+    (102, 27, 0), (105, 29, 11), (106, 30, 7, 0, 4, 1), (107, 30, 7, 0, 5, 1),
+    (108, 30, 7, 0, 6, 5), (109, 30, 7, 0, 7, 5), (110, 30, 7, 0, 8, 1), (119, 30, 7, 0, 9, 1),
+    (129, 32, 0), (130, 33, 0), (136, 35, 0), (141, 36, 0), (146, 37, 0), (151, 38, 0),
+    (157, 0, 0), (179, 42, 9), (191, 43, 9), (192, 44, 9), (193, 45, 9), (194, 46, 10),
+    (203, 55, 0), (204, 55, 28), (205, 41, 0), (209, 48, 7), (210, 49, 7), (211, 41, 0),
+    (215, 53, 5), (219, 41, 0), (220, 54, 10), (225, 41, 0), (228, 0, 0), (236, 59, 9),
+    (244, 60, 9), (246, 61, 9), (247, 62, 10), (256, 70, 0), (257, 70, 35), (258, 71, 0),
+    (259, 71, 29), (267, 58, 0), (274, 68, 5), (278, 58, 0), (279, 69, 10), (283, 58, 0),
+    (286, 0, 0), (292, 75, 9), (293, 76, 9), (294, 77, 9), (295, 78, 9), (296, 79, 10),
+    (309, 87, 0), (310, 87, 34), (311, 74, 0), (318, 85, 5), (322, 74, 0), (323, 86, 10),
+    (327, 74, 0), (330, 0, 0), (335, 91, 9), (336, 92, 9), (337, 93, 9), (338, 94, 9),
+    (350, 95, 9), (351, 96, 9), (359, 97, 9), (361, 98, 10), (374, 90, 0), (378, 100, 7),
+    (379, 101, 7), (385, 90, 0), (388, 104, 5), (392, 90, 0), (393, 105, 10), (398, 90, 0),
+    (408, 0, 0), (411, 109, 14), (412, 110, 14), (417, 111, 14), (422, 112, 0), (423, 0, 0),
+    (435, 41, 0), (436, 58, 0), (437, 74, 0), (438, 90, 0), (439, 0, 0),
 )

@@ -48,11 +48,12 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def basic_fields() -> dict:  # spec:24
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "basic_economy"  # spec:26
-        _fields["flight_type"] = "one_way"  # spec:27
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -61,7 +62,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
@@ -75,7 +76,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def eco_fields() -> dict:  # spec:29
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "economy"  # spec:31
-        _fields["flight_type"] = "one_way"  # spec:32
+        _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
@@ -102,7 +103,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def biz_fields() -> dict:  # spec:34
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "business"  # spec:36
-        _fields["flight_type"] = "one_way"  # spec:37
+        _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
@@ -501,20 +502,26 @@ class PreconditionVerificationCompactEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (34, 19, 0), (35, 20, 0), (36, 22, 0), (47, 24, 0), (50, 26, 11), (51, 27, 7), (74, 29, 0),
-    (77, 31, 11), (78, 32, 7), (101, 34, 0), (104, 36, 11), (105, 37, 7), (128, 39, 0),
-    (129, 40, 0), (135, 42, 0), (140, 43, 0), (145, 44, 0), (150, 45, 0), (156, 0, 0),
-    (178, 49, 9), (190, 50, 9), (191, 51, 9), (192, 52, 9), (193, 53, 10), (202, 62, 0),
-    (203, 62, 28), (204, 48, 0), (208, 55, 7), (209, 56, 7), (210, 48, 0), (214, 60, 5),
-    (218, 48, 0), (219, 61, 10), (224, 48, 0), (227, 0, 0), (235, 66, 9), (243, 67, 9),
-    (245, 68, 9), (246, 69, 10), (255, 77, 0), (256, 77, 35), (257, 78, 0), (258, 78, 29),
-    (266, 65, 0), (273, 75, 5), (277, 65, 0), (278, 76, 10), (282, 65, 0), (285, 0, 0),
-    (291, 82, 9), (292, 83, 9), (293, 84, 9), (294, 85, 9), (295, 86, 10), (308, 94, 0),
-    (309, 94, 34), (310, 81, 0), (317, 92, 5), (321, 81, 0), (322, 93, 10), (326, 81, 0),
-    (329, 0, 0), (334, 98, 9), (335, 99, 9), (336, 100, 9), (337, 101, 9), (349, 102, 9),
-    (350, 103, 9), (358, 104, 9), (360, 105, 10), (373, 97, 0), (377, 107, 7), (378, 108, 7),
-    (384, 97, 0), (387, 111, 5), (391, 97, 0), (392, 112, 10), (397, 97, 0), (407, 0, 0),
-    (410, 116, 14), (411, 117, 14), (416, 118, 14), (421, 119, 0), (422, 0, 0), (434, 48, 0),
-    (435, 65, 0), (436, 81, 0), (437, 97, 0), (438, 0, 0),
+    (34, 19, 0), (35, 20, 0), (36, 22, 0), (47, 24, 0), (50, 26, 11), (51, 27, 7, 0, 4, 1),
+    (52, 27, 7, 0, 5, 1), (53, 27, 7, 0, 6, 5), (54, 27, 7, 0, 7, 5), (56, 27, 7, 0, 8, 1),
+    (65, 27, 7, 0, 9, 1), (75, 29, 0), (78, 31, 11), (79, 32, 7, 0, 4, 1), (80, 32, 7, 0, 5, 1),
+    (81, 32, 7, 0, 6, 5), (82, 32, 7, 0, 7, 5), (83, 32, 7, 0, 8, 1), (92, 32, 7, 0, 9, 1),
+    (102, 34, 0), (105, 36, 11), (106, 37, 7, 0, 4, 1), (107, 37, 7, 0, 5, 1),
+    (108, 37, 7, 0, 6, 5), (109, 37, 7, 0, 7, 5), (110, 37, 7, 0, 8, 1), (119, 37, 7, 0, 9, 1),
+    (129, 39, 0), (130, 40, 0), (136, 42, 0), (141, 43, 0), (146, 44, 0), (151, 45, 0),
+    (157, 0, 0), (179, 49, 9), (191, 50, 9), (192, 51, 9), (193, 52, 9), (194, 53, 10),
+    (203, 62, 0), (204, 62, 28), (205, 48, 0), (209, 55, 7), (210, 56, 7), (211, 48, 0),
+    (215, 60, 5), (219, 48, 0), (220, 61, 10), (225, 48, 0), (228, 0, 0), (236, 66, 9),
+    (244, 67, 9), (246, 68, 9), (247, 69, 10), (256, 77, 0), (257, 77, 35), (258, 78, 0),
+    (259, 78, 29), (267, 65, 0), (274, 75, 5), (278, 65, 0), (279, 76, 10), (283, 65, 0),
+    (286, 0, 0), (292, 82, 9), (293, 83, 9), (294, 84, 9), (295, 85, 9), (296, 86, 10),
+    (309, 94, 0), (310, 94, 34), (311, 81, 0), (318, 92, 5), (322, 81, 0), (323, 93, 10),
+    (327, 81, 0), (330, 0, 0), (335, 98, 9), (336, 99, 9), (337, 100, 9), (338, 101, 9),
+    (350, 102, 9), (351, 103, 9), (359, 104, 9), (361, 105, 10), (374, 97, 0), (378, 107, 7),
+    (379, 108, 7), (385, 97, 0), (388, 111, 5), (392, 97, 0), (393, 112, 10), (398, 97, 0),
+    (408, 0, 0), (411, 116, 14), (412, 117, 14), (417, 118, 14), (422, 119, 0), (423, 0, 0),
+    (435, 48, 0), (436, 65, 0), (437, 81, 0), (438, 97, 0), (439, 0, 0),
 )

@@ -16,12 +16,12 @@ from tracec.compiler.api import compile_file
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.tracec")) + [
     Path(__file__).parent / "specs" / "all_constructs.tracec"]
-NOTE = re.compile(r"# spec:(\d+)\b")
+NOTE = re.compile(r"# (spec|[\w./-]+\.tracec-frag):(\d+)\b")  # spec line, or a fragment's
 
 # generated line -> what the spec line must contain (\1: a name taken from the generated line)
 KINDS: list[tuple[str, str]] = [
-    (r"^# spec:\d+ setup$", r"\bsetup\b"),
-    (r"^# spec:\d+ distractor `(\w+)`$", r"\bdistractor\s+\1\b"),
+    (r"^# setup$", r"\bsetup\b"),
+    (r"^# distractor `(\w+)`$", r"\bdistractor\s+\1\b"),
     (r"^user_text = distractor_(\w+)\(", r"\bdistractor\s+\1\b"),
     (r"^user_text \+= ", r"\bsay\b"),
     (r"^user_text = ", r"\buser\b"),
@@ -44,8 +44,9 @@ KINDS: list[tuple[str, str]] = [
 ]
 
 
-def _notes(code: str) -> list[tuple[int, int, str]]:
-    """(module line of the statement, spec line, statement text) per `# spec:` comment."""
+def _notes(code: str) -> list[tuple[int, str, int, str]]:
+    """(module line of the statement, `spec` or fragment path, line, statement text) per
+    `# spec:LINE` (or `# FRAGMENT:LINE`) comment."""
     lines = code.splitlines()
     out = []
     for i, raw in enumerate(lines):
@@ -53,12 +54,13 @@ def _notes(code: str) -> list[tuple[int, int, str]]:
         m = NOTE.search(stripped)
         if m is None or stripped.startswith(('"', "'")):
             continue
+        where, number = m.group(1), int(m.group(2))
         if NOTE.fullmatch(stripped):  # on its own line: the statement below it
-            out.append((i + 2, int(m.group(1)), lines[i + 1].strip()))
-        elif stripped.startswith("# spec:"):
-            out.append((i + 1, int(m.group(1)), stripped))
+            out.append((i + 2, where, number, lines[i + 1].strip()))
+        elif m.start() == 0:  # the generator's own comment: `# spec:LINE what`
+            out.append((i + 1, where, number, "# " + stripped[m.end():].strip()))
         else:
-            out.append((i + 1, int(m.group(1)), stripped[:m.start()].rstrip()))
+            out.append((i + 1, where, number, stripped[:m.start()].rstrip()))
     return out
 
 
@@ -66,17 +68,20 @@ def _notes(code: str) -> list[tuple[int, int, str]]:
 def test_each_spec_comment_points_at_its_construct(path: Path) -> None:
     res = compile_file(path)
     assert res.ok, res.rendered
-    spec = res.source.splitlines()
     notes = _notes(res.code)
     assert len(notes) >= 10
     table = res.module.SPEC_LINES
+    fragments = getattr(res.module, "SPEC_FRAGMENTS", ())
     starts = [row[0] for row in table]
-    for module_line, spec_line, stmt in notes:
-        text = spec[spec_line - 1]
+    for module_line, where, spec_line, stmt in notes:
         row = table[bisect.bisect_right(starts, module_line) - 1]
-        assert row[1] == spec_line, (module_line, stmt, row)  # the run-time error table agrees
-        if text.lstrip().startswith("use "):  # code from a shared fragment: the `use` line
-            continue
+        if where == "spec":
+            text = res.source.splitlines()[spec_line - 1]
+            assert row[1] == spec_line, (module_line, stmt, row)  # the line table agrees
+        else:  # code from a shared fragment: the fragment's line
+            text = (path.parent / where).read_text().splitlines()[spec_line - 1]
+            assert len(row) == 6 and fragments[row[3]] == where and row[4] == spec_line, row
+            assert res.source.splitlines()[row[1] - 1].lstrip().startswith(f'use "{where}"')
         for pattern, expect in KINDS:
             m = re.match(pattern, stmt)
             if m:
@@ -94,8 +99,8 @@ def test_comments_are_one_per_block_and_lines_stay_short(path: Path) -> None:
         assert len(NOTE.findall(line)) <= 1
         assert len(line) <= 100, line
     for block in re.split(r"\n(?=def |class |[A-Z_]+ = )", code):
-        numbers = [int(n) for n in NOTE.findall(block)]
-        assert len(numbers) == len(set(numbers)), block[:200]
+        places = [m.group(0) for m in NOTE.finditer(block)]
+        assert len(places) == len(set(places)), block[:200]
 
 
 def test_tasks_without_a_hint_reference_the_capability_hint() -> None:

@@ -38,9 +38,14 @@ def class_name(capability: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", capability) if p) + "Env"
 
 
-def spec_at(node: Any) -> tuple[int, int]:
-    """The spec (line, column) the lowering recorded on an IR statement."""
-    return node.line, node.column
+def spec_at(node: Any, column: bool = True) -> tuple[Any, ...]:
+    """The spec position the lowering recorded on an IR statement, for `Writer.at`: (line,
+    column), and for code from a fragment also (fragment path, its line, its column)."""
+    col = node.column if column else 0
+    frag = node.fragment
+    if frag is None:
+        return node.line, col
+    return node.line, col, frag.path, frag.line, frag.column if column else 0
 
 
 def _ats(items: list[Any]) -> list[tuple[int, int]]:
@@ -117,7 +122,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
         for tool in cap.tools:
             func = (f"DOMAIN.functions[{pystr(tool.python)}]" if tool.python is not None
                     else f"tool_{tool.name}")
-            w.at = (tool.line, 0)
+            w.at = spec_at(tool, column=False)
             w("Tool(", 1)
             w(f"name={pystr(tool.name)},", 2)
             w(f"description={pystr(tool.description)},", 2)
@@ -137,7 +142,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w("build_world=build_world,", 1)
     w("tasks=(", 1)
     for task in cap.tasks:
-        w.at = (task.line, 0)
+        w.at = spec_at(task, column=False)
         w(f"TaskDef({pystr(task.name)}, {task.weight!r}, task_{task.name}),", 2)
     w.at = None
     w("),", 1)
@@ -180,7 +185,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
     gen = ExprGen("seed")
     names = []
     for step in cap.seed:
-        w.at = (step.line, 0)
+        w.at = spec_at(step, column=False)
         if isinstance(step, IR.SeedSpawn):
             count = step.count
             if isinstance(count, IR.Range):
@@ -293,7 +298,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
     _assign_text(w, "user_text", gen, task.user, 1)
     names = []
     for d in task.distractors:
-        w.at = (d.line, 0)
+        w.at = spec_at(d, column=False)
         if shared and d.name in shared and shared[d.name][0].line == d.line:
             args = ["rng", "db", "user_text"] + [f"{p}={p}" for p in shared[d.name][1]]
             w.call_block(f"user_text = distractor_{d.name}(", args, 1)
@@ -302,7 +307,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
             _gen_distractor_ops(w, gen, d)
         names.append(d.name)
     hint = gen.text(task.hint) if task.hint is not None else ""
-    w.at = (task.line, 0)
+    w.at = spec_at(task, column=False)
     looped = any(isinstance(c, IR.GoldForIR) for c in task.gold)
     if looped:
         _gen_gold_loops(w, gen, task.gold)
@@ -346,7 +351,7 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
             w("hint=HINT,", 2)
     else:
         w(f"hint={hint},", 2)
-    w.at = (task.line, 0)
+    w.at = spec_at(task, column=False)
     values = [f"{pystr(let.name)}: {let.name}" for let in task.lets]
     if values:  # the `let`s, for reward rules (`communicate` values are added by TaskInstance)
         w.call_block("values={", values, 2, tail="},")
@@ -410,7 +415,7 @@ def _assign_text(w: Writer, name: str, gen: ExprGen, text: IR.Text, indent: int,
 
 
 def _gen_setup(w: Writer, gen: ExprGen, setup: IR.SetupIR) -> None:
-    w.at = (setup.line, 0)
+    w.at = spec_at(setup, column=False)
     w("# setup", 1)
     for op in setup.ops:
         w.at = spec_at(op)

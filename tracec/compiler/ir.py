@@ -20,6 +20,14 @@ class IRModel(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+class FragmentAt(IRModel):
+    """Where code from a shared fragment (`use "..."`) is in that fragment's file."""
+
+    path: str  # relative to the spec's folder, as written in `use`
+    line: int
+    column: int = 0
+
+
 # ------------------------------------------------------------------ expressions
 # The same shapes as the AST's (`tracec.lang.ast`), without spans; `node` names the kind.
 
@@ -168,10 +176,12 @@ class Text(IRModel):
     parts: list[Union[str, Expr]] = []
     line: int = 0  # spec position of the text (0: none)
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 # ------------------------------------------------------------------ statements
-# `line`/`column`: the spec position the generated statement maps to (0: none).
+# `line`/`column`: the spec position the generated statement maps to (0: none); for code from a
+# shared fragment, the spec's `use` line, with `fragment` its place in the fragment file.
 
 
 class FieldIR(IRModel):
@@ -182,6 +192,7 @@ class FieldIR(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class LetIR(IRModel):
@@ -192,6 +203,7 @@ class LetIR(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class RequireIR(IRModel):
@@ -200,6 +212,7 @@ class RequireIR(IRModel):
     message: str
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class SetIR(IRModel):
@@ -208,6 +221,7 @@ class SetIR(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class ReturnIR(IRModel):
@@ -215,6 +229,7 @@ class ReturnIR(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 FieldItem = Annotated[Union[FieldIR, LetIR], Field(discriminator="kind")]
@@ -230,6 +245,7 @@ class SeedSpawn(IRModel):
     count: Expr
     fields: list[FieldItem] = []  # a `let`: a per-record value for later fields
     line: int
+    fragment: FragmentAt | None = None
 
 
 class SeedLet(IRModel):
@@ -239,6 +255,7 @@ class SeedLet(IRModel):
     name: str
     value: Expr
     line: int
+    fragment: FragmentAt | None = None
 
 
 SeedStep = Annotated[Union[SeedSpawn, SeedLet], Field(discriminator="op")]
@@ -250,6 +267,7 @@ class CallIR(IRModel):
     writes: bool = False
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class GoldForIR(IRModel):
@@ -261,6 +279,7 @@ class GoldForIR(IRModel):
     calls: list[CallIR] = []
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class ForbidIR(IRModel):
@@ -268,6 +287,7 @@ class ForbidIR(IRModel):
     args: list[KwArg] | None = None
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class CommunicateIR(IRModel):
@@ -275,6 +295,7 @@ class CommunicateIR(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class ReplyIR(IRModel):
@@ -282,6 +303,7 @@ class ReplyIR(IRModel):
     keywords: list[str] = []
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class CloneOp(IRModel):
@@ -291,6 +313,7 @@ class CloneOp(IRModel):
     fields: list[FieldIR] = []
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class AddOp(IRModel):
@@ -299,6 +322,7 @@ class AddOp(IRModel):
     fields: list[FieldIR] = []
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class SayOp(IRModel):
@@ -306,6 +330,7 @@ class SayOp(IRModel):
     text: Text
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 DistractorOp = Annotated[Union[CloneOp, AddOp, SayOp], Field(discriminator="op")]
@@ -317,6 +342,7 @@ class SetOp(IRModel):
     value: Expr
     line: int = 0
     column: int = 0
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 SetupStep = Annotated[Union[CloneOp, AddOp, SetOp], Field(discriminator="op")]
@@ -328,18 +354,21 @@ class SetupIR(IRModel):
     after_lets: int
     ops: list[SetupStep] = []
     line: int
+    fragment: FragmentAt | None = None
 
 
 class DistractorIR(IRModel):
     name: str
     ops: list[DistractorOp] = []
     line: int
+    fragment: FragmentAt | None = None
 
 
 class TaskIR(IRModel):
     name: str
     weight: float
     line: int
+    fragment: FragmentAt | None = None
     seed_vars_used: list[str] = []
     lets: list[LetIR] = []
     user: Text
@@ -360,6 +389,7 @@ class RuleIR(IRModel):
     cond: Expr | None = None  # None: otherwise
     line: int
     column: int = 0  # of the condition, when it starts on the rule's line
+    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 class ToolIR(IRModel):
@@ -376,6 +406,7 @@ class ToolIR(IRModel):
     body: list[ToolStmt] | None = None
     python: str | None = None
     line: int
+    fragment: FragmentAt | None = None
 
 
 class CapabilityIR(IRModel):

@@ -18,15 +18,18 @@ class Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.at: tuple[int, int] | None = None  # spec (line, column) of what is written now
-        self.marks: list[tuple[int, int, int]] = []  # (first module line, spec line, column)
+        # spec (line, column) of what is written now; code from a fragment adds (fragment
+        # path, line, column) in that file
+        self.at: tuple[Any, ...] | None = None
+        self.marks: list[tuple[Any, ...]] = []  # (first module line, *at)
         self._n = 0  # module lines written so far
-        self._noted: set[int] = set()  # spec lines named by a comment in this block
+        self._noted: set[Any] = set()  # places named by a comment in this block
 
     def __call__(self, line: str = "", indent: int = 0) -> None:
         """One line (``indent`` levels deep). The first line of a block (a run of lines with a
-        spec position) written for a spec line gets a `# spec:LINE` comment, so a reviewer can
-        jump to what it came from: trailing, or on its own line above when the line is full."""
+        spec position) written for a spec line gets a `# spec:LINE` comment (code from a
+        fragment: `# PATH:LINE` of the fragment file), so a reviewer can jump to what it came
+        from: trailing, or on its own line above when the line is full."""
         if not line and len(self.lines) >= 2 and not self.lines[-1] and not self.lines[-2]:
             return  # at most two blank lines in a row (keeps the line table exact)
         at = self.at or (0, 0)
@@ -35,9 +38,9 @@ class Writer:
         text = ("    " * indent + line) if line else ""
         if at[0] <= 0:
             self._noted = set()
-        elif line and at[0] not in self._noted and "\n" not in line:
-            self._noted.add(at[0])
-            note = f"# spec:{at[0]}"
+        elif line and (at[2:4] or at[0]) not in self._noted and "\n" not in line:
+            self._noted.add(at[2:4] or at[0])
+            note = f"# {at[2]}:{at[3]}" if len(at) > 2 else f"# spec:{at[0]}"
             if line.startswith("# "):  # a comment of its own: `# spec:LINE what`
                 text = "    " * indent + note + line[1:]
             elif len(text) + 2 + len(note) <= LINE:
@@ -86,16 +89,22 @@ class Writer:
 
 def line_table(w: Writer) -> None:
     """``SPEC_LINES``: (first module line, spec line, spec column) for each run of lines that
-    came from one spec statement; the runtime maps a failure's line back to the spec."""
+    came from one spec statement; the runtime maps a failure's line back to the spec. A run
+    from a shared fragment adds (index into ``SPEC_FRAGMENTS``, its line, its column)."""
     marks = [m for m in w.marks]
+    paths = list(dict.fromkeys(m[3] for m in marks if len(m) > 3))
     w.at = None
     w()
     w()
     w("# spec positions of the code above, for run-time errors: (module line, spec line, column)")
+    if paths:
+        w("# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)")
+        w.emit("SPEC_FRAGMENTS = ", wrap_tuple(paths, 0, extra=17), 0)
     w("SPEC_LINES = (")
     row = ""
     for m in marks:
-        item = f"({m[0]}, {m[1]}, {m[2]}), "
+        numbers = list(m[:3]) + ([paths.index(m[3]), m[4], m[5]] if len(m) > 3 else [])
+        item = "(" + ", ".join(map(str, numbers)) + "), "
         if len(row) + len(item) + 4 > LINE:
             w(row.rstrip(), 1)
             row = ""

@@ -52,17 +52,31 @@ class Lowering:
     def span(self, span: Span) -> Span:
         return fragments.map_span(span, self.origins) if self.origins else span
 
+    def fragment(self, span: Span, column: bool = True) -> IR.FragmentAt | None:
+        """For code from a shared fragment: its line (and column) in the fragment's file."""
+        if not self.origins or not 1 <= span.line <= len(self.origins):
+            return None
+        origin = self.origins[span.line - 1]
+        if origin.fragment is None or origin.path is None:
+            return None
+        return IR.FragmentAt.model_construct(path=origin.path, line=origin.fragment_line,
+                                             column=span.column if column else 0)
+
     def line(self, node: A.Node) -> int:
         return self.span(node.span).line
 
-    def at(self, node: A.Node, line: int = 0) -> dict[str, int]:
+    def line_at(self, node: A.Node) -> dict[str, Any]:
+        """`line` (and `fragment`) of a block: a seed statement, task, distractor, tool."""
+        return {"line": self.line(node), "fragment": self.fragment(node.span, column=False)}
+
+    def at(self, node: A.Node, line: int = 0) -> dict[str, Any]:
         """`line`/`column` of a node, or ``line`` with column 0 when the node is elsewhere."""
         sp = self.span(node.span)
         if sp.line > 0 and (line == 0 or sp.line == line):
-            return {"line": sp.line, "column": sp.column}
+            return {"line": sp.line, "column": sp.column, "fragment": self.fragment(node.span)}
         return {"line": line, "column": 0}
 
-    def own(self, node: A.Node, line: int) -> dict[str, int]:
+    def own(self, node: A.Node, line: int) -> dict[str, Any]:
         """The node's own position; ``line`` (column 0) when it has none."""
         at = self.at(node)
         return at if at["line"] > 0 else {"line": line, "column": 0}
@@ -101,13 +115,13 @@ class Lowering:
     def distractor(self, d: A.Distractor, facts: TaskFacts) -> IR.DistractorIR:
         line = self.line(d)
         return IR.DistractorIR.model_construct(
-            name=d.name, ops=[self.op(st, facts, line) for st in d.stmts], line=line)
+            name=d.name, ops=[self.op(st, facts, line) for st in d.stmts], **self.line_at(d))
 
     def setup(self, st: A.Setup, facts: TaskFacts) -> IR.SetupIR:
         line = self.line(st)
         return IR.SetupIR.model_construct(
             after_lets=st.after_lets, ops=[self.op(op, facts, line) for op in st.ops],
-            line=line)
+            **self.line_at(st))
 
     # ------------------------------------------------------------------ statements
     def seed(self) -> list[Any]:
@@ -117,10 +131,10 @@ class Lowering:
             if s.entity is not None:
                 out.append(IR.SeedSpawn.model_construct(
                     name=st.name, entity=s.entity, count=lower_expr(s.count),
-                    fields=[self.field(f) for f in st.fields or []], line=self.line(st)))
+                    fields=[self.field(f) for f in st.fields or []], **self.line_at(st)))
             else:
                 out.append(IR.SeedLet.model_construct(name=st.name, value=lower_expr(st.value),
-                                                      line=self.line(st)))
+                                                      **self.line_at(st)))
         return out
 
     def task(self, facts: TaskFacts) -> IR.TaskIR:
@@ -135,7 +149,7 @@ class Lowering:
             else:
                 gold += self.calls([item])
         return IR.TaskIR.model_construct(
-            name=t.name, weight=t.weight, line=self.line(t),
+            name=t.name, weight=t.weight, **self.line_at(t),
             seed_vars_used=facts.seed_vars_used,
             lets=[IR.LetIR.model_construct(name=let.name, value=lower_expr(let.value),
                                            **self.at(let)) for let in t.lets],
@@ -177,7 +191,7 @@ class Lowering:
                 param_names=[p.name for p in d.params], defaults=f.defaults, writes=f.writes,
                 collections=f.collections, singletons=f.singletons,
                 body=None if d.body is None else [self.tool_stmt(s) for s in d.body],
-                python=d.python, line=self.line(d)))
+                python=d.python, **self.line_at(d)))
         return out
 
     def rules(self) -> list[IR.RuleIR]:
@@ -185,11 +199,13 @@ class Lowering:
         for f in self.checked.rules:
             r = f.rule
             line = self.line(r)
+            at = {"line": line, "column": 0, "fragment": self.fragment(r.span, column=False)}
+            if r.cond is not None and self.at(r.cond, line)["column"]:
+                at = self.at(r.cond, line)  # the condition, when it starts on the rule's line
             out.append(IR.RuleIR.model_construct(
                 level=f.level, fractional=f.fractional, text=self.checked.text_of(r),
                 value=lower_expr(r.value),
-                cond=None if r.cond is None else lower_expr(r.cond), line=line,
-                column=0 if r.cond is None else self.at(r.cond, line)["column"]))
+                cond=None if r.cond is None else lower_expr(r.cond), **at))
         return out
 
     def capability(self) -> IR.CapabilityIR:

@@ -33,6 +33,7 @@ class Origin:
     column: int = 0  # for fragment lines: the column of the spec's `use`
     fragment: str | None = None  # display path of the fragment
     fragment_line: int = 0
+    path: str | None = None  # the fragment's path relative to the spec's folder (as in `use`)
 
 
 @dataclass
@@ -131,7 +132,7 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
             out.fragments[shown] = body
             spec_line, spec_col = (at.line, col) if at.fragment is None else (at.line, at.column)
             include(body.rstrip("\n"), depth + 1,
-                    lambda n, s=shown, sl=spec_line, sc=spec_col: Origin(sl, sc, s, n))
+                    lambda n, s=shown, sl=spec_line, sc=spec_col, r=raw: Origin(sl, sc, s, n, r))
 
     include(source, 0, lambda n: Origin(n))
     out.text = "\n".join(lines)
