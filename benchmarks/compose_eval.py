@@ -1,7 +1,7 @@
 """Composed model vs each single adapter vs base, on the union of the adapters' held-out seeds.
 
     OMP_NUM_THREADS=1 python benchmarks/compose_eval.py ADAPTER_DIR... --composed DIR \
-        [--tasks 100] [--max-new-tokens 256] [--out runs/compose_eval] [--base smollm2]
+        [--tasks 100] [--max-new-tokens 256] [--batch-size 25] [--out runs/compose_eval] [--base smollm2]
 
 Every model is evaluated with ``tracec eval`` on the same compiled envs (each adapter's
 ``tracec.json`` names its training env; the union of them, or ``--env`` to choose) and the same
@@ -33,12 +33,13 @@ def adapter_env(adapter: Path) -> str | None:
     return str(env) if env else None
 
 
-def run_eval(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path) -> Path:
+def run_eval(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path,
+             batch_size: int = 25) -> Path:
     if (out / "summary.json").is_file():
         return out
     cmd = [sys.executable, "-m", "tracec.cli", "eval", "--agent", agent, "--tasks", str(tasks),
            "--env-seeds", "heldout", "--max-new-tokens", str(max_new_tokens), "--out", str(out),
-           "--json"]
+           "--batch-size", str(batch_size), "--json"]
     for env in envs:
         cmd += ["--env", env]
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
@@ -63,6 +64,7 @@ def main() -> None:
     ap.add_argument("--base", default=None, help="base model (default: the adapters' base_model)")
     ap.add_argument("--tasks", type=int, default=100, help="held-out seeds per env")
     ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=25, help="episodes in flight per eval")
     ap.add_argument("--out", type=Path, default=Path("runs/compose_eval"))
     args = ap.parse_args()
     try:
@@ -85,7 +87,8 @@ def main() -> None:
         routing = json.loads((c / "moe.json").read_text()).get("routing", "token")
         models[f"composed {c.name} ({routing})"] = f"composed:{c}"
     runs = {name: run_eval(agent, envs, args.tasks, args.max_new_tokens,
-                           args.out / name.replace(" ", "_").replace("(", "").replace(")", ""))
+                           args.out / name.replace(" ", "_").replace("(", "").replace(")", ""),
+                           args.batch_size)
             for name, agent in models.items()}
     names = list(runs)
     pairs = {}

@@ -7,6 +7,8 @@ Arms, all LoRA rank 8 on SmolLM2-135M-Instruct (CPU), trained on training seeds 
 * ``sft``       ``--warmup-sft`` behaviour cloning on oracle demonstrations, no GRPO;
 * ``sft_grpo``  GRPO started from the ``sft`` adapter (``--init-adapter``);
 * ``sft_grpo_t07`` the same GRPO, sampling at temperature 0.7;
+* ``sft_grpo_long`` GRPO from ``sft`` for 10 steps at T=0.7 with G=8, DAPO resampling of dropped
+  groups and a quarter of each group shown the hint (each task's own hint);
 * ``grpo``      GRPO from a fresh adapter;
 * ``oracle``    the env's oracle (gold calls, then the report): the ceiling.
 
@@ -41,8 +43,11 @@ TRANSFER = {  # sibling specs of the same domain, never trained on
 LORA = ["--lora-rank", "8", "--lora-alpha", "16"]
 GRPO = ["-G", "4", "--groups-per-step", "2", "--max-new-tokens", "64", "--lr", "1e-4",
         "--micro-batch", "1", "--checkpoint-every", "1"]
-ARMS = ("base", "sft", "sft_grpo", "sft_grpo_t07", "grpo")
-PAIRS = (("sft", "sft_grpo"), ("sft", "sft_grpo_t07"), ("base", "sft"), ("base", "sft_grpo"),
+LONG = ["--steps", "10", "--temperature", "0.7", "-G", "8", "--hint-share", "0.25", "--resample"]
+ARMS = ("base", "sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo")
+TRAINED = ("sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo")
+PAIRS = (("sft", "sft_grpo"), ("sft", "sft_grpo_t07"), ("sft", "sft_grpo_long"),
+         ("sft_grpo_t07", "sft_grpo_long"), ("base", "sft"), ("base", "sft_grpo"),
          ("base", "grpo"), ("grpo", "sft_grpo"))
 
 
@@ -79,6 +84,10 @@ def train(out: Path, sft_steps: int, grpo_steps: int, seed: int) -> dict[str, fl
                                        "--init-adapter", str(out / "sft"), "--steps", str(grpo_steps),
                                        "--temperature", "0.7", *LORA, *GRPO, "--seed", str(seed), "--json",
                                        log=out / "sft_grpo_t07.log")
+    if not (out / "sft_grpo_long" / "tracec.json").exists():  # 10 steps, T=0.7, G=8, hints, DAPO
+        times["sft_grpo_long"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft_grpo_long"),
+                                        "--init-adapter", str(out / "sft"), *LORA, *GRPO, *LONG,
+                                        "--seed", str(seed), "--json", log=out / "sft_grpo_long.log")
     if not (out / "grpo" / "tracec.json").exists():
         times["grpo"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "grpo"), "--steps",
                                str(grpo_steps), *LORA, *GRPO, "--seed", str(seed), "--json",
@@ -128,7 +137,7 @@ def report(out: Path, arms: list[str], envs: list[str]) -> dict:
                         "gained": cmp["gained"], "lost": cmp["lost"]}
                 except ValueError as exc:
                     res["pairs"].setdefault(name, {})[f"{b} - {a}"] = {"error": str(exc)}
-    for arm in ("sft", "sft_grpo", "sft_grpo_t07", "grpo"):
+    for arm in TRAINED:
         meta = out / arm / "tracec.json"
         if meta.exists():
             m = json.loads(meta.read_text())
@@ -156,7 +165,8 @@ def plots(out: Path, res: dict) -> None:
     axes[0].set_xlabel("SFT step")
     axes[0].set_title("warm start (assistant tokens only)")
     axes[0].legend(fontsize=8)
-    for arm, style in (("sft_grpo", "o-"), ("sft_grpo_t07", "^-"), ("grpo", "s--")):
+    for arm, style in (("sft_grpo", "o-"), ("sft_grpo_t07", "^-"), ("sft_grpo_long", "d-"),
+                       ("grpo", "s--")):
         path = out / arm / "metrics.jsonl"
         if path.exists():
             rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -164,7 +174,7 @@ def plots(out: Path, res: dict) -> None:
                          label=f"{arm}: rollout reward")
     axes[1].set_xlabel("GRPO step")
     axes[1].set_ylim(-0.05, 1.05)
-    axes[1].set_title("GRPO rollout reward (training seeds; T=1 unless _t07)")
+    axes[1].set_title("GRPO rollout reward (training seeds; T=1, _t07/_long T=0.7)", fontsize=9)
     axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(HERE / "learning_curve.png", dpi=100)
@@ -180,7 +190,8 @@ def plots(out: Path, res: dict) -> None:
                [arms[a]["success_ci"][1] - v for a, v in zip(labels, vals)]]
         ax.bar(range(len(labels)), vals, yerr=err, capsize=4, color="tab:blue")
         ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels([f"{a}\nn={arms[a]['episodes']}" for a in labels], fontsize=8)
+        ax.set_xticklabels([f"{a}\nn={arms[a]['episodes']}" for a in labels], fontsize=7, rotation=30,
+                           ha="right")
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{name}\nheld-out success (n seeds each), 95% CI", fontsize=9)
     fig.tight_layout()
@@ -198,7 +209,7 @@ def _all_b_zero(adapter: Path) -> bool:
 
 def ship_adapters(out: Path) -> None:
     """Copy the small LoRA adapters (+ tracec.json, metrics) into benchmarks/learning/adapters/."""
-    for arm in ("sft", "sft_grpo", "sft_grpo_t07", "grpo"):
+    for arm in TRAINED:
         src = out / arm
         if not (src / "tracec.json").exists():
             continue
