@@ -131,11 +131,16 @@ def _check_depth(cap: A.Capability) -> None:
 
 
 def _to_ast(tree: Tree, line_offset: int = 0, column_offset: int = 0) -> Any:
-    """Run the transformer; an error inside one of its methods comes out as itself."""
+    """Run the transformer; raises the rejected construct that starts first in the source."""
+    to_ast = ToAst(_interpolation, line_offset, column_offset)
     try:
-        return ToAst(_interpolation, line_offset, column_offset).transform(tree)
-    except VisitError as err:
+        node = to_ast.transform(tree)
+    except VisitError as err:  # lark wraps what a transformer method raises
         raise err.orig_exc from None
+    error = to_ast.first_error
+    if error is not None:
+        raise error
+    return node
 
 
 def parse_source(source: str) -> A.Capability:

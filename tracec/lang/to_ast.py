@@ -21,7 +21,7 @@ from typing import Any
 from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
-from tracec.core.diagnostics import Span
+from tracec.core.diagnostics import Span, SpecError
 from tracec.lang import ast as A
 from tracec.lang.strings import Segment, decode_string, rejected, text_parts
 
@@ -55,13 +55,14 @@ class _Once:
     span: Span
     fields: dict[str, Any]
 
-    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> None:
+    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> SpecError | None:
         if self.label in seen:
-            raise rejected(f"duplicate `{self.label}` in {where}", self.span,
-                           f"`{self.label}` was already given on line {seen[self.label].line}")
+            return rejected(f"duplicate `{self.label}` in {where}", self.span,
+                            f"`{self.label}` was already given on line {seen[self.label].line}")
         seen[self.label] = self.span
         for name, value in self.fields.items():
             setattr(node, name, value)
+        return None
 
 
 @dataclass
@@ -71,24 +72,25 @@ class _Many:
     field: str
     items: list[Any] = field(default_factory=list)
 
-    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> None:
+    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> SpecError | None:
         getattr(node, self.field).extend(self.items)
+        return None
 
 
 @dataclass
 class _SetupPart(_Many):
     """`setup { ... }`: runs after the `let`s before it, so it records how many there are."""
 
-    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> None:
+    def fill(self, node: A.Node, seen: dict[str, Span], where: str) -> SpecError | None:
         for setup in self.items:
             setup.after_lets = len(node.lets)  # type: ignore[attr-defined]
-        super().fill(node, seen, where)
+        return super().fill(node, seen, where)
 
 
-def _fill(node: A.Node, parts: list[Any], where: str) -> None:
+def _fill(node: A.Node, parts: list[Any], where: str) -> list[SpecError]:
+    """Put a block's parts into its node, in order; the duplicates' errors."""
     seen: dict[str, Span] = {}
-    for part in parts:
-        part.fill(node, seen, where)
+    return [err for part in parts if (err := part.fill(node, seen, where)) is not None]
 
 
 @dataclass
@@ -102,7 +104,11 @@ class _TaskParams:
 
 @v_args(inline=True, meta=True)
 class ToAst(Transformer):
-    """Builds AST nodes; `interpolate` parses the `{...}` segments of texts (same grammar)."""
+    """Builds AST nodes; `interpolate` parses the `{...}` segments of texts (same grammar).
+
+    Text that parses but is rejected (bounds, duplicates, brace misuse) does not stop the
+    transform: each is recorded, and `first_error` is the one that starts first in the source
+    (the caller raises it)."""
 
     def __init__(self, interpolate: Callable[[Segment], Any], line_offset: int = 0,
                  column_offset: int = 0):
@@ -110,8 +116,22 @@ class ToAst(Transformer):
         self._interpolate = interpolate
         self._dline = line_offset
         self._dcol = column_offset
+        self._errors: list[SpecError] = []
+
+    @property
+    def first_error(self) -> SpecError | None:
+        """The recorded error that starts first in the source; of two at one place, the outer
+        (recorded later, bottom-up). A property: not a grammar node."""
+        if not self._errors:
+            return None
+        _, error = min(enumerate(self._errors), key=lambda ie: (
+            ie[1].diagnostics[0].span.line, ie[1].diagnostics[0].span.column, -ie[0]))
+        return error
 
     # -- helpers (names start with `_`: not grammar nodes)
+    def _reject(self, message: str, span: Span, hint: str | None = None) -> None:
+        self._errors.append(rejected(message, span, hint))
+
     def _span(self, pos: Token | Meta) -> Span:
         sp = span_of(pos)
         if not (self._dline or self._dcol):
@@ -124,8 +144,9 @@ class ToAst(Transformer):
     def _number(self, tok: Token, kind: type) -> int | float:
         """A number literal's value; literals longer than MAX_NUMBER_CHARS are errors."""
         if len(tok) > MAX_NUMBER_CHARS:
-            raise rejected(f"number literal with {len(tok)} characters (at most "
-                           f"{MAX_NUMBER_CHARS})", self._span(tok))
+            self._reject(f"number literal with {len(tok)} characters (at most "
+                         f"{MAX_NUMBER_CHARS})", self._span(tok))
+            return kind(0)
         return kind(tok)
 
     # -- top level
@@ -134,7 +155,7 @@ class ToAst(Transformer):
 
     def capability(self, meta: Meta, name: Token, *parts: Any) -> A.Capability:
         cap = A.Capability.model_construct(name=str(name), span=self._span(name))
-        _fill(cap, list(parts), "capability")
+        self._errors += _fill(cap, list(parts), "capability")
         return cap
 
     def description(self, meta: Meta, text: A.Text) -> _Once:
@@ -174,17 +195,23 @@ class ToAst(Transformer):
 
     def policy_text(self, meta: Meta, text: A.Text) -> _Once:
         if any(not isinstance(p, str) for p in text.parts):
-            raise rejected("a policy text cannot interpolate values", text.span,
-                           "use `{{` and `}}` for literal braces")
-        policy = A.PolicyDecl.model_construct(sections=None, section_spans=[],
-                                              text="".join(text.parts), span=self._span(meta))
+            self._reject("a policy text cannot interpolate values", text.span,
+                         "use `{{` and `}}` for literal braces")
+        policy = A.PolicyDecl.model_construct(
+            sections=None, section_spans=[], text="".join(p for p in text.parts if isinstance(p, str)),
+            span=self._span(meta))
         return _Once("policy", self._span(meta), {"policy": policy})
 
     def compact_decl(self, meta: Meta) -> _Once:
         return _Once("compact_tools", self._span(meta), {"compact_tools": True})
 
     def text(self, meta: Meta, tok: Token) -> A.Text:
-        parts = [self._interpolate(p) if isinstance(p, Segment) else p for p in text_parts(tok)]
+        parts: list[Any] = []
+        try:  # the text's first error ends it
+            parts.extend(self._interpolate(p) if isinstance(p, Segment) else p
+                         for p in text_parts(tok))
+        except SpecError as err:
+            self._errors.append(err)
         return A.Text.model_construct(parts=parts, span=self._span(tok))
 
     # -- seed
@@ -208,23 +235,25 @@ class ToAst(Transformer):
         task = A.Task.model_construct(name=str(name), span=self._span(name))
         if weight is not None:
             task.weight = weight
-        _fill(task, list(parts), f"task `{task.name}`")
+        self._errors += _fill(task, list(parts), f"task `{task.name}`")
         return _Many("tasks", [task] if params is None else self._instances(task, params))
 
     def _instances(self, task: A.Task, params: _TaskParams) -> list[A.Task]:
         names, rows = params.names, params.rows
         if len(rows) > MAX_TASK_INSTANCES:
-            raise rejected(f"task `{task.name}` has {len(rows)} parameter tuples (at most "
-                           f"{MAX_TASK_INSTANCES})", rows[MAX_TASK_INSTANCES][1],
-                           "split it into several tasks, or draw the values with pick(...)")
+            self._reject(f"task `{task.name}` has {len(rows)} parameter tuples (at most "
+                         f"{MAX_TASK_INSTANCES})", rows[MAX_TASK_INSTANCES][1],
+                         "split it into several tasks, or draw the values with pick(...)")
+            return [task]
         out: list[A.Task] = []
         used: set[str] = set()
         for i, (values, row_span) in enumerate(rows):
             if len(values) != len(names):
-                raise rejected(f"task `{task.name}` has {len(names)} parameter"
-                               f"{'s' if len(names) != 1 else ''}, this tuple {len(values)} value"
-                               f"{'s' if len(values) != 1 else ''}", row_span,
-                               f"give one value per parameter: ({', '.join(map(str, names))})")
+                self._reject(f"task `{task.name}` has {len(names)} parameter"
+                             f"{'s' if len(names) != 1 else ''}, this tuple {len(values)} value"
+                             f"{'s' if len(values) != 1 else ''}", row_span,
+                             f"give one value per parameter: ({', '.join(map(str, names))})")
+                continue
             suffix = "_".join(re.sub(r"[^0-9A-Za-z]+", "_", str(getattr(v, "value", ""))).strip("_")
                               for v in values).lower()
             inst_name = f"{task.name}_{suffix}" if suffix and re.fullmatch(r"\w+", suffix) else ""
@@ -383,7 +412,7 @@ class ToAst(Transformer):
                 call.kwargs.append(arg)
             elif arg is not None:
                 if call.kwargs:
-                    raise rejected("positional argument after keyword argument", arg.span)
+                    self._reject("positional argument after keyword argument", arg.span)
                 call.args.append(arg)
         return call
 
