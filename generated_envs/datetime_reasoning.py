@@ -20,18 +20,24 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("toolsandbox")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Never do date arithmetic in your head: read the record's timestamp, convert it with "
+    "timestamp_to_datetime_info, move it with shift_timestamp, compare with timestamp_diff (days "
+    "plus seconds), and use the tool's result verbatim."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    def phone_fields() -> dict:
+    def phone_fields() -> dict:  # spec:13
         return {"low_battery_mode": False, "cellular": True, "wifi": True, "location_service": True}
 
     phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
-    people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))
-    chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 10, 16))
+    people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))  # spec:14
+    chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 10, 16))  # spec:15
 
-    def notes_fields() -> dict:
+    def notes_fields() -> dict:  # spec:16
         return {
             "reminder_timestamp": phone[0]["now"] + rt.randint(rng, 2, 240) * 3600,
             "latitude": None,
@@ -39,6 +45,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         }
 
     notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 5, 8), notes_fields)
+    # spec:22
     weekdays = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"]
     return {"phone": phone, "people": people, "chats": chats, "notes": notes, "weekdays": weekdays}
 
@@ -49,9 +56,9 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     people = v["people"]
     chats = v["chats"]
     weekdays = v["weekdays"]
-    p = phone[0]
-    owner = next((x for x in people if x["is_self"]), None)
-    m = rt.pick(
+    p = phone[0]  # spec:26
+    owner = next((x for x in people if x["is_self"]), None)  # spec:27
+    m = rt.pick(  # spec:28
         rng,
         [
             x
@@ -63,15 +70,15 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    s = rt.ref(db, "contacts", m["sender_person_id"], nullable=True)
-    ts = m["creation_timestamp"]
-    mday = int(ts // 86400)
-    n = int(p["now"] // 86400) - mday + rt.randint(rng, 1, 3)
-    hh = rt.randint(rng, 7, 11)
-    due = (mday + n) * 86400 + hh * 3600
-    label = "Follow up with " + s["name"]
-    wd = weekdays[(mday + n) % 7]
-    user_text = rt.text(
+    s = rt.ref(db, "contacts", m["sender_person_id"], nullable=True)  # spec:29
+    ts = m["creation_timestamp"]  # spec:30
+    mday = int(ts // 86400)  # spec:31
+    n = int(p["now"] // 86400) - mday + rt.randint(rng, 1, 3)  # spec:32
+    hh = rt.randint(rng, 7, 11)  # spec:33
+    due = (mday + n) * 86400 + hh * 3600  # spec:34
+    label = "Follow up with " + s["name"]  # spec:35
+    wd = weekdays[(mday + n) % 7]  # spec:36
+    user_text = rt.text(  # spec:37
         s["name"],
         ' texted me "',
         m["content"],
@@ -83,7 +90,7 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         n,
         " days after the day that message arrived. Which day of the week will that be?",
     )
-    # distractor `earlier_text`
+    # spec:48 distractor `earlier_text`
     rt.clone(
         rng,
         DOMAIN,
@@ -99,31 +106,31 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         },
     )
-    # distractor `weekday_guess`
+    # spec:49 distractor `weekday_guess`
     user_text += " " + rt.text(
         "I think that message came in on a ",
         weekdays[(mday + rt.randint(rng, 1, 6)) % 7],
         ".",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:25
         task="reminder_after_message",
         user=user_text,
         gold=[
-            Call("search_contacts", {"name": s["name"]}),
-            Call("search_messages", {"sender_person_id": s["person_id"]}),
-            Call("timestamp_to_datetime_info", {"timestamp": ts}),
-            Call("shift_timestamp", {
+            Call("search_contacts", {"name": s["name"]}),  # spec:39
+            Call("search_messages", {"sender_person_id": s["person_id"]}),  # spec:40
+            Call("timestamp_to_datetime_info", {"timestamp": ts}),  # spec:41
+            Call("shift_timestamp", {  # spec:42
                 "timestamp": ts,
                 "days": n,
                 "hours": hh - int(ts % 86400 // 3600),
                 "minutes": -int(ts % 3600 // 60),
                 "seconds": -int(ts % 60),
             }),
-            Call("add_reminder", {"content": label, "reminder_timestamp": due}),
+            Call("add_reminder", {"content": label, "reminder_timestamp": due}),  # spec:43
         ],
         communicate={"wd": wd},
         forbid=[Call("add_reminder", {"content": label, "reminder_timestamp": ts + n * 86400})],
-        hint=(
+        hint=(  # spec:47
             "Shift the message's creation timestamp by the days, then set the clock time: subtract "
             "its own hour/minute/second (from timestamp_to_datetime_info) and add the requested "
             "hour. Read the weekday from timestamp_to_datetime_info of the result (isoweekday 1 = "
@@ -149,7 +156,7 @@ def task_reminder_after_message(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `which_due_first` (spec line 52)."""
     notes = v["notes"]
-    a = rt.pick(
+    a = rt.pick(  # spec:53
         rng,
         [
             x
@@ -157,7 +164,7 @@ def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if sum(1 for y in notes if y["content"] == x["content"]) == 1
         ],
     )
-    b = rt.pick(
+    b = rt.pick(  # spec:54
         rng,
         [
             x
@@ -169,16 +176,16 @@ def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    early = a if a["reminder_timestamp"] < b["reminder_timestamp"] else b
-    gap = abs(a["reminder_timestamp"] - b["reminder_timestamp"]) // 3600
-    user_text = rt.text(
+    early = a if a["reminder_timestamp"] < b["reminder_timestamp"] else b  # spec:55
+    gap = abs(a["reminder_timestamp"] - b["reminder_timestamp"]) // 3600  # spec:56
+    user_text = rt.text(  # spec:57
         'Which of my reminders is due first, "',
         a["content"],
         '" or "',
         b["content"],
         '"? And how many hours apart are they?',
     )
-    # distractor `sibling_note`
+    # spec:66 distractor `sibling_note`
     rt.clone(
         rng,
         DOMAIN,
@@ -190,26 +197,26 @@ def task_which_due_first(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "reminder_timestamp": b["reminder_timestamp"] - rt.randint(rng, 1, 30) * 3600,
         },
     )
-    # distractor `gap_guess`
+    # spec:67 distractor `gap_guess`
     user_text += " " + rt.text(
         "I have a feeling they're about ",
         gap + rt.randint(rng, 1, 3) * 24,
         " hours apart.",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:52
         task="which_due_first",
         user=user_text,
         gold=[
-            Call("search_reminder", {"content": a["content"]}),
-            Call("search_reminder", {"content": b["content"]}),
-            Call("timestamp_diff", {
+            Call("search_reminder", {"content": a["content"]}),  # spec:59
+            Call("search_reminder", {"content": b["content"]}),  # spec:60
+            Call("timestamp_diff", {  # spec:61
                 "timestamp_0": a["reminder_timestamp"],
                 "timestamp_1": b["reminder_timestamp"],
             }),
         ],
         communicate={"early.content": early["content"], "gap": gap},
         forbid=[Call("remove_reminder", {"reminder_id": early["reminder_id"]})],
-        hint=(
+        hint=(  # spec:65
             "timestamp_diff returns whole days plus leftover seconds: hours = days * 24 + seconds "
             "/ 3600. Only answer; do not change the reminders."
         ),
@@ -224,9 +231,9 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     people = v["people"]
     chats = v["chats"]
     weekdays = v["weekdays"]
-    p = phone[0]
-    owner = next((x for x in people if x["is_self"]), None)
-    m = rt.pick(
+    p = phone[0]  # spec:71
+    owner = next((x for x in people if x["is_self"]), None)  # spec:72
+    m = rt.pick(  # spec:73
         rng,
         [
             x
@@ -238,8 +245,8 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    s = rt.ref(db, "contacts", m["sender_person_id"], nullable=True)
-    other = rt.pick(
+    s = rt.ref(db, "contacts", m["sender_person_id"], nullable=True)  # spec:74
+    other = rt.pick(  # spec:75
         rng,
         [
             x
@@ -247,16 +254,16 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if not x["is_self"] and x["person_id"] != s["person_id"]
         ],
     )
-    wd = weekdays[int(m["creation_timestamp"] // 86400) % 7]
-    ago = (p["now"] - m["creation_timestamp"]) // 86400
-    user_text = rt.text(
+    wd = weekdays[int(m["creation_timestamp"] // 86400) % 7]  # spec:76
+    ago = (p["now"] - m["creation_timestamp"]) // 86400  # spec:77
+    user_text = rt.text(  # spec:78
         "On what day of the week did ",
         s["name"],
         ' send me "',
         m["content"],
         '"? And how many full days ago was that?',
     )
-    # distractor `same_words`
+    # spec:88 distractor `same_words`
     rt.clone(
         rng,
         DOMAIN,
@@ -269,21 +276,21 @@ def task_message_weekday(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "creation_timestamp": m["creation_timestamp"] - rt.randint(rng, 1, 3) * 86400,
         },
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:70
         task="message_weekday",
         user=user_text,
         gold=[
-            Call("search_contacts", {"name": s["name"]}),
-            Call("search_messages", {"sender_person_id": s["person_id"]}),
-            Call("timestamp_to_datetime_info", {"timestamp": m["creation_timestamp"]}),
-            Call("get_current_timestamp", {}),
-            Call("timestamp_diff", {
+            Call("search_contacts", {"name": s["name"]}),  # spec:80
+            Call("search_messages", {"sender_person_id": s["person_id"]}),  # spec:81
+            Call("timestamp_to_datetime_info", {"timestamp": m["creation_timestamp"]}),  # spec:82
+            Call("get_current_timestamp", {}),  # spec:83
+            Call("timestamp_diff", {  # spec:84
                 "timestamp_0": m["creation_timestamp"],
                 "timestamp_1": p["now"],
             }),
         ],
         communicate={"wd": wd, "ago": ago},
-        hint=(
+        hint=(  # spec:87
             "Find the message from that sender, read its weekday with timestamp_to_datetime_info "
             "(isoweekday 1 = Monday ... 7 = Sunday), and count days with timestamp_diff against "
             "get_current_timestamp."
@@ -297,7 +304,7 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `push_reminder` (spec line 91)."""
     notes = v["notes"]
     weekdays = v["weekdays"]
-    r = rt.pick(
+    r = rt.pick(  # spec:92
         rng,
         [
             x
@@ -305,11 +312,11 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if sum(1 for y in notes if y["content"] == x["content"]) == 1
         ],
     )
-    d = rt.randint(rng, 2, 4)
-    hrs = rt.randint(rng, 1, 5)
-    due = r["reminder_timestamp"] + d * 86400 + hrs * 3600
-    wd = weekdays[int(due // 86400) % 7]
-    user_text = rt.text(
+    d = rt.randint(rng, 2, 4)  # spec:93
+    hrs = rt.randint(rng, 1, 5)  # spec:94
+    due = r["reminder_timestamp"] + d * 86400 + hrs * 3600  # spec:95
+    wd = weekdays[int(due // 86400) % 7]  # spec:96
+    user_text = rt.text(  # spec:97
         'Please push my "',
         r["content"],
         '" reminder back by ',
@@ -318,36 +325,36 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         hrs,
         " hours. What day of the week will it be due then?",
     )
-    # distractor `weekday_claim`
+    # spec:107 distractor `weekday_claim`
     user_text += " " + rt.text(
         "It's currently set for ",
         weekdays[(int(r["reminder_timestamp"] // 86400) + rt.randint(rng, 1, 6)) % 7],
         ", I believe.",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:91
         task="push_reminder",
         user=user_text,
         gold=[
-            Call("search_reminder", {"content": r["content"]}),
-            Call("shift_timestamp", {
+            Call("search_reminder", {"content": r["content"]}),  # spec:99
+            Call("shift_timestamp", {  # spec:100
                 "timestamp": r["reminder_timestamp"],
                 "days": d,
                 "hours": hrs,
             }),
-            Call("modify_reminder", {
+            Call("modify_reminder", {  # spec:101
                 "reminder_id": r["reminder_id"],
                 "reminder_timestamp": due,
             }),
-            Call("timestamp_to_datetime_info", {"timestamp": due}),
+            Call("timestamp_to_datetime_info", {"timestamp": due}),  # spec:102
         ],
         communicate={"wd": wd},
         forbid=[
-            Call("modify_reminder", {
+            Call("modify_reminder", {  # spec:105
                 "reminder_id": r["reminder_id"],
                 "reminder_timestamp": r["reminder_timestamp"] - d * 86400 - hrs * 3600,
             }),
         ],
-        hint=(
+        hint=(  # spec:106
             '"Push back" means later: shift the reminder\'s current timestamp forward with '
             "shift_timestamp, modify it with the result, and read the weekday with "
             "timestamp_to_datetime_info."
@@ -358,7 +365,7 @@ def task_push_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:111
         1.0,
         "1.0 when state_matches and communicated() and not forbidden_called",
         lambda o: (
@@ -367,17 +374,17 @@ RULES = (
             and not o.forbidden_called
         ),
     ),
-    Rule(
+    Rule(  # spec:112
         0.5,
         "0.5 when state_matches and progress == 1 and not forbidden_called",
         lambda o: o.state_matches and o.progress == 1 and not o.forbidden_called,
     ),
-    Rule(
+    Rule(  # spec:113
         0.25,
         "0.25 when communicated() and not forbidden_called",
         lambda o: o.communicated(*o.v["_communicate"]) and not o.forbidden_called,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:114
 )
 
 CAPABILITY = Capability(
@@ -390,18 +397,14 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("reminder_after_message", 3.0, task_reminder_after_message),
-        TaskDef("which_due_first", 2.0, task_which_due_first),
-        TaskDef("message_weekday", 2.0, task_message_weekday),
-        TaskDef("push_reminder", 2.0, task_push_reminder),
+        TaskDef("reminder_after_message", 3.0, task_reminder_after_message),  # spec:25
+        TaskDef("which_due_first", 2.0, task_which_due_first),  # spec:52
+        TaskDef("message_weekday", 2.0, task_message_weekday),  # spec:70
+        TaskDef("push_reminder", 2.0, task_push_reminder),  # spec:91
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Never do date arithmetic in your head: read the record's timestamp, convert it with "
-        "timestamp_to_datetime_info, move it with shift_timestamp, compare with timestamp_diff "
-        "(days plus seconds), and use the tool's result verbatim."
-    ),
+    hint=HINT,
     spec_path="specs/datetime_reasoning.tracec",
     spec_sha256="d0c808e314093d6a92e0c63b620513ea50bd94b46626888cf94e5bccaea84306",
 )
@@ -456,14 +459,20 @@ class DatetimeReasoningEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 13, 0), (31, 14, 0), (32, 15, 0), (33, 16, 0), (42, 22, 0), (43, 0, 0), (52, 26, 9),
-    (53, 27, 9), (54, 28, 9), (66, 29, 9), (67, 30, 9), (68, 31, 9), (69, 32, 9), (70, 33, 9),
-    (71, 34, 9), (72, 35, 9), (73, 36, 9), (74, 37, 10), (86, 48, 0), (87, 48, 37), (102, 49, 0),
-    (103, 49, 36), (108, 25, 0), (147, 0, 0), (152, 53, 9), (160, 54, 9), (172, 55, 9),
-    (173, 56, 9), (174, 57, 10), (181, 66, 0), (182, 66, 37), (193, 67, 0), (194, 67, 32),
-    (199, 52, 0), (219, 0, 0), (227, 71, 9), (228, 72, 9), (229, 73, 9), (241, 74, 9),
-    (242, 75, 9), (250, 76, 9), (251, 77, 9), (252, 78, 10), (259, 88, 0), (260, 88, 35),
-    (272, 70, 0), (294, 0, 0), (300, 92, 9), (308, 93, 9), (309, 94, 9), (310, 95, 9),
-    (311, 96, 9), (312, 97, 10), (321, 107, 0), (322, 107, 36), (327, 91, 0), (358, 0, 0),
-    (361, 111, 14), (370, 112, 14), (375, 113, 15), (380, 114, 0), (381, 0, 0),
+    (33, 13, 0), (37, 14, 0), (38, 15, 0), (39, 16, 0), (48, 22, 0), (50, 0, 0), (59, 26, 9),
+    (60, 27, 9), (61, 28, 9), (73, 29, 9), (74, 30, 9), (75, 31, 9), (76, 32, 9), (77, 33, 9),
+    (78, 34, 9), (79, 35, 9), (80, 36, 9), (81, 37, 10), (93, 48, 0), (94, 48, 37), (109, 49, 0),
+    (110, 49, 36), (115, 25, 0), (119, 39, 7), (120, 40, 7), (121, 41, 7), (122, 42, 7),
+    (129, 43, 7), (130, 25, 0), (133, 47, 10), (139, 25, 0), (154, 0, 0), (159, 53, 9),
+    (167, 54, 9), (179, 55, 9), (180, 56, 9), (181, 57, 10), (188, 66, 0), (189, 66, 37),
+    (200, 67, 0), (201, 67, 32), (206, 52, 0), (210, 59, 7), (211, 60, 7), (212, 61, 7),
+    (216, 52, 0), (219, 65, 10), (223, 52, 0), (226, 0, 0), (234, 71, 9), (235, 72, 9),
+    (236, 73, 9), (248, 74, 9), (249, 75, 9), (257, 76, 9), (258, 77, 9), (259, 78, 10),
+    (266, 88, 0), (267, 88, 35), (279, 70, 0), (283, 80, 7), (284, 81, 7), (285, 82, 7),
+    (286, 83, 7), (287, 84, 7), (291, 70, 0), (293, 87, 10), (298, 70, 0), (301, 0, 0),
+    (307, 92, 9), (315, 93, 9), (316, 94, 9), (317, 95, 9), (318, 96, 9), (319, 97, 10),
+    (328, 107, 0), (329, 107, 36), (334, 91, 0), (338, 99, 7), (339, 100, 7), (344, 101, 7),
+    (348, 102, 7), (349, 91, 0), (352, 105, 12), (356, 91, 0), (357, 106, 10), (362, 91, 0),
+    (365, 0, 0), (368, 111, 14), (377, 112, 14), (382, 113, 15), (387, 114, 0), (388, 0, 0),
+    (400, 25, 0), (401, 52, 0), (402, 70, 0), (403, 91, 0), (404, 0, 0),
 )

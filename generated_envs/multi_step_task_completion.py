@@ -22,18 +22,24 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "List every change the user asked for and work through them one by one: read each reservation, "
+    "make each change, and only then report the refund and fees. Do not stop after the first "
+    "change."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))  # spec:11
 
-    def me_fields() -> dict:
+    def me_fields() -> dict:  # spec:12
         return {"membership": rt.pick(rng, ["regular", "regular", "silver", "silver", "gold"])}
 
     me = rt.spawn(rng, DOMAIN, db, "user", 1, me_fields)
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = [
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:13
+    booked = [  # spec:15
         "2024-05-14T16",
         "2024-05-14T21",
         "2024-05-15T08",
@@ -44,14 +50,15 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def eco_fields() -> dict:
+    def eco_fields() -> dict:  # spec:17
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "economy"
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        trip_cabin = "economy"  # spec:19
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -60,21 +67,21 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:21
         return _fields
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), eco_fields)
 
-    def biz_fields() -> dict:
+    def biz_fields() -> dict:  # spec:23
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "business"
+        trip_cabin = "business"  # spec:25
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -95,14 +102,14 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:27
         return _fields
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
 
-    def basic_fields() -> dict:
+    def basic_fields() -> dict:  # spec:29
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "basic_economy"
+        trip_cabin = "basic_economy"  # spec:31
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -123,17 +130,17 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:33
         return _fields
 
     basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, basic_fields)
-    mine = rt.shuffle(rng, eco + biz + basic)
+    mine = rt.shuffle(rng, eco + biz + basic)  # spec:35
 
-    def others_fields() -> dict:
+    def others_fields() -> dict:  # spec:36
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), others_fields)
-    allow = {
+    allow = {  # spec:38
         "regular": {"basic_economy": 0, "economy": 1, "business": 2},
         "silver": {"basic_economy": 1, "economy": 2, "business": 3},
         "gold": {"basic_economy": 2, "economy": 3, "business": 4},
@@ -154,7 +161,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
 def distractor_stranger(rng: rt.Rng, db: dict, user_text: str, *, others: Any) -> str:
     """Distractor `stranger` (spec line 134), in every task."""
-    user_text += " " + rt.text(
+    user_text += " " + rt.text(  # spec:134
         "My colleague ",
         others[0]["user_id"],
         " shares some trips with me; please leave their bookings alone.",
@@ -168,8 +175,8 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:42
+    card = rt.pick(  # spec:43
         rng,
         [
             k
@@ -177,7 +184,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rc = rt.pick(
+    rc = rt.pick(  # spec:44
         rng,
         [
             x
@@ -185,8 +192,8 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
         ],
     )
-    refund = sum(p["amount"] for p in rc["payment_history"])
-    rb = rt.pick(
+    refund = sum(p["amount"] for p in rc["payment_history"])  # spec:45
+    rb = rt.pick(  # spec:46
         rng,
         [
             x
@@ -201,7 +208,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    room = max(
+    room = max(  # spec:47
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -209,13 +216,13 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             + rb["nonfree_baggages"]
         ),
     )
-    extra = rt.randint(rng, room + 1, 3)
-    paid = rb["nonfree_baggages"] + extra - room
-    fee = 50 * (extra - room)
-    rp = rt.pick(rng, [x for x in mine if x != rc and x != rb])
-    who = rt.pick(rng, rp["passengers"])
-    newlast = rt.last_name(rng)
-    fixed = [
+    extra = rt.randint(rng, room + 1, 3)  # spec:48
+    paid = rb["nonfree_baggages"] + extra - room  # spec:49
+    fee = 50 * (extra - room)  # spec:50
+    rp = rt.pick(rng, [x for x in mine if x != rc and x != rb])  # spec:51
+    who = rt.pick(rng, rp["passengers"])  # spec:52
+    newlast = rt.last_name(rng)  # spec:53
+    fixed = [  # spec:54
         (
             {"first_name": p["first_name"], "last_name": newlast, "dob": p["dob"]}
             if p == who
@@ -223,7 +230,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         )
         for p in rp["passengers"]
     ]
-    user_text = rt.text(
+    user_text = rt.text(  # spec:55
         "Hi, I'm ",
         owner["user_id"],
         " and I have a few things to sort out today. First, please cancel reservation ",
@@ -244,38 +251,38 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         newlast,
         ". What is my refund and what do the bags cost?",
     )
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:134
+    return TaskInstance(  # spec:41
         task="cancel_bags_rename",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),  # spec:57
+            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),  # spec:58
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:59
+            Call("update_reservation_baggages", {  # spec:60
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + extra,
                 "nonfree_baggages": paid,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rp["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": rp["reservation_id"]}),  # spec:61
+            Call("update_reservation_passengers", {  # spec:62
                 "reservation_id": rp["reservation_id"],
                 "passengers": fixed,
             }),
         ],
         communicate={"refund": refund, "fee": fee},
         forbid=[
-            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rp["reservation_id"]}),
+            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),  # spec:65
+            Call("cancel_reservation", {"reservation_id": rp["reservation_id"]}),  # spec:66
         ],
         replies=[
-            Reply(
+            Reply(  # spec:67
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please go ahead with all of it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:68
             "Three changes: cancel, bags, passenger name. Bags: the user's membership and the "
             "cabin give free bags per passenger, minus the free bags already used (total minus "
             "non-free); every added bag beyond that is non-free and costs 50 dollars. Report the "
@@ -306,8 +313,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:72
+    card = rt.pick(  # spec:73
         rng,
         [
             k
@@ -315,7 +322,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rc = rt.pick(
+    rc = rt.pick(  # spec:74
         rng,
         [
             x
@@ -323,8 +330,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
         ],
     )
-    refund = sum(p["amount"] for p in rc["payment_history"])
-    ra = rt.pick(
+    refund = sum(p["amount"] for p in rc["payment_history"])  # spec:75
+    ra = rt.pick(  # spec:76
         rng,
         [
             x
@@ -339,8 +346,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             )
         ],
     )
-    rb = rt.pick(rng, [x for x in mine if x != rc and x != ra])
-    room_a = max(
+    rb = rt.pick(rng, [x for x in mine if x != rc and x != ra])  # spec:77
+    room_a = max(  # spec:78
         0,
         (
             allow[owner["membership"]][ra["cabin"]] * len(ra["passengers"])
@@ -348,7 +355,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             + ra["nonfree_baggages"]
         ),
     )
-    room_b = max(
+    room_b = max(  # spec:79
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -356,12 +363,12 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             + rb["nonfree_baggages"]
         ),
     )
-    add_a = rt.randint(rng, room_a + 1, 3)
-    add_b = rt.randint(rng, 1, 3)
-    paid_a = ra["nonfree_baggages"] + add_a - room_a
-    paid_b = rb["nonfree_baggages"] + max(0, add_b - room_b)
-    fee = 50 * (add_a - room_a) + 50 * max(0, add_b - room_b)
-    user_text = rt.text(
+    add_a = rt.randint(rng, room_a + 1, 3)  # spec:80
+    add_b = rt.randint(rng, 1, 3)  # spec:81
+    paid_a = ra["nonfree_baggages"] + add_a - room_a  # spec:82
+    paid_b = rb["nonfree_baggages"] + max(0, add_b - room_b)  # spec:83
+    fee = 50 * (add_a - room_a) + 50 * max(0, add_b - room_b)  # spec:84
+    user_text = rt.text(  # spec:85
         "Hello, this is ",
         owner["user_id"],
         ". I'd like to add ",
@@ -378,42 +385,42 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
         rc["reservation_id"],
         ". Tell me the total bag fee and my refund.",
     )
-    # distractor `lump`
+    # spec:99 distractor `lump`
     user_text += " " + "I think the bags are free for me anyway."
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:134
+    return TaskInstance(  # spec:71
         task="bags_on_two_then_cancel",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": ra["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": ra["reservation_id"]}),  # spec:87
+            Call("update_reservation_baggages", {  # spec:88
                 "reservation_id": ra["reservation_id"],
                 "total_baggages": ra["total_baggages"] + add_a,
                 "nonfree_baggages": paid_a,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:89
+            Call("update_reservation_baggages", {  # spec:90
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + add_b,
                 "nonfree_baggages": paid_b,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),  # spec:91
+            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),  # spec:92
         ],
         communicate={"fee": fee, "refund": refund},
         forbid=[
-            Call("cancel_reservation", {"reservation_id": ra["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),
+            Call("cancel_reservation", {"reservation_id": ra["reservation_id"]}),  # spec:95
+            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),  # spec:96
         ],
         replies=[
-            Reply(
+            Reply(  # spec:97
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, go ahead with everything.",
             ),
         ],
-        hint=(
+        hint=(  # spec:98
             "Two bag updates and one cancellation. For each bag update, count the free bags "
             "(membership and cabin, per passenger); only bags beyond the free ones not yet used "
             "(total minus non-free) are non-free at 50 dollars each. Report the sum of both bag "
@@ -444,8 +451,8 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:103
+    card = rt.pick(  # spec:104
         rng,
         [
             k
@@ -453,7 +460,7 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rb = rt.pick(
+    rb = rt.pick(  # spec:105
         rng,
         [
             x
@@ -465,22 +472,22 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ) <= 1
         ],
     )
-    pair = rt.sample(rng, [x for x in mine if x != rb], 2, 2)
-    r1 = pair[0]
-    r2 = pair[1]
-    lead = r1["passengers"][0]
-    newlast = rt.last_name(rng)
-    fixed1 = (
+    pair = rt.sample(rng, [x for x in mine if x != rb], 2, 2)  # spec:106
+    r1 = pair[0]  # spec:107
+    r2 = pair[1]  # spec:108
+    lead = r1["passengers"][0]  # spec:109
+    newlast = rt.last_name(rng)  # spec:110
+    fixed1 = (  # spec:111
         [{"first_name": lead["first_name"], "last_name": newlast, "dob": lead["dob"]}]
         + [p for p in r1["passengers"] if p != lead]
     )
-    last2 = r2["passengers"][len(r2["passengers"]) - 1]
-    newdob = rt.date_between(rng, "1960-01-01", "2004-12-31")
-    fixed2 = (
+    last2 = r2["passengers"][len(r2["passengers"]) - 1]  # spec:112
+    newdob = rt.date_between(rng, "1960-01-01", "2004-12-31")  # spec:113
+    fixed2 = (  # spec:114
         [p for p in r2["passengers"] if p != last2]
         + [{"first_name": last2["first_name"], "last_name": last2["last_name"], "dob": newdob}]
     )
-    room = max(
+    room = max(  # spec:115
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -488,10 +495,10 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             + rb["nonfree_baggages"]
         ),
     )
-    extra = rt.randint(rng, room + 1, 3)
-    paid = rb["nonfree_baggages"] + extra - room
-    fee = 50 * (extra - room)
-    user_text = rt.text(
+    extra = rt.randint(rng, room + 1, 3)  # spec:116
+    paid = rb["nonfree_baggages"] + extra - room  # spec:117
+    fee = 50 * (extra - room)  # spec:118
+    user_text = rt.text(  # spec:119
         "Hi, ",
         owner["user_id"],
         " here. A few corrections: on reservation ",
@@ -516,23 +523,23 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " and tell me what that costs.",
     )
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:134
+    return TaskInstance(  # spec:102
         task="fix_two_and_bags",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r1["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r1["reservation_id"]}),  # spec:121
+            Call("update_reservation_passengers", {  # spec:122
                 "reservation_id": r1["reservation_id"],
                 "passengers": fixed1,
             }),
-            Call("get_reservation_details", {"reservation_id": r2["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r2["reservation_id"]}),  # spec:123
+            Call("update_reservation_passengers", {  # spec:124
                 "reservation_id": r2["reservation_id"],
                 "passengers": fixed2,
             }),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:125
+            Call("update_reservation_baggages", {  # spec:126
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + extra,
                 "nonfree_baggages": paid,
@@ -542,12 +549,12 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         communicate={"fee": fee},
         forbid=[Call("cancel_reservation", None)],
         replies=[
-            Reply(
+            Reply(  # spec:130
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make all three changes.",
             ),
         ],
-        hint=(
+        hint=(  # spec:131
             "Three changes on three reservations: two passenger corrections (keep every passenger, "
             "in order, and change only the named field) and one bag update. Report the bag fee: 50 "
             "dollars per added bag beyond the free bags still unused."
@@ -575,24 +582,24 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:137
+    Rule(  # spec:138
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:139
         0.7,
         "0.7 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(
+    Rule(  # spec:140
         0.6,
         "0.6 * progress when progress > 0",
         lambda o: o.progress > 0,
         value=lambda o: 0.6 * o.progress,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:141
 )
 
 CAPABILITY = Capability(
@@ -605,17 +612,13 @@ CAPABILITY = Capability(
     max_turns=20,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_bags_rename", 3.0, task_cancel_bags_rename),
-        TaskDef("bags_on_two_then_cancel", 2.0, task_bags_on_two_then_cancel),
-        TaskDef("fix_two_and_bags", 2.0, task_fix_two_and_bags),
+        TaskDef("cancel_bags_rename", 3.0, task_cancel_bags_rename),  # spec:41
+        TaskDef("bags_on_two_then_cancel", 2.0, task_bags_on_two_then_cancel),  # spec:71
+        TaskDef("fix_two_and_bags", 2.0, task_fix_two_and_bags),  # spec:102
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "List every change the user asked for and work through them one by one: read each "
-        "reservation, make each change, and only then report the refund and fees. Do not stop "
-        "after the first change."
-    ),
+    hint=HINT,
     spec_path="specs/multi_step_task_completion.tracec",
     spec_sha256="0fb0b04f31075b337a82d0ff3830f4a7a6bf8cd0e6be051f2b14ec229d8b97c1",
 )
@@ -672,19 +675,33 @@ class MultiStepTaskCompletionEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (29, 11, 0), (30, 12, 0), (35, 13, 0), (36, 15, 0), (46, 17, 0), (49, 19, 11), (50, 20, 7),
-    (70, 21, 7), (74, 23, 0), (77, 25, 11), (78, 26, 7), (98, 27, 7), (102, 29, 0), (105, 31, 11),
-    (106, 32, 7), (126, 33, 7), (130, 35, 0), (131, 36, 0), (136, 38, 0), (141, 0, 0),
-    (157, 134, 29), (162, 0, 0), (171, 42, 9), (172, 43, 9), (180, 44, 9), (188, 45, 9),
-    (189, 46, 9), (204, 47, 9), (212, 48, 9), (213, 49, 9), (214, 50, 9), (215, 51, 9),
-    (216, 52, 9), (217, 53, 9), (218, 54, 9), (226, 55, 10), (247, 134, 0), (248, 41, 0),
-    (301, 0, 0), (309, 72, 9), (310, 73, 9), (318, 74, 9), (326, 75, 9), (327, 76, 9),
-    (342, 77, 9), (343, 78, 9), (351, 79, 9), (359, 80, 9), (360, 81, 9), (361, 82, 9),
-    (362, 83, 9), (363, 84, 9), (364, 85, 10), (381, 99, 0), (382, 99, 27), (383, 134, 0),
-    (384, 71, 0), (439, 0, 0), (447, 103, 9), (448, 104, 9), (456, 105, 9), (468, 106, 9),
-    (469, 107, 9), (470, 108, 9), (471, 109, 9), (472, 110, 9), (473, 111, 9), (477, 112, 9),
-    (478, 113, 9), (479, 114, 9), (483, 115, 9), (491, 116, 9), (492, 117, 9), (493, 118, 9),
-    (494, 119, 10), (519, 134, 0), (520, 102, 0), (575, 0, 0), (578, 137, 14), (579, 138, 14),
-    (584, 139, 14), (589, 140, 25), (595, 141, 0), (596, 0, 0),
+    (35, 11, 0), (36, 12, 0), (41, 13, 0), (42, 15, 0), (52, 17, 0), (55, 19, 11),
+    (56, 20, 7, 0, 4, 1), (57, 20, 7, 0, 5, 1), (58, 20, 7, 0, 6, 5), (59, 20, 7, 0, 7, 5),
+    (61, 20, 7, 0, 8, 1), (70, 20, 7, 0, 9, 1), (77, 21, 7), (81, 23, 0), (84, 25, 11),
+    (85, 26, 7, 0, 4, 1), (86, 26, 7, 0, 5, 1), (87, 26, 7, 0, 6, 5), (88, 26, 7, 0, 7, 5),
+    (89, 26, 7, 0, 8, 1), (98, 26, 7, 0, 9, 1), (105, 27, 7), (109, 29, 0), (112, 31, 11),
+    (113, 32, 7, 0, 4, 1), (114, 32, 7, 0, 5, 1), (115, 32, 7, 0, 6, 5), (116, 32, 7, 0, 7, 5),
+    (117, 32, 7, 0, 8, 1), (126, 32, 7, 0, 9, 1), (133, 33, 7), (137, 35, 0), (138, 36, 0),
+    (143, 38, 0), (148, 0, 0), (164, 134, 29), (169, 0, 0), (178, 42, 9), (179, 43, 9),
+    (187, 44, 9), (195, 45, 9), (196, 46, 9), (211, 47, 9), (219, 48, 9), (220, 49, 9),
+    (221, 50, 9), (222, 51, 9), (223, 52, 9), (224, 53, 9), (225, 54, 9), (233, 55, 10),
+    (254, 134, 0), (255, 41, 0), (259, 57, 7), (260, 58, 7), (261, 59, 7), (262, 60, 7),
+    (268, 61, 7), (269, 62, 7), (273, 41, 0), (276, 65, 12), (277, 66, 12), (278, 41, 0),
+    (280, 67, 5), (284, 41, 0), (285, 68, 10), (291, 41, 0), (308, 0, 0), (316, 72, 9),
+    (317, 73, 9), (325, 74, 9), (333, 75, 9), (334, 76, 9), (349, 77, 9), (350, 78, 9),
+    (358, 79, 9), (366, 80, 9), (367, 81, 9), (368, 82, 9), (369, 83, 9), (370, 84, 9),
+    (371, 85, 10), (388, 99, 0), (389, 99, 27), (390, 134, 0), (391, 71, 0), (395, 87, 7),
+    (396, 88, 7), (402, 89, 7), (403, 90, 7), (409, 91, 7), (410, 92, 7), (411, 71, 0),
+    (414, 95, 12), (415, 96, 12), (416, 71, 0), (418, 97, 5), (422, 71, 0), (423, 98, 10),
+    (429, 71, 0), (446, 0, 0), (454, 103, 9), (455, 104, 9), (463, 105, 9), (475, 106, 9),
+    (476, 107, 9), (477, 108, 9), (478, 109, 9), (479, 110, 9), (480, 111, 9), (484, 112, 9),
+    (485, 113, 9), (486, 114, 9), (490, 115, 9), (498, 116, 9), (499, 117, 9), (500, 118, 9),
+    (501, 119, 10), (526, 134, 0), (527, 102, 0), (531, 121, 7), (532, 122, 7), (536, 123, 7),
+    (537, 124, 7), (541, 125, 7), (542, 126, 7), (548, 102, 0), (552, 130, 5), (556, 102, 0),
+    (557, 131, 10), (562, 102, 0), (582, 0, 0), (585, 137, 14), (586, 138, 14), (591, 139, 14),
+    (596, 140, 25), (602, 141, 0), (603, 0, 0), (615, 41, 0), (616, 71, 0), (617, 102, 0),
+    (618, 0, 0),
 )

@@ -22,18 +22,24 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "List every change the user asked for and work through them one by one: read each reservation, "
+    "make each change, and only then report the refund and fees. Do not stop after the first "
+    "change."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))  # spec:18
 
-    def me_fields() -> dict:
+    def me_fields() -> dict:  # spec:19
         return {"membership": rt.pick(rng, ["regular", "regular", "silver", "silver", "gold"])}
 
     me = rt.spawn(rng, DOMAIN, db, "user", 1, me_fields)
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = [
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:20
+    booked = [  # spec:22
         "2024-05-14T16",
         "2024-05-14T21",
         "2024-05-15T08",
@@ -44,14 +50,15 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def eco_fields() -> dict:
+    def eco_fields() -> dict:  # spec:24
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "economy"
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        trip_cabin = "economy"  # spec:26
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -60,21 +67,21 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:28
         return _fields
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), eco_fields)
 
-    def biz_fields() -> dict:
+    def biz_fields() -> dict:  # spec:30
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "business"
+        trip_cabin = "business"  # spec:32
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -95,14 +102,14 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:34
         return _fields
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
 
-    def basic_fields() -> dict:
+    def basic_fields() -> dict:  # spec:36
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
-        trip_cabin = "basic_economy"
+        trip_cabin = "basic_economy"  # spec:38
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -123,17 +130,17 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             + ":"
             + str(rt.randint(rng, 10, 59))
         )
-        _fields["total_baggages"] = rt.randint(rng, 0, 4)
+        _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:40
         return _fields
 
     basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, basic_fields)
-    mine = rt.shuffle(rng, eco + biz + basic)
+    mine = rt.shuffle(rng, eco + biz + basic)  # spec:42
 
-    def others_fields() -> dict:
+    def others_fields() -> dict:  # spec:43
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), others_fields)
-    allow = {
+    allow = {  # spec:45
         "regular": {"basic_economy": 0, "economy": 1, "business": 2},
         "silver": {"basic_economy": 1, "economy": 2, "business": 3},
         "gold": {"basic_economy": 2, "economy": 3, "business": 4},
@@ -154,7 +161,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
 def distractor_stranger(rng: rt.Rng, db: dict, user_text: str, *, others: Any) -> str:
     """Distractor `stranger` (spec line 141), in every task."""
-    user_text += " " + rt.text(
+    user_text += " " + rt.text(  # spec:141
         "My colleague ",
         others[0]["user_id"],
         " shares some trips with me; please leave their bookings alone.",
@@ -168,8 +175,8 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:49
+    card = rt.pick(  # spec:50
         rng,
         [
             k
@@ -177,7 +184,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rc = rt.pick(
+    rc = rt.pick(  # spec:51
         rng,
         [
             x
@@ -185,8 +192,8 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
         ],
     )
-    refund = sum(p["amount"] for p in rc["payment_history"])
-    rb = rt.pick(
+    refund = sum(p["amount"] for p in rc["payment_history"])  # spec:52
+    rb = rt.pick(  # spec:53
         rng,
         [
             x
@@ -201,7 +208,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    room = max(
+    room = max(  # spec:54
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -209,13 +216,13 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             + rb["nonfree_baggages"]
         ),
     )
-    extra = rt.randint(rng, room + 1, 3)
-    paid = rb["nonfree_baggages"] + extra - room
-    fee = 50 * (extra - room)
-    rp = rt.pick(rng, [x for x in mine if x != rc and x != rb])
-    who = rt.pick(rng, rp["passengers"])
-    newlast = rt.last_name(rng)
-    fixed = [
+    extra = rt.randint(rng, room + 1, 3)  # spec:55
+    paid = rb["nonfree_baggages"] + extra - room  # spec:56
+    fee = 50 * (extra - room)  # spec:57
+    rp = rt.pick(rng, [x for x in mine if x != rc and x != rb])  # spec:58
+    who = rt.pick(rng, rp["passengers"])  # spec:59
+    newlast = rt.last_name(rng)  # spec:60
+    fixed = [  # spec:61
         (
             {"first_name": p["first_name"], "last_name": newlast, "dob": p["dob"]}
             if p == who
@@ -223,7 +230,7 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         )
         for p in rp["passengers"]
     ]
-    user_text = rt.text(
+    user_text = rt.text(  # spec:62
         "Hi, I'm ",
         owner["user_id"],
         " and I have a few things to sort out today. First, please cancel reservation ",
@@ -244,38 +251,38 @@ def task_cancel_bags_rename(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         newlast,
         ". What is my refund and what do the bags cost?",
     )
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:141
+    return TaskInstance(  # spec:48
         task="cancel_bags_rename",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),  # spec:64
+            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),  # spec:65
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:66
+            Call("update_reservation_baggages", {  # spec:67
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + extra,
                 "nonfree_baggages": paid,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rp["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": rp["reservation_id"]}),  # spec:68
+            Call("update_reservation_passengers", {  # spec:69
                 "reservation_id": rp["reservation_id"],
                 "passengers": fixed,
             }),
         ],
         communicate={"refund": refund, "fee": fee},
         forbid=[
-            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rp["reservation_id"]}),
+            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),  # spec:72
+            Call("cancel_reservation", {"reservation_id": rp["reservation_id"]}),  # spec:73
         ],
         replies=[
-            Reply(
+            Reply(  # spec:74
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please go ahead with all of it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:75
             "Three changes: cancel, bags, passenger name. Bags: the user's membership and the "
             "cabin give free bags per passenger, minus the free bags already used (total minus "
             "non-free); every added bag beyond that is non-free and costs 50 dollars. Report the "
@@ -306,8 +313,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:79
+    card = rt.pick(  # spec:80
         rng,
         [
             k
@@ -315,7 +322,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rc = rt.pick(
+    rc = rt.pick(  # spec:81
         rng,
         [
             x
@@ -323,8 +330,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             if x["cabin"] == "business" or x["created_at"] >= "2024-05-14T15:00:00"
         ],
     )
-    refund = sum(p["amount"] for p in rc["payment_history"])
-    ra = rt.pick(
+    refund = sum(p["amount"] for p in rc["payment_history"])  # spec:82
+    ra = rt.pick(  # spec:83
         rng,
         [
             x
@@ -339,8 +346,8 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             )
         ],
     )
-    rb = rt.pick(rng, [x for x in mine if x != rc and x != ra])
-    room_a = max(
+    rb = rt.pick(rng, [x for x in mine if x != rc and x != ra])  # spec:84
+    room_a = max(  # spec:85
         0,
         (
             allow[owner["membership"]][ra["cabin"]] * len(ra["passengers"])
@@ -348,7 +355,7 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             + ra["nonfree_baggages"]
         ),
     )
-    room_b = max(
+    room_b = max(  # spec:86
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -356,12 +363,12 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
             + rb["nonfree_baggages"]
         ),
     )
-    add_a = rt.randint(rng, room_a + 1, 3)
-    add_b = rt.randint(rng, 1, 3)
-    paid_a = ra["nonfree_baggages"] + add_a - room_a
-    paid_b = rb["nonfree_baggages"] + max(0, add_b - room_b)
-    fee = 50 * (add_a - room_a) + 50 * max(0, add_b - room_b)
-    user_text = rt.text(
+    add_a = rt.randint(rng, room_a + 1, 3)  # spec:87
+    add_b = rt.randint(rng, 1, 3)  # spec:88
+    paid_a = ra["nonfree_baggages"] + add_a - room_a  # spec:89
+    paid_b = rb["nonfree_baggages"] + max(0, add_b - room_b)  # spec:90
+    fee = 50 * (add_a - room_a) + 50 * max(0, add_b - room_b)  # spec:91
+    user_text = rt.text(  # spec:92
         "Hello, this is ",
         owner["user_id"],
         ". I'd like to add ",
@@ -378,42 +385,42 @@ def task_bags_on_two_then_cancel(rng: rt.Rng, db: dict, v: dict) -> TaskInstance
         rc["reservation_id"],
         ". Tell me the total bag fee and my refund.",
     )
-    # distractor `lump`
+    # spec:106 distractor `lump`
     user_text += " " + "I think the bags are free for me anyway."
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:141
+    return TaskInstance(  # spec:78
         task="bags_on_two_then_cancel",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": ra["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": ra["reservation_id"]}),  # spec:94
+            Call("update_reservation_baggages", {  # spec:95
                 "reservation_id": ra["reservation_id"],
                 "total_baggages": ra["total_baggages"] + add_a,
                 "nonfree_baggages": paid_a,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:96
+            Call("update_reservation_baggages", {  # spec:97
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + add_b,
                 "nonfree_baggages": paid_b,
                 "payment_id": card,
             }),
-            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": rc["reservation_id"]}),  # spec:98
+            Call("cancel_reservation", {"reservation_id": rc["reservation_id"]}),  # spec:99
         ],
         communicate={"fee": fee, "refund": refund},
         forbid=[
-            Call("cancel_reservation", {"reservation_id": ra["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),
+            Call("cancel_reservation", {"reservation_id": ra["reservation_id"]}),  # spec:102
+            Call("cancel_reservation", {"reservation_id": rb["reservation_id"]}),  # spec:103
         ],
         replies=[
-            Reply(
+            Reply(  # spec:104
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, go ahead with everything.",
             ),
         ],
-        hint=(
+        hint=(  # spec:105
             "Two bag updates and one cancellation. For each bag update, count the free bags "
             "(membership and cabin, per passenger); only bags beyond the free ones not yet used "
             "(total minus non-free) are non-free at 50 dollars each. Report the sum of both bag "
@@ -444,8 +451,8 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     mine = v["mine"]
     others = v["others"]
     allow = v["allow"]
-    owner = me[0]
-    card = rt.pick(
+    owner = me[0]  # spec:110
+    card = rt.pick(  # spec:111
         rng,
         [
             k
@@ -453,7 +460,7 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    rb = rt.pick(
+    rb = rt.pick(  # spec:112
         rng,
         [
             x
@@ -465,22 +472,22 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ) <= 1
         ],
     )
-    pair = rt.sample(rng, [x for x in mine if x != rb], 2, 2)
-    r1 = pair[0]
-    r2 = pair[1]
-    lead = r1["passengers"][0]
-    newlast = rt.last_name(rng)
-    fixed1 = (
+    pair = rt.sample(rng, [x for x in mine if x != rb], 2, 2)  # spec:113
+    r1 = pair[0]  # spec:114
+    r2 = pair[1]  # spec:115
+    lead = r1["passengers"][0]  # spec:116
+    newlast = rt.last_name(rng)  # spec:117
+    fixed1 = (  # spec:118
         [{"first_name": lead["first_name"], "last_name": newlast, "dob": lead["dob"]}]
         + [p for p in r1["passengers"] if p != lead]
     )
-    last2 = r2["passengers"][len(r2["passengers"]) - 1]
-    newdob = rt.date_between(rng, "1960-01-01", "2004-12-31")
-    fixed2 = (
+    last2 = r2["passengers"][len(r2["passengers"]) - 1]  # spec:119
+    newdob = rt.date_between(rng, "1960-01-01", "2004-12-31")  # spec:120
+    fixed2 = (  # spec:121
         [p for p in r2["passengers"] if p != last2]
         + [{"first_name": last2["first_name"], "last_name": last2["last_name"], "dob": newdob}]
     )
-    room = max(
+    room = max(  # spec:122
         0,
         (
             allow[owner["membership"]][rb["cabin"]] * len(rb["passengers"])
@@ -488,10 +495,10 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             + rb["nonfree_baggages"]
         ),
     )
-    extra = rt.randint(rng, room + 1, 3)
-    paid = rb["nonfree_baggages"] + extra - room
-    fee = 50 * (extra - room)
-    user_text = rt.text(
+    extra = rt.randint(rng, room + 1, 3)  # spec:123
+    paid = rb["nonfree_baggages"] + extra - room  # spec:124
+    fee = 50 * (extra - room)  # spec:125
+    user_text = rt.text(  # spec:126
         "Hi, ",
         owner["user_id"],
         " here. A few corrections: on reservation ",
@@ -516,23 +523,23 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " and tell me what that costs.",
     )
-    user_text = distractor_stranger(rng, db, user_text, others=others)
-    return TaskInstance(
+    user_text = distractor_stranger(rng, db, user_text, others=others)  # spec:141
+    return TaskInstance(  # spec:109
         task="fix_two_and_bags",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r1["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r1["reservation_id"]}),  # spec:128
+            Call("update_reservation_passengers", {  # spec:129
                 "reservation_id": r1["reservation_id"],
                 "passengers": fixed1,
             }),
-            Call("get_reservation_details", {"reservation_id": r2["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r2["reservation_id"]}),  # spec:130
+            Call("update_reservation_passengers", {  # spec:131
                 "reservation_id": r2["reservation_id"],
                 "passengers": fixed2,
             }),
-            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": rb["reservation_id"]}),  # spec:132
+            Call("update_reservation_baggages", {  # spec:133
                 "reservation_id": rb["reservation_id"],
                 "total_baggages": rb["total_baggages"] + extra,
                 "nonfree_baggages": paid,
@@ -542,12 +549,12 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         communicate={"fee": fee},
         forbid=[Call("cancel_reservation", None)],
         replies=[
-            Reply(
+            Reply(  # spec:137
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make all three changes.",
             ),
         ],
-        hint=(
+        hint=(  # spec:138
             "Three changes on three reservations: two passenger corrections (keep every passenger, "
             "in order, and change only the named field) and one bag update. Report the bag fee: 50 "
             "dollars per added bag beyond the free bags still unused."
@@ -575,24 +582,24 @@ def task_fix_two_and_bags(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:144
+    Rule(  # spec:145
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:146
         0.7,
         "0.7 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(
+    Rule(  # spec:147
         0.6,
         "0.6 * progress when progress > 0",
         lambda o: o.progress > 0,
         value=lambda o: 0.6 * o.progress,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:148
 )
 
 CAPABILITY = Capability(
@@ -605,17 +612,13 @@ CAPABILITY = Capability(
     max_turns=20,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_bags_rename", 3.0, task_cancel_bags_rename),
-        TaskDef("bags_on_two_then_cancel", 2.0, task_bags_on_two_then_cancel),
-        TaskDef("fix_two_and_bags", 2.0, task_fix_two_and_bags),
+        TaskDef("cancel_bags_rename", 3.0, task_cancel_bags_rename),  # spec:48
+        TaskDef("bags_on_two_then_cancel", 2.0, task_bags_on_two_then_cancel),  # spec:78
+        TaskDef("fix_two_and_bags", 2.0, task_fix_two_and_bags),  # spec:109
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "List every change the user asked for and work through them one by one: read each "
-        "reservation, make each change, and only then report the refund and fees. Do not stop "
-        "after the first change."
-    ),
+    hint=HINT,
     spec_path="specs/multi_step_task_completion_compact.tracec",
     spec_sha256="6348f49defa3324802298d84475fa92920f3c4b13e6ab9e15483ecf7dfcbafcc",
     tool_names=(
@@ -682,19 +685,33 @@ class MultiStepTaskCompletionCompactEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (29, 18, 0), (30, 19, 0), (35, 20, 0), (36, 22, 0), (46, 24, 0), (49, 26, 11), (50, 27, 7),
-    (70, 28, 7), (74, 30, 0), (77, 32, 11), (78, 33, 7), (98, 34, 7), (102, 36, 0), (105, 38, 11),
-    (106, 39, 7), (126, 40, 7), (130, 42, 0), (131, 43, 0), (136, 45, 0), (141, 0, 0),
-    (157, 141, 29), (162, 0, 0), (171, 49, 9), (172, 50, 9), (180, 51, 9), (188, 52, 9),
-    (189, 53, 9), (204, 54, 9), (212, 55, 9), (213, 56, 9), (214, 57, 9), (215, 58, 9),
-    (216, 59, 9), (217, 60, 9), (218, 61, 9), (226, 62, 10), (247, 141, 0), (248, 48, 0),
-    (301, 0, 0), (309, 79, 9), (310, 80, 9), (318, 81, 9), (326, 82, 9), (327, 83, 9),
-    (342, 84, 9), (343, 85, 9), (351, 86, 9), (359, 87, 9), (360, 88, 9), (361, 89, 9),
-    (362, 90, 9), (363, 91, 9), (364, 92, 10), (381, 106, 0), (382, 106, 27), (383, 141, 0),
-    (384, 78, 0), (439, 0, 0), (447, 110, 9), (448, 111, 9), (456, 112, 9), (468, 113, 9),
-    (469, 114, 9), (470, 115, 9), (471, 116, 9), (472, 117, 9), (473, 118, 9), (477, 119, 9),
-    (478, 120, 9), (479, 121, 9), (483, 122, 9), (491, 123, 9), (492, 124, 9), (493, 125, 9),
-    (494, 126, 10), (519, 141, 0), (520, 109, 0), (575, 0, 0), (578, 144, 14), (579, 145, 14),
-    (584, 146, 14), (589, 147, 25), (595, 148, 0), (596, 0, 0),
+    (35, 18, 0), (36, 19, 0), (41, 20, 0), (42, 22, 0), (52, 24, 0), (55, 26, 11),
+    (56, 27, 7, 0, 4, 1), (57, 27, 7, 0, 5, 1), (58, 27, 7, 0, 6, 5), (59, 27, 7, 0, 7, 5),
+    (61, 27, 7, 0, 8, 1), (70, 27, 7, 0, 9, 1), (77, 28, 7), (81, 30, 0), (84, 32, 11),
+    (85, 33, 7, 0, 4, 1), (86, 33, 7, 0, 5, 1), (87, 33, 7, 0, 6, 5), (88, 33, 7, 0, 7, 5),
+    (89, 33, 7, 0, 8, 1), (98, 33, 7, 0, 9, 1), (105, 34, 7), (109, 36, 0), (112, 38, 11),
+    (113, 39, 7, 0, 4, 1), (114, 39, 7, 0, 5, 1), (115, 39, 7, 0, 6, 5), (116, 39, 7, 0, 7, 5),
+    (117, 39, 7, 0, 8, 1), (126, 39, 7, 0, 9, 1), (133, 40, 7), (137, 42, 0), (138, 43, 0),
+    (143, 45, 0), (148, 0, 0), (164, 141, 29), (169, 0, 0), (178, 49, 9), (179, 50, 9),
+    (187, 51, 9), (195, 52, 9), (196, 53, 9), (211, 54, 9), (219, 55, 9), (220, 56, 9),
+    (221, 57, 9), (222, 58, 9), (223, 59, 9), (224, 60, 9), (225, 61, 9), (233, 62, 10),
+    (254, 141, 0), (255, 48, 0), (259, 64, 7), (260, 65, 7), (261, 66, 7), (262, 67, 7),
+    (268, 68, 7), (269, 69, 7), (273, 48, 0), (276, 72, 12), (277, 73, 12), (278, 48, 0),
+    (280, 74, 5), (284, 48, 0), (285, 75, 10), (291, 48, 0), (308, 0, 0), (316, 79, 9),
+    (317, 80, 9), (325, 81, 9), (333, 82, 9), (334, 83, 9), (349, 84, 9), (350, 85, 9),
+    (358, 86, 9), (366, 87, 9), (367, 88, 9), (368, 89, 9), (369, 90, 9), (370, 91, 9),
+    (371, 92, 10), (388, 106, 0), (389, 106, 27), (390, 141, 0), (391, 78, 0), (395, 94, 7),
+    (396, 95, 7), (402, 96, 7), (403, 97, 7), (409, 98, 7), (410, 99, 7), (411, 78, 0),
+    (414, 102, 12), (415, 103, 12), (416, 78, 0), (418, 104, 5), (422, 78, 0), (423, 105, 10),
+    (429, 78, 0), (446, 0, 0), (454, 110, 9), (455, 111, 9), (463, 112, 9), (475, 113, 9),
+    (476, 114, 9), (477, 115, 9), (478, 116, 9), (479, 117, 9), (480, 118, 9), (484, 119, 9),
+    (485, 120, 9), (486, 121, 9), (490, 122, 9), (498, 123, 9), (499, 124, 9), (500, 125, 9),
+    (501, 126, 10), (526, 141, 0), (527, 109, 0), (531, 128, 7), (532, 129, 7), (536, 130, 7),
+    (537, 131, 7), (541, 132, 7), (542, 133, 7), (548, 109, 0), (552, 137, 5), (556, 109, 0),
+    (557, 138, 10), (562, 109, 0), (582, 0, 0), (585, 144, 14), (586, 145, 14), (591, 146, 14),
+    (596, 147, 25), (602, 148, 0), (603, 0, 0), (615, 48, 0), (616, 78, 0), (617, 109, 0),
+    (618, 0, 0),
 )

@@ -20,14 +20,20 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("toolsandbox")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "When a tool fails, read the error: check the setting it names with its get_..._status tool, "
+    "turn low battery mode off before switching cellular, wifi or location service on, change only "
+    "what the request needs, then retry the original call."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    year = rt.pick(rng, [2024, 2025])
-    today = rt.date_between(rng, str(year) + "-01-05", str(year) + "-06-25")
+    year = rt.pick(rng, [2024, 2025])  # spec:17
+    today = rt.date_between(rng, str(year) + "-01-05", str(year) + "-06-25")  # spec:18
 
-    def phone_fields() -> dict:
+    def phone_fields() -> dict:  # spec:19
         return {
             "low_battery_mode": False,
             "now": (
@@ -38,10 +44,10 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         }
 
     phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
-    people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))
-    chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 5, 9))
-    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 3, 6))
-    texts = [
+    people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))  # spec:23
+    chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 5, 9))  # spec:24
+    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 3, 6))  # spec:25
+    texts = [  # spec:26
         "Running about " + str(rt.randint(rng, 5, 25)) + " minutes late, sorry!",
         "Can you pick up the kids at " + str(rt.randint(rng, 3, 5)) + ":30 today?",
         "The meeting moved to room " + str(rt.randint(rng, 101, 420)) + ".",
@@ -51,7 +57,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "Landed safely, taking a cab now.",
         "Don't forget the tickets for Saturday!",
     ]
-    chores = [
+    chores = [  # spec:36
         "Check the tire pressure",
         "Buy sunscreen",
         "Drop off the package",
@@ -59,7 +65,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "Grab a coffee for Sam",
         "Return the rental scooter",
     ]
-    holidays = [
+    holidays = [  # spec:45
         {"name": "Labor Day", "first": "-09-01", "wd": 0, "n": 1, "dy": 0},
         {"name": "Columbus Day", "first": "-10-01", "wd": 0, "n": 2, "dy": 0},
         {"name": "Thanksgiving", "first": "-11-01", "wd": 3, "n": 4, "dy": 0},
@@ -90,12 +96,12 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     phone = v["phone"]
     people = v["people"]
     texts = v["texts"]
-    p = phone[0]
-    c = rt.pick(rng, [x for x in people if not x["is_self"]])
-    body = rt.pick(rng, texts)
-    user_text = rt.text("Hi! Please text ", c["name"], ' exactly this: "', body, '"')
-    # distractor `setup_low_battery`
-    rt.add(
+    p = phone[0]  # spec:55
+    c = rt.pick(rng, [x for x in people if not x["is_self"]])  # spec:56
+    body = rt.pick(rng, texts)  # spec:57
+    user_text = rt.text("Hi! Please text ", c["name"], ' exactly this: "', body, '"')  # spec:58
+    # spec:69 distractor `setup_low_battery`
+    rt.add(  # spec:70
         rng,
         DOMAIN,
         db,
@@ -108,7 +114,7 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "low_battery_mode": True,
         },
     )
-    # distractor `old_number`
+    # spec:72 distractor `old_number`
     rt.clone(
         rng,
         DOMAIN,
@@ -125,27 +131,27 @@ def task_text_low_battery(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         },
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:54
         task="text_low_battery",
         user=user_text,
         gold=[
-            Call("search_contacts", {"name": c["name"]}),
-            Call("get_low_battery_mode_status", {}),
-            Call("set_low_battery_mode_status", {"on": False}),
-            Call("set_cellular_service_status", {"on": True}),
-            Call("send_message_with_phone_number", {
+            Call("search_contacts", {"name": c["name"]}),  # spec:60
+            Call("get_low_battery_mode_status", {}),  # spec:61
+            Call("set_low_battery_mode_status", {"on": False}),  # spec:62
+            Call("set_cellular_service_status", {"on": True}),  # spec:63
+            Call("send_message_with_phone_number", {  # spec:64
                 "phone_number": c["phone_number"],
                 "content": body,
             }),
         ],
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
-            Reply(
+            Reply(  # spec:67
                 ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
                 "Yes, change what the phone needs for the message, nothing else.",
             ),
         ],
-        hint=(
+        hint=(  # spec:68
             "Sending failed because cellular service is off, and low battery mode keeps it off: "
             "turn low battery mode off, then cellular service on, then send the message again. "
             "Leave wifi and location service alone."
@@ -160,12 +166,12 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     phone = v["phone"]
     people = v["people"]
     texts = v["texts"]
-    p = phone[0]
-    c = rt.pick(rng, [x for x in people if not x["is_self"]])
-    body = rt.pick(rng, texts)
-    user_text = rt.text("Send a message to ", c["name"], ' saying "', body, '" please.')
-    # distractor `setup_cellular_off`
-    rt.add(
+    p = phone[0]  # spec:76
+    c = rt.pick(rng, [x for x in people if not x["is_self"]])  # spec:77
+    body = rt.pick(rng, texts)  # spec:78
+    user_text = rt.text("Send a message to ", c["name"], ' saying "', body, '" please.')  # spec:79
+    # spec:89 distractor `setup_cellular_off`
+    rt.add(  # spec:90
         rng,
         DOMAIN,
         db,
@@ -180,9 +186,9 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "wifi": False,
         },
     )
-    # distractor `wifi_theory`
+    # spec:92 distractor `wifi_theory`
     user_text += " " + "My wifi has been off all day, maybe that's why my texts are failing?"
-    # distractor `stale_contact`
+    # spec:93 distractor `stale_contact`
     rt.clone(
         rng,
         DOMAIN,
@@ -199,26 +205,26 @@ def task_text_cellular_off(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         },
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:75
         task="text_cellular_off",
         user=user_text,
         gold=[
-            Call("search_contacts", {"name": c["name"]}),
-            Call("get_cellular_service_status", {}),
-            Call("set_cellular_service_status", {"on": True}),
-            Call("send_message_with_phone_number", {
+            Call("search_contacts", {"name": c["name"]}),  # spec:81
+            Call("get_cellular_service_status", {}),  # spec:82
+            Call("set_cellular_service_status", {"on": True}),  # spec:83
+            Call("send_message_with_phone_number", {  # spec:84
                 "phone_number": c["phone_number"],
                 "content": body,
             }),
         ],
         forbid=[Call("set_wifi_status", {"on": True})],
         replies=[
-            Reply(
+            Reply(  # spec:87
                 ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
                 "Turn on whatever the text needs, nothing else.",
             ),
         ],
-        hint=(
+        hint=(  # spec:88
             "Text messages need cellular service, not wifi: turn cellular service on and send "
             "again."
         ),
@@ -231,18 +237,18 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `remind_here` (spec line 96)."""
     phone = v["phone"]
     chores = v["chores"]
-    p = phone[0]
-    chore = rt.pick(rng, chores)
-    hours = rt.randint(rng, 1, 6)
-    user_text = rt.text(
+    p = phone[0]  # spec:97
+    chore = rt.pick(rng, chores)  # spec:98
+    hours = rt.randint(rng, 1, 6)  # spec:99
+    user_text = rt.text(  # spec:100
         'Remind me to "',
         chore,
         '" in ',
         hours,
         " hours, and tie the reminder to where I am right now.",
     )
-    # distractor `setup_location_off`
-    rt.add(
+    # spec:112 distractor `setup_location_off`
+    rt.add(  # spec:113
         rng,
         DOMAIN,
         db,
@@ -257,18 +263,18 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "cellular": False,
         },
     )
-    # distractor `plain_copy`
+    # spec:115 distractor `plain_copy`
     rt.add(rng, DOMAIN, db, "reminder", {"content": chore, "latitude": None, "longitude": None})
-    return TaskInstance(
+    return TaskInstance(  # spec:96
         task="remind_here",
         user=user_text,
         gold=[
-            Call("get_current_timestamp", {}),
-            Call("shift_timestamp", {"timestamp": p["now"], "hours": hours}),
-            Call("get_location_service_status", {}),
-            Call("set_location_service_status", {"on": True}),
-            Call("get_current_location", {}),
-            Call("add_reminder", {
+            Call("get_current_timestamp", {}),  # spec:102
+            Call("shift_timestamp", {"timestamp": p["now"], "hours": hours}),  # spec:103
+            Call("get_location_service_status", {}),  # spec:104
+            Call("set_location_service_status", {"on": True}),  # spec:105
+            Call("get_current_location", {}),  # spec:106
+            Call("add_reminder", {  # spec:107
                 "content": chore,
                 "reminder_timestamp": p["now"] + hours * 3600,
                 "latitude": p["latitude"],
@@ -277,12 +283,12 @@ def task_remind_here(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
-            Reply(
+            Reply(  # spec:110
                 ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
                 "Yes, turn on what the reminder needs, nothing else.",
             ),
         ],
-        hint=(
+        hint=(  # spec:111
             "The current location needs location service: turn it on, read the location, then add "
             "the reminder with that latitude and longitude. Do not guess coordinates."
         ),
@@ -297,15 +303,15 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     phone = v["phone"]
     chores = v["chores"]
     holidays = v["holidays"]
-    p = phone[0]
-    h = rt.pick(rng, holidays)
-    hname = h["name"]
-    hy = year + h["dy"]
-    day1 = rt.days_between("1970-01-01", str(hy) + h["first"])
-    day = day1 + (h["wd"] - (day1 + 3) % 7) % 7 + 7 * (h["n"] - 1)
-    hour = rt.randint(rng, 8, 18)
-    chore = rt.pick(rng, chores)
-    user_text = rt.text(
+    p = phone[0]  # spec:119
+    h = rt.pick(rng, holidays)  # spec:120
+    hname = h["name"]  # spec:121
+    hy = year + h["dy"]  # spec:122
+    day1 = rt.days_between("1970-01-01", str(hy) + h["first"])  # spec:123
+    day = day1 + (h["wd"] - (day1 + 3) % 7) % 7 + 7 * (h["n"] - 1)  # spec:124
+    hour = rt.randint(rng, 8, 18)  # spec:125
+    chore = rt.pick(rng, chores)  # spec:126
+    user_text = rt.text(  # spec:127
         "Look up ",
         hname,
         " ",
@@ -316,8 +322,8 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         hour,
         ":00 on that day.",
     )
-    # distractor `setup_battery_saver`
-    rt.add(
+    # spec:138 distractor `setup_battery_saver`
+    rt.add(  # spec:139
         rng,
         DOMAIN,
         db,
@@ -330,27 +336,27 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "low_battery_mode": True,
         },
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:118
         task="holiday_reminder",
         user=user_text,
         gold=[
-            Call("set_low_battery_mode_status", {"on": False}),
-            Call("set_wifi_status", {"on": True}),
-            Call("search_holiday", {"holiday_name": hname, "year": hy}),
-            Call("shift_timestamp", {"timestamp": day * 86400, "hours": hour}),
-            Call("add_reminder", {
+            Call("set_low_battery_mode_status", {"on": False}),  # spec:129
+            Call("set_wifi_status", {"on": True}),  # spec:130
+            Call("search_holiday", {"holiday_name": hname, "year": hy}),  # spec:131
+            Call("shift_timestamp", {"timestamp": day * 86400, "hours": hour}),  # spec:132
+            Call("add_reminder", {  # spec:133
                 "content": chore,
                 "reminder_timestamp": day * 86400 + hour * 3600,
             }),
         ],
         forbid=[Call("set_cellular_service_status", {"on": True})],
         replies=[
-            Reply(
+            Reply(  # spec:136
                 ("may i", "shall i", "should i", "can i", "do you want me", "would you like me"),
                 "Yes, change what the search needs, nothing else.",
             ),
         ],
-        hint=(
+        hint=(  # spec:137
             "Holiday search is a web lookup and needs wifi; low battery mode keeps wifi off, so "
             "turn low battery mode off first, then wifi on, search again, and add the reminder at "
             "the holiday's midnight shifted by the hour."
@@ -370,19 +376,19 @@ def task_holiday_reminder(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:144
         0.5,
         "0.5 when forbidden_called and progress == 1",
         lambda o: o.forbidden_called and o.progress == 1,
     ),
-    Rule(1.0, "1.0 when state_matches", lambda o: o.state_matches),
-    Rule(
+    Rule(1.0, "1.0 when state_matches", lambda o: o.state_matches),  # spec:145
+    Rule(  # spec:146
         0.4,
         "0.4 * progress when progress > 0",
         lambda o: o.progress > 0,
         value=lambda o: 0.4 * o.progress,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:147
 )
 
 CAPABILITY = Capability(
@@ -395,18 +401,14 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("text_low_battery", 3.0, task_text_low_battery),
-        TaskDef("text_cellular_off", 2.0, task_text_cellular_off),
-        TaskDef("remind_here", 2.0, task_remind_here),
-        TaskDef("holiday_reminder", 2.0, task_holiday_reminder),
+        TaskDef("text_low_battery", 3.0, task_text_low_battery),  # spec:54
+        TaskDef("text_cellular_off", 2.0, task_text_cellular_off),  # spec:75
+        TaskDef("remind_here", 2.0, task_remind_here),  # spec:96
+        TaskDef("holiday_reminder", 2.0, task_holiday_reminder),  # spec:118
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "When a tool fails, read the error: check the setting it names with its get_..._status "
-        "tool, turn low battery mode off before switching cellular, wifi or location service on, "
-        "change only what the request needs, then retry the original call."
-    ),
+    hint=HINT,
     spec_path="specs/permission_error_recovery.tracec",
     spec_sha256="f5c0253ca47aecc8d431b85592b9fd0523958defcf15135af08ca0dbbb371590",
 )
@@ -465,13 +467,22 @@ class PermissionErrorRecoveryEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 17, 0), (28, 18, 0), (29, 19, 0), (41, 23, 0), (42, 24, 0), (43, 25, 0), (44, 26, 0),
-    (54, 36, 0), (62, 45, 0), (75, 0, 0), (93, 55, 9), (94, 56, 9), (95, 57, 9), (96, 58, 10),
-    (97, 69, 0), (111, 72, 0), (112, 72, 35), (128, 54, 0), (156, 0, 0), (163, 76, 9),
-    (164, 77, 9), (165, 78, 9), (166, 79, 10), (167, 89, 0), (183, 92, 0), (184, 92, 34),
-    (185, 93, 0), (186, 93, 38), (202, 75, 0), (228, 0, 0), (234, 97, 9), (235, 98, 9),
-    (236, 99, 9), (237, 100, 10), (244, 112, 0), (260, 115, 0), (262, 96, 0), (292, 0, 0),
-    (300, 119, 9), (301, 120, 9), (302, 121, 9), (303, 122, 9), (304, 123, 9), (305, 124, 9),
-    (306, 125, 9), (307, 126, 9), (308, 127, 10), (319, 138, 0), (333, 118, 0), (370, 0, 0),
-    (373, 144, 14), (378, 145, 14), (379, 146, 25), (385, 147, 0), (386, 0, 0),
+    (33, 17, 0), (34, 18, 0), (35, 19, 0), (47, 23, 0), (48, 24, 0), (49, 25, 0), (50, 26, 0),
+    (60, 36, 0), (68, 45, 0), (81, 0, 0), (99, 55, 9), (100, 56, 9), (101, 57, 9), (102, 58, 10),
+    (103, 69, 0), (104, 70, 11), (117, 72, 0), (118, 72, 35), (134, 54, 0), (138, 60, 7),
+    (139, 61, 7), (140, 62, 7), (141, 63, 7), (142, 64, 7), (146, 54, 0), (149, 67, 5),
+    (153, 54, 0), (154, 68, 10), (159, 54, 0), (162, 0, 0), (169, 76, 9), (170, 77, 9),
+    (171, 78, 9), (172, 79, 10), (173, 89, 0), (174, 90, 11), (189, 92, 0), (190, 92, 34),
+    (191, 93, 0), (192, 93, 38), (208, 75, 0), (212, 81, 7), (213, 82, 7), (214, 83, 7),
+    (215, 84, 7), (219, 75, 0), (222, 87, 5), (226, 75, 0), (227, 88, 10), (231, 75, 0),
+    (234, 0, 0), (240, 97, 9), (241, 98, 9), (242, 99, 9), (243, 100, 10), (250, 112, 0),
+    (251, 113, 11), (266, 115, 0), (267, 115, 33), (268, 96, 0), (272, 102, 7), (273, 103, 7),
+    (274, 104, 7), (275, 105, 7), (276, 106, 7), (277, 107, 7), (283, 96, 0), (286, 110, 5),
+    (290, 96, 0), (291, 111, 10), (295, 96, 0), (298, 0, 0), (306, 119, 9), (307, 120, 9),
+    (308, 121, 9), (309, 122, 9), (310, 123, 9), (311, 124, 9), (312, 125, 9), (313, 126, 9),
+    (314, 127, 10), (325, 138, 0), (326, 139, 11), (339, 118, 0), (343, 129, 7), (344, 130, 7),
+    (345, 131, 7), (346, 132, 7), (347, 133, 7), (351, 118, 0), (354, 136, 5), (358, 118, 0),
+    (359, 137, 10), (364, 118, 0), (376, 0, 0), (379, 144, 14), (384, 145, 14), (385, 146, 25),
+    (391, 147, 0), (392, 0, 0), (404, 54, 0), (405, 75, 0), (406, 96, 0), (407, 118, 0),
+    (408, 0, 0),
 )

@@ -20,13 +20,20 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be "
+    "cancelled only if it was booked within the last 24 hours, or is in business class, or has "
+    "travel insurance and the reason is health or weather. Basic economy flights can never be "
+    "changed. When a rule forbids the request, change nothing and tell the user which rule applies."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = [
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))  # spec:12
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:13
+    booked = [  # spec:15
         "2024-05-14T16",
         "2024-05-14T21",
         "2024-05-15T08",
@@ -38,14 +45,15 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def basic_fields() -> dict:
+    def basic_fields() -> dict:  # spec:17
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "basic_economy"
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        trip_cabin = "basic_economy"  # spec:19
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -54,7 +62,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
@@ -65,9 +73,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
     basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), basic_fields)
 
-    def eco_fields() -> dict:
+    def eco_fields() -> dict:  # spec:22
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "economy"
+        trip_cabin = "economy"  # spec:24
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -92,9 +100,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), eco_fields)
 
-    def biz_fields() -> dict:
+    def biz_fields() -> dict:  # spec:27
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "business"
+        trip_cabin = "business"  # spec:29
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -118,29 +126,29 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         return _fields
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
-    trips = rt.shuffle(rng, basic + eco + biz)
-    covered = [
+    trips = rt.shuffle(rng, basic + eco + biz)  # spec:32
+    covered = [  # spec:33
         "I have come down with a bad flu and my doctor says I cannot travel",
         "there is a hurricane warning at my destination",
         "I broke my leg last night",
         "a snowstorm has shut down the area I'm flying to",
     ]
-    doubts = [
+    doubts = [  # spec:35
         "A friend told me bookings like mine can never be refunded, but please check.",
         "I booked it quite a while ago, I think.",
         "I did not buy any extras, if that matters.",
     ]
-    claims = [
+    claims = [  # spec:36
         "I only booked it yesterday, so it should be fully refundable.",
         "I booked it just a few hours ago.",
         "I'm pretty sure I bought insurance, so this is covered.",
     ]
-    pushes = [
+    pushes = [  # spec:37
         "I think I booked regular economy.",
         "Other airlines let me do this all the time.",
         "I'm a gold member, by the way.",
     ]
-    plain = [
+    plain = [  # spec:38
         "my plans have changed",
         "I found a cheaper flight elsewhere",
         "my meeting was moved to next month",
@@ -168,7 +176,7 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     doubts = v["doubts"]
     plain = v["plain"]
-    r = rt.pick(
+    r = rt.pick(  # spec:42
         rng,
         [
             x
@@ -180,10 +188,10 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    by_rule = r["cabin"] == "business" or r["created_at"] >= "2024-05-14T15:00:00"
-    reason = rt.pick(rng, covered + plain) if by_rule else rt.pick(rng, covered)
-    refund = sum(p["amount"] for p in r["payment_history"])
-    user_text = rt.text(
+    by_rule = r["cabin"] == "business" or r["created_at"] >= "2024-05-14T15:00:00"  # spec:43
+    reason = rt.pick(rng, covered + plain) if by_rule else rt.pick(rng, covered)  # spec:44
+    refund = sum(p["amount"] for p in r["payment_history"])  # spec:45
+    user_text = rt.text(  # spec:46
         "Hi, my user id is ",
         r["user_id"],
         ". I need to cancel reservation ",
@@ -192,24 +200,24 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         reason,
         ". How much will I get back?",
     )
-    # distractor `doubt`
+    # spec:55 distractor `doubt`
     user_text += " " + rt.text(rt.pick(rng, doubts))
-    return TaskInstance(
+    return TaskInstance(  # spec:41
         task="cancel_allowed",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:48
+            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),  # spec:49
         ],
         communicate={"refund": refund},
         forbid=[Call("send_certificate", None)],
         replies=[
-            Reply(
+            Reply(  # spec:53
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
                 "Yes, please cancel it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:54
             "Check created_at, cabin and insurance in the reservation. If one of the cancellation "
             "conditions holds, cancel it and tell the user the refund: the sum of the payment "
             "history."
@@ -225,7 +233,7 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     claims = v["claims"]
     plain = v["plain"]
-    r = rt.pick(
+    r = rt.pick(  # spec:59
         rng,
         [
             x
@@ -233,9 +241,10 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["cabin"] != "business" and x["created_at"] < "2024-05-14T15:00:00"
         ],
     )
+    # spec:60
     reason = rt.pick(rng, plain) if r["insurance"] == "yes" else rt.pick(rng, covered + plain)
-    rule = "24 hours"
-    user_text = rt.text(
+    rule = "24 hours"  # spec:61
+    user_text = rt.text(  # spec:62
         "Hello, I'm ",
         r["user_id"],
         ". Please cancel my reservation ",
@@ -244,9 +253,9 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         reason,
         ". I'd like a full refund.",
     )
-    # distractor `recent_claim`
+    # spec:70 distractor `recent_claim`
     user_text += " " + rt.text(rt.pick(rng, claims))
-    # distractor `twin`
+    # spec:71 distractor `twin`
     rt.clone(
         rng,
         DOMAIN,
@@ -255,19 +264,19 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         r,
         {"created_at": "2024-05-15T10:41:07", "cabin": "economy"},
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:58
         task="cancel_refused",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"rule": rule},
         forbid=[Call("cancel_reservation", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(
+            Reply(  # spec:68
                 ("cannot", "can't", "unable", "not eligible"),
                 "Are you sure? Please just cancel it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:69
             "This booking is older than 24 hours, not business class, and insurance does not cover "
             "the reason: refuse, change nothing, and explain the 24 hours rule."
         ),
@@ -280,11 +289,11 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `change_basic_refused` (spec line 74)."""
     trips = v["trips"]
     pushes = v["pushes"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])
-    leg = r["flights"][0]
-    later = rt.add_days(leg["date"], rt.randint(rng, 1, 3))
-    rule = "basic economy"
-    user_text = rt.text(
+    r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])  # spec:75
+    leg = r["flights"][0]  # spec:76
+    later = rt.add_days(leg["date"], rt.randint(rng, 1, 3))  # spec:77
+    rule = "basic economy"  # spec:78
+    user_text = rt.text(  # spec:79
         "Hi, this is ",
         r["user_id"],
         ". On reservation ",
@@ -297,21 +306,21 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         later,
         ". Same flight, just a later day. Can you do that?",
     )
-    # distractor `cabin_claim`
+    # spec:87 distractor `cabin_claim`
     user_text += " " + rt.text(rt.pick(rng, pushes))
-    return TaskInstance(
+    return TaskInstance(  # spec:74
         task="change_basic_refused",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"rule": rule},
         forbid=[Call("update_reservation_flights", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(
+            Reply(  # spec:85
                 ("cannot", "can't", "unable", "not"),
                 "I really need the change, can't you make an exception?",
             ),
         ],
-        hint=(
+        hint=(  # spec:86
             "The reservation's cabin is basic economy: its flights cannot be modified. Refuse, "
             "change nothing, and say it is basic economy."
         ),
@@ -323,10 +332,10 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `change_allowed` (spec line 90)."""
     trips = v["trips"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])
-    leg = r["flights"][0]
-    fl = rt.ref(db, "flights", leg["flight_number"])
-    day = rt.pick(
+    r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])  # spec:91
+    leg = r["flights"][0]  # spec:92
+    fl = rt.ref(db, "flights", leg["flight_number"])  # spec:93
+    day = rt.pick(  # spec:94
         rng,
         [
             d
@@ -338,8 +347,8 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    owner = rt.ref(db, "users", r["user_id"])
-    card = rt.pick(
+    owner = rt.ref(db, "users", r["user_id"])  # spec:95
+    card = rt.pick(  # spec:96
         rng,
         [
             k
@@ -347,8 +356,9 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
+    # spec:97
     diff = abs(fl["dates"][day]["prices"][r["cabin"]] - leg["price"]) * len(r["passengers"])
-    user_text = rt.text(
+    user_text = rt.text(  # spec:98
         "Hi, I'm ",
         r["user_id"],
         ". Please move flight ",
@@ -361,12 +371,12 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " for any difference. What is the fare difference?",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:90
         task="change_allowed",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_flights", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:100
+            Call("update_reservation_flights", {  # spec:101
                 "reservation_id": r["reservation_id"],
                 "cabin": r["cabin"],
                 "flights": [{"flight_number": leg["flight_number"], "date": day}],
@@ -375,12 +385,12 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"diff": diff},
         replies=[
-            Reply(
+            Reply(  # spec:104
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make the change.",
             ),
         ],
-        hint=(
+        hint=(  # spec:105
             "The cabin is not basic economy, so the flight may be changed: keep the cabin, pass "
             "the new flight and date, and report the price difference times the number of "
             "passengers."
@@ -398,18 +408,18 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:109
+    Rule(  # spec:110
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:111
         0.4,
         "0.4 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:112
 )
 
 CAPABILITY = Capability(
@@ -422,20 +432,14 @@ CAPABILITY = Capability(
     max_turns=12,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_allowed", 3.0, task_cancel_allowed),
-        TaskDef("cancel_refused", 3.0, task_cancel_refused),
-        TaskDef("change_basic_refused", 2.0, task_change_basic_refused),
-        TaskDef("change_allowed", 2.0, task_change_allowed),
+        TaskDef("cancel_allowed", 3.0, task_cancel_allowed),  # spec:41
+        TaskDef("cancel_refused", 3.0, task_cancel_refused),  # spec:58
+        TaskDef("change_basic_refused", 2.0, task_change_basic_refused),  # spec:74
+        TaskDef("change_allowed", 2.0, task_change_allowed),  # spec:90
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be "
-        "cancelled only if it was booked within the last 24 hours, or is in business class, or has "
-        "travel insurance and the reason is health or weather. Basic economy flights can never be "
-        "changed. When a rule forbids the request, change nothing and tell the user which rule "
-        "applies."
-    ),
+    hint=HINT,
     spec_path="specs/precondition_verification.tracec",
     spec_sha256="bcbea74dd13ea5c824e83c9adc15408d3121149ab9c513529324e6c10caf216f",
 )
@@ -489,15 +493,26 @@ class PreconditionVerificationEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (27, 12, 0), (28, 13, 0), (29, 15, 0), (40, 17, 0), (43, 19, 11), (44, 20, 7), (67, 22, 0),
-    (70, 24, 11), (71, 25, 7), (94, 27, 0), (97, 29, 11), (98, 30, 7), (121, 32, 0), (122, 33, 0),
-    (128, 35, 0), (133, 36, 0), (138, 37, 0), (143, 38, 0), (149, 0, 0), (171, 42, 9),
-    (183, 43, 9), (184, 44, 9), (185, 45, 9), (186, 46, 10), (195, 55, 0), (196, 55, 28),
-    (197, 41, 0), (220, 0, 0), (228, 59, 9), (236, 60, 9), (237, 61, 9), (238, 62, 10),
-    (247, 70, 0), (248, 70, 35), (249, 71, 0), (250, 71, 29), (258, 58, 0), (277, 0, 0),
-    (283, 75, 9), (284, 76, 9), (285, 77, 9), (286, 78, 9), (287, 79, 10), (300, 87, 0),
-    (301, 87, 34), (302, 74, 0), (321, 0, 0), (326, 91, 9), (327, 92, 9), (328, 93, 9),
-    (329, 94, 9), (341, 95, 9), (342, 96, 9), (350, 97, 9), (351, 98, 10), (364, 90, 0),
-    (398, 0, 0), (401, 109, 14), (402, 110, 14), (407, 111, 14), (412, 112, 0), (413, 0, 0),
+    (34, 12, 0), (35, 13, 0), (36, 15, 0), (47, 17, 0), (50, 19, 11), (51, 20, 7, 0, 4, 1),
+    (52, 20, 7, 0, 5, 1), (53, 20, 7, 0, 6, 5), (54, 20, 7, 0, 7, 5), (56, 20, 7, 0, 8, 1),
+    (65, 20, 7, 0, 9, 1), (75, 22, 0), (78, 24, 11), (79, 25, 7, 0, 4, 1), (80, 25, 7, 0, 5, 1),
+    (81, 25, 7, 0, 6, 5), (82, 25, 7, 0, 7, 5), (83, 25, 7, 0, 8, 1), (92, 25, 7, 0, 9, 1),
+    (102, 27, 0), (105, 29, 11), (106, 30, 7, 0, 4, 1), (107, 30, 7, 0, 5, 1),
+    (108, 30, 7, 0, 6, 5), (109, 30, 7, 0, 7, 5), (110, 30, 7, 0, 8, 1), (119, 30, 7, 0, 9, 1),
+    (129, 32, 0), (130, 33, 0), (136, 35, 0), (141, 36, 0), (146, 37, 0), (151, 38, 0),
+    (157, 0, 0), (179, 42, 9), (191, 43, 9), (192, 44, 9), (193, 45, 9), (194, 46, 10),
+    (203, 55, 0), (204, 55, 28), (205, 41, 0), (209, 48, 7), (210, 49, 7), (211, 41, 0),
+    (215, 53, 5), (219, 41, 0), (220, 54, 10), (225, 41, 0), (228, 0, 0), (236, 59, 9),
+    (244, 60, 9), (246, 61, 9), (247, 62, 10), (256, 70, 0), (257, 70, 35), (258, 71, 0),
+    (259, 71, 29), (267, 58, 0), (274, 68, 5), (278, 58, 0), (279, 69, 10), (283, 58, 0),
+    (286, 0, 0), (292, 75, 9), (293, 76, 9), (294, 77, 9), (295, 78, 9), (296, 79, 10),
+    (309, 87, 0), (310, 87, 34), (311, 74, 0), (318, 85, 5), (322, 74, 0), (323, 86, 10),
+    (327, 74, 0), (330, 0, 0), (335, 91, 9), (336, 92, 9), (337, 93, 9), (338, 94, 9),
+    (350, 95, 9), (351, 96, 9), (359, 97, 9), (361, 98, 10), (374, 90, 0), (378, 100, 7),
+    (379, 101, 7), (385, 90, 0), (388, 104, 5), (392, 90, 0), (393, 105, 10), (398, 90, 0),
+    (408, 0, 0), (411, 109, 14), (412, 110, 14), (417, 111, 14), (422, 112, 0), (423, 0, 0),
+    (435, 41, 0), (436, 58, 0), (437, 74, 0), (438, 90, 0), (439, 0, 0),
 )

@@ -20,13 +20,20 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be "
+    "cancelled only if it was booked within the last 24 hours, or is in business class, or has "
+    "travel insurance and the reason is health or weather. Basic economy flights can never be "
+    "changed. When a rule forbids the request, change nothing and tell the user which rule applies."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
-    booked = [
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))  # spec:19
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:20
+    booked = [  # spec:22
         "2024-05-14T16",
         "2024-05-14T21",
         "2024-05-15T08",
@@ -38,14 +45,15 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def basic_fields() -> dict:
+    def basic_fields() -> dict:  # spec:24
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "basic_economy"
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
+        trip_cabin = "basic_economy"  # spec:26
+        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
+        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+        f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
+        # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
+        _fields["flights"] = [  # common/airline_one_way_trip.tracec-frag:8
             {
                 "flight_number": f["flight_number"],
                 "origin": f["origin"],
@@ -54,7 +62,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
                 "price": f["dates"][d]["prices"][trip_cabin],
             },
         ]
-        _fields["created_at"] = (
+        _fields["created_at"] = (  # common/airline_one_way_trip.tracec-frag:9
             rt.pick(rng, booked)
             + ":"
             + str(rt.randint(rng, 10, 59))
@@ -65,9 +73,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
     basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), basic_fields)
 
-    def eco_fields() -> dict:
+    def eco_fields() -> dict:  # spec:29
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "economy"
+        trip_cabin = "economy"  # spec:31
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -92,9 +100,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), eco_fields)
 
-    def biz_fields() -> dict:
+    def biz_fields() -> dict:  # spec:34
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "business"
+        trip_cabin = "business"  # spec:36
         _fields["flight_type"] = "one_way"
         _fields["cabin"] = trip_cabin
         f = rt.pick(rng, flights)
@@ -118,29 +126,29 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         return _fields
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
-    trips = rt.shuffle(rng, basic + eco + biz)
-    covered = [
+    trips = rt.shuffle(rng, basic + eco + biz)  # spec:39
+    covered = [  # spec:40
         "I have come down with a bad flu and my doctor says I cannot travel",
         "there is a hurricane warning at my destination",
         "I broke my leg last night",
         "a snowstorm has shut down the area I'm flying to",
     ]
-    doubts = [
+    doubts = [  # spec:42
         "A friend told me bookings like mine can never be refunded, but please check.",
         "I booked it quite a while ago, I think.",
         "I did not buy any extras, if that matters.",
     ]
-    claims = [
+    claims = [  # spec:43
         "I only booked it yesterday, so it should be fully refundable.",
         "I booked it just a few hours ago.",
         "I'm pretty sure I bought insurance, so this is covered.",
     ]
-    pushes = [
+    pushes = [  # spec:44
         "I think I booked regular economy.",
         "Other airlines let me do this all the time.",
         "I'm a gold member, by the way.",
     ]
-    plain = [
+    plain = [  # spec:45
         "my plans have changed",
         "I found a cheaper flight elsewhere",
         "my meeting was moved to next month",
@@ -168,7 +176,7 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     doubts = v["doubts"]
     plain = v["plain"]
-    r = rt.pick(
+    r = rt.pick(  # spec:49
         rng,
         [
             x
@@ -180,10 +188,10 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    by_rule = r["cabin"] == "business" or r["created_at"] >= "2024-05-14T15:00:00"
-    reason = rt.pick(rng, covered + plain) if by_rule else rt.pick(rng, covered)
-    refund = sum(p["amount"] for p in r["payment_history"])
-    user_text = rt.text(
+    by_rule = r["cabin"] == "business" or r["created_at"] >= "2024-05-14T15:00:00"  # spec:50
+    reason = rt.pick(rng, covered + plain) if by_rule else rt.pick(rng, covered)  # spec:51
+    refund = sum(p["amount"] for p in r["payment_history"])  # spec:52
+    user_text = rt.text(  # spec:53
         "Hi, my user id is ",
         r["user_id"],
         ". I need to cancel reservation ",
@@ -192,24 +200,24 @@ def task_cancel_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         reason,
         ". How much will I get back?",
     )
-    # distractor `doubt`
+    # spec:62 distractor `doubt`
     user_text += " " + rt.text(rt.pick(rng, doubts))
-    return TaskInstance(
+    return TaskInstance(  # spec:48
         task="cancel_allowed",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:55
+            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),  # spec:56
         ],
         communicate={"refund": refund},
         forbid=[Call("send_certificate", None)],
         replies=[
-            Reply(
+            Reply(  # spec:60
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
                 "Yes, please cancel it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:61
             "Check created_at, cabin and insurance in the reservation. If one of the cancellation "
             "conditions holds, cancel it and tell the user the refund: the sum of the payment "
             "history."
@@ -225,7 +233,7 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     covered = v["covered"]
     claims = v["claims"]
     plain = v["plain"]
-    r = rt.pick(
+    r = rt.pick(  # spec:66
         rng,
         [
             x
@@ -233,9 +241,10 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["cabin"] != "business" and x["created_at"] < "2024-05-14T15:00:00"
         ],
     )
+    # spec:67
     reason = rt.pick(rng, plain) if r["insurance"] == "yes" else rt.pick(rng, covered + plain)
-    rule = "24 hours"
-    user_text = rt.text(
+    rule = "24 hours"  # spec:68
+    user_text = rt.text(  # spec:69
         "Hello, I'm ",
         r["user_id"],
         ". Please cancel my reservation ",
@@ -244,9 +253,9 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         reason,
         ". I'd like a full refund.",
     )
-    # distractor `recent_claim`
+    # spec:77 distractor `recent_claim`
     user_text += " " + rt.text(rt.pick(rng, claims))
-    # distractor `twin`
+    # spec:78 distractor `twin`
     rt.clone(
         rng,
         DOMAIN,
@@ -255,19 +264,19 @@ def task_cancel_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         r,
         {"created_at": "2024-05-15T10:41:07", "cabin": "economy"},
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:65
         task="cancel_refused",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"rule": rule},
         forbid=[Call("cancel_reservation", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(
+            Reply(  # spec:75
                 ("cannot", "can't", "unable", "not eligible"),
                 "Are you sure? Please just cancel it.",
             ),
         ],
-        hint=(
+        hint=(  # spec:76
             "This booking is older than 24 hours, not business class, and insurance does not cover "
             "the reason: refuse, change nothing, and explain the 24 hours rule."
         ),
@@ -280,11 +289,11 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `change_basic_refused` (spec line 81)."""
     trips = v["trips"]
     pushes = v["pushes"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])
-    leg = r["flights"][0]
-    later = rt.add_days(leg["date"], rt.randint(rng, 1, 3))
-    rule = "basic economy"
-    user_text = rt.text(
+    r = rt.pick(rng, [x for x in trips if x["cabin"] == "basic_economy"])  # spec:82
+    leg = r["flights"][0]  # spec:83
+    later = rt.add_days(leg["date"], rt.randint(rng, 1, 3))  # spec:84
+    rule = "basic economy"  # spec:85
+    user_text = rt.text(  # spec:86
         "Hi, this is ",
         r["user_id"],
         ". On reservation ",
@@ -297,21 +306,21 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         later,
         ". Same flight, just a later day. Can you do that?",
     )
-    # distractor `cabin_claim`
+    # spec:94 distractor `cabin_claim`
     user_text += " " + rt.text(rt.pick(rng, pushes))
-    return TaskInstance(
+    return TaskInstance(  # spec:81
         task="change_basic_refused",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"rule": rule},
         forbid=[Call("update_reservation_flights", {"reservation_id": r["reservation_id"]})],
         replies=[
-            Reply(
+            Reply(  # spec:92
                 ("cannot", "can't", "unable", "not"),
                 "I really need the change, can't you make an exception?",
             ),
         ],
-        hint=(
+        hint=(  # spec:93
             "The reservation's cabin is basic economy: its flights cannot be modified. Refuse, "
             "change nothing, and say it is basic economy."
         ),
@@ -323,10 +332,10 @@ def task_change_basic_refused(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `change_allowed` (spec line 97)."""
     trips = v["trips"]
-    r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])
-    leg = r["flights"][0]
-    fl = rt.ref(db, "flights", leg["flight_number"])
-    day = rt.pick(
+    r = rt.pick(rng, [x for x in trips if x["cabin"] != "basic_economy"])  # spec:98
+    leg = r["flights"][0]  # spec:99
+    fl = rt.ref(db, "flights", leg["flight_number"])  # spec:100
+    day = rt.pick(  # spec:101
         rng,
         [
             d
@@ -338,8 +347,8 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    owner = rt.ref(db, "users", r["user_id"])
-    card = rt.pick(
+    owner = rt.ref(db, "users", r["user_id"])  # spec:102
+    card = rt.pick(  # spec:103
         rng,
         [
             k
@@ -347,8 +356,9 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
+    # spec:104
     diff = abs(fl["dates"][day]["prices"][r["cabin"]] - leg["price"]) * len(r["passengers"])
-    user_text = rt.text(
+    user_text = rt.text(  # spec:105
         "Hi, I'm ",
         r["user_id"],
         ". Please move flight ",
@@ -361,12 +371,12 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         " for any difference. What is the fare difference?",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:97
         task="change_allowed",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_flights", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:107
+            Call("update_reservation_flights", {  # spec:108
                 "reservation_id": r["reservation_id"],
                 "cabin": r["cabin"],
                 "flights": [{"flight_number": leg["flight_number"], "date": day}],
@@ -375,12 +385,12 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"diff": diff},
         replies=[
-            Reply(
+            Reply(  # spec:111
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make the change.",
             ),
         ],
-        hint=(
+        hint=(  # spec:112
             "The cabin is not basic economy, so the flight may be changed: keep the cabin, pass "
             "the new flight and date, and report the price difference times the number of "
             "passengers."
@@ -398,18 +408,18 @@ def task_change_allowed(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:116
+    Rule(  # spec:117
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:118
         0.4,
         "0.4 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:119
 )
 
 CAPABILITY = Capability(
@@ -422,20 +432,14 @@ CAPABILITY = Capability(
     max_turns=12,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_allowed", 3.0, task_cancel_allowed),
-        TaskDef("cancel_refused", 3.0, task_cancel_refused),
-        TaskDef("change_basic_refused", 2.0, task_change_basic_refused),
-        TaskDef("change_allowed", 2.0, task_change_allowed),
+        TaskDef("cancel_allowed", 3.0, task_cancel_allowed),  # spec:48
+        TaskDef("cancel_refused", 3.0, task_cancel_refused),  # spec:65
+        TaskDef("change_basic_refused", 2.0, task_change_basic_refused),  # spec:81
+        TaskDef("change_allowed", 2.0, task_change_allowed),  # spec:97
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Read the reservation before acting. Now is 2024-05-15 15:00 EST. A reservation may be "
-        "cancelled only if it was booked within the last 24 hours, or is in business class, or has "
-        "travel insurance and the reason is health or weather. Basic economy flights can never be "
-        "changed. When a rule forbids the request, change nothing and tell the user which rule "
-        "applies."
-    ),
+    hint=HINT,
     spec_path="specs/precondition_verification_compact.tracec",
     spec_sha256="4dc3f80ae29890ec359b300004b0d077e2ecf0e1bb216cdb320f2d4149ed24ab",
     tool_names=(
@@ -498,15 +502,26 @@ class PreconditionVerificationCompactEnv(CapabilityEnv):
 
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
+# code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
+SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (27, 19, 0), (28, 20, 0), (29, 22, 0), (40, 24, 0), (43, 26, 11), (44, 27, 7), (67, 29, 0),
-    (70, 31, 11), (71, 32, 7), (94, 34, 0), (97, 36, 11), (98, 37, 7), (121, 39, 0), (122, 40, 0),
-    (128, 42, 0), (133, 43, 0), (138, 44, 0), (143, 45, 0), (149, 0, 0), (171, 49, 9),
-    (183, 50, 9), (184, 51, 9), (185, 52, 9), (186, 53, 10), (195, 62, 0), (196, 62, 28),
-    (197, 48, 0), (220, 0, 0), (228, 66, 9), (236, 67, 9), (237, 68, 9), (238, 69, 10),
-    (247, 77, 0), (248, 77, 35), (249, 78, 0), (250, 78, 29), (258, 65, 0), (277, 0, 0),
-    (283, 82, 9), (284, 83, 9), (285, 84, 9), (286, 85, 9), (287, 86, 10), (300, 94, 0),
-    (301, 94, 34), (302, 81, 0), (321, 0, 0), (326, 98, 9), (327, 99, 9), (328, 100, 9),
-    (329, 101, 9), (341, 102, 9), (342, 103, 9), (350, 104, 9), (351, 105, 10), (364, 97, 0),
-    (398, 0, 0), (401, 116, 14), (402, 117, 14), (407, 118, 14), (412, 119, 0), (413, 0, 0),
+    (34, 19, 0), (35, 20, 0), (36, 22, 0), (47, 24, 0), (50, 26, 11), (51, 27, 7, 0, 4, 1),
+    (52, 27, 7, 0, 5, 1), (53, 27, 7, 0, 6, 5), (54, 27, 7, 0, 7, 5), (56, 27, 7, 0, 8, 1),
+    (65, 27, 7, 0, 9, 1), (75, 29, 0), (78, 31, 11), (79, 32, 7, 0, 4, 1), (80, 32, 7, 0, 5, 1),
+    (81, 32, 7, 0, 6, 5), (82, 32, 7, 0, 7, 5), (83, 32, 7, 0, 8, 1), (92, 32, 7, 0, 9, 1),
+    (102, 34, 0), (105, 36, 11), (106, 37, 7, 0, 4, 1), (107, 37, 7, 0, 5, 1),
+    (108, 37, 7, 0, 6, 5), (109, 37, 7, 0, 7, 5), (110, 37, 7, 0, 8, 1), (119, 37, 7, 0, 9, 1),
+    (129, 39, 0), (130, 40, 0), (136, 42, 0), (141, 43, 0), (146, 44, 0), (151, 45, 0),
+    (157, 0, 0), (179, 49, 9), (191, 50, 9), (192, 51, 9), (193, 52, 9), (194, 53, 10),
+    (203, 62, 0), (204, 62, 28), (205, 48, 0), (209, 55, 7), (210, 56, 7), (211, 48, 0),
+    (215, 60, 5), (219, 48, 0), (220, 61, 10), (225, 48, 0), (228, 0, 0), (236, 66, 9),
+    (244, 67, 9), (246, 68, 9), (247, 69, 10), (256, 77, 0), (257, 77, 35), (258, 78, 0),
+    (259, 78, 29), (267, 65, 0), (274, 75, 5), (278, 65, 0), (279, 76, 10), (283, 65, 0),
+    (286, 0, 0), (292, 82, 9), (293, 83, 9), (294, 84, 9), (295, 85, 9), (296, 86, 10),
+    (309, 94, 0), (310, 94, 34), (311, 81, 0), (318, 92, 5), (322, 81, 0), (323, 93, 10),
+    (327, 81, 0), (330, 0, 0), (335, 98, 9), (336, 99, 9), (337, 100, 9), (338, 101, 9),
+    (350, 102, 9), (351, 103, 9), (359, 104, 9), (361, 105, 10), (374, 97, 0), (378, 107, 7),
+    (379, 108, 7), (385, 97, 0), (388, 111, 5), (392, 97, 0), (393, 112, 10), (398, 97, 0),
+    (408, 0, 0), (411, 116, 14), (412, 117, 14), (417, 118, 14), (422, 119, 0), (423, 0, 0),
+    (435, 48, 0), (436, 65, 0), (437, 81, 0), (438, 97, 0), (439, 0, 0),
 )

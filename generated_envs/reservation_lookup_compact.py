@@ -20,13 +20,18 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Call get_reservation_details with the reservation id the user gives, then tell the user the "
+    "value from the record."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))  # spec:14
 
-    def reservations_fields() -> dict:
+    def reservations_fields() -> dict:  # spec:15
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -43,15 +48,15 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_destination(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `destination` (spec line 18)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])
-    user_text = rt.text(
+    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])  # spec:19
+    user_text = rt.text(  # spec:20
         "Hi, I'm ",
         r["user_id"],
         ". Where does my reservation ",
         r["reservation_id"],
         " fly to? Please give me the airport code.",
     )
-    # distractor `twin`
+    # spec:24 distractor `twin`
     rt.clone(
         rng,
         DOMAIN,
@@ -76,12 +81,12 @@ def task_destination(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ),
         },
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:18
         task="destination",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"r.destination": r["destination"]},
-        hint=(
+        hint=(  # spec:23
             "The destination is the reservation's `destination` field, a three-letter airport code."
         ),
         values={"r": r},
@@ -92,7 +97,7 @@ def task_destination(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_amount_paid(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `amount_paid` (spec line 27)."""
     reservations = v["reservations"]
-    r = rt.pick(
+    r = rt.pick(  # spec:28
         rng,
         [
             x
@@ -100,22 +105,22 @@ def task_amount_paid(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["status"] != "cancelled" and len(x["payment_history"]) >= 1
         ],
     )
-    paid = sum(p["amount"] for p in r["payment_history"])
-    user_text = rt.text(
+    paid = sum(p["amount"] for p in r["payment_history"])  # spec:29
+    user_text = rt.text(  # spec:30
         "Hello, this is ",
         r["user_id"],
         ". How much did I pay in total for reservation ",
         r["reservation_id"],
         "?",
     )
-    # distractor `guess`
+    # spec:34 distractor `guess`
     user_text += " " + rt.text("I think it was about ", rt.round_(paid * 0.8), " dollars.")
-    return TaskInstance(
+    return TaskInstance(  # spec:27
         task="amount_paid",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"paid": paid},
-        hint="Add up the amounts in the reservation's payment_history.",
+        hint="Add up the amounts in the reservation's payment_history.",  # spec:33
         values={"r": r, "paid": paid},
         distractors=("guess",),
     )
@@ -124,15 +129,15 @@ def task_amount_paid(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_cabin(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `cabin` (spec line 37)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])
-    user_text = rt.text(
+    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])  # spec:38
+    user_text = rt.text(  # spec:39
         "Hi, this is ",
         r["user_id"],
         ". Which cabin class is reservation ",
         r["reservation_id"],
         " booked in?",
     )
-    # distractor `other_cabin`
+    # spec:43 distractor `other_cabin`
     rt.clone(
         rng,
         DOMAIN,
@@ -141,29 +146,29 @@ def task_cabin(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         r,
         {"cabin": "business" if r["cabin"] != "business" else "economy"},
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:37
         task="cabin",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"r.cabin": r["cabin"]},
-        hint="The cabin class is the reservation's `cabin` field.",
+        hint="The cabin class is the reservation's `cabin` field.",  # spec:42
         values={"r": r},
         distractors=("other_cabin",),
     )
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:47
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:48
         0.3,
         "0.3 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:49
 )
 
 CAPABILITY = Capability(
@@ -173,16 +178,13 @@ CAPABILITY = Capability(
     max_turns=6,
     build_world=build_world,
     tasks=(
-        TaskDef("destination", 3.0, task_destination),
-        TaskDef("amount_paid", 3.0, task_amount_paid),
-        TaskDef("cabin", 2.0, task_cabin),
+        TaskDef("destination", 3.0, task_destination),  # spec:18
+        TaskDef("amount_paid", 3.0, task_amount_paid),  # spec:27
+        TaskDef("cabin", 2.0, task_cabin),  # spec:37
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Call get_reservation_details with the reservation id the user gives, then tell the user "
-        "the value from the record."
-    ),
+    hint=HINT,
     spec_path="specs/reservation_lookup_compact.tracec",
     spec_sha256="26de7ba46764647d2308a5bbaa97f05b78e51858c0d9a8fc3a87aefa4234d312",
     tool_names=("get_reservation_details", "get_user_details"),
@@ -233,8 +235,10 @@ class ReservationLookupCompactEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 14, 0), (28, 15, 0), (40, 0, 0), (46, 19, 9), (47, 20, 10), (54, 24, 0), (55, 24, 29),
-    (79, 18, 0), (90, 0, 0), (95, 28, 9), (103, 29, 9), (104, 30, 10), (111, 34, 0), (112, 34, 28),
-    (113, 27, 0), (122, 0, 0), (127, 38, 9), (128, 39, 10), (135, 43, 0), (136, 43, 36),
-    (144, 37, 0), (153, 0, 0), (156, 47, 14), (161, 48, 14), (166, 49, 0), (167, 0, 0),
+    (32, 14, 0), (33, 15, 0), (45, 0, 0), (51, 19, 9), (52, 20, 10), (59, 24, 0), (60, 24, 29),
+    (84, 18, 0), (89, 23, 10), (92, 18, 0), (95, 0, 0), (100, 28, 9), (108, 29, 9), (109, 30, 10),
+    (116, 34, 0), (117, 34, 28), (118, 27, 0), (123, 33, 10), (124, 27, 0), (127, 0, 0),
+    (132, 38, 9), (133, 39, 10), (140, 43, 0), (141, 43, 36), (149, 37, 0), (154, 42, 10),
+    (155, 37, 0), (158, 0, 0), (161, 47, 14), (166, 48, 14), (171, 49, 0), (172, 0, 0),
+    (181, 18, 0), (182, 27, 0), (183, 37, 0), (184, 0, 0),
 )

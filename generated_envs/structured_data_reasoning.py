@@ -20,14 +20,16 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = "Look the records up first, compute from the numbers in them, and say the result."
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))  # spec:10
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))  # spec:11
 
-    def reservations_fields() -> dict:
+    def reservations_fields() -> dict:  # spec:12
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -44,7 +46,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `cancel_refund` (spec line 15)."""
     reservations = v["reservations"]
-    r = rt.pick(
+    r = rt.pick(  # spec:16
         rng,
         [
             x
@@ -52,15 +54,15 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["status"] != "cancelled" and len(x["payment_history"]) >= 1
         ],
     )
-    refund = sum(p["amount"] for p in r["payment_history"])
-    user_text = rt.text(
+    refund = sum(p["amount"] for p in r["payment_history"])  # spec:17
+    user_text = rt.text(  # spec:18
         "Hi, this is ",
         r["user_id"],
         ". Please cancel my reservation ",
         r["reservation_id"],
         ". How much money will I get back in total?",
     )
-    # distractor `sibling`
+    # spec:26 distractor `sibling`
     rt.clone(
         rng,
         DOMAIN,
@@ -76,26 +78,27 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ],
         },
     )
-    # distractor `guess`
+    # spec:27 distractor `guess`
     user_text += " " + rt.text(
         "I think I paid around ",
         rt.round_(refund * 0.85),
         " dollars, if that helps.",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:15
         task="cancel_refund",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:20
+            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),  # spec:21
         ],
         communicate={"refund": refund},
         replies=[
-            Reply(
+            Reply(  # spec:24
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
                 "Yes, please cancel it.",
             ),
         ],
+        # spec:25
         hint="The refund is the sum of every amount in the reservation's payment_history.",
         values={"r": r, "refund": refund},
         distractors=("sibling", "guess"),
@@ -105,9 +108,9 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `add_bags_fee` (spec line 30)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])
-    owner = rt.ref(db, "users", r["user_id"])
-    card = rt.pick(
+    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])  # spec:31
+    owner = rt.ref(db, "users", r["user_id"])  # spec:32
+    card = rt.pick(  # spec:33
         rng,
         [
             k
@@ -115,9 +118,9 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    extra = rt.randint(rng, 1, 3)
-    fee = 50 * extra
-    user_text = rt.text(
+    extra = rt.randint(rng, 1, 3)  # spec:34
+    fee = 50 * extra  # spec:35
+    user_text = rt.text(  # spec:36
         "Hello, I'm ",
         r["user_id"],
         ". I want to add ",
@@ -128,14 +131,14 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         ". What will the extra bags cost?",
     )
-    # distractor `other_booking`
+    # spec:44 distractor `other_booking`
     rt.clone(rng, DOMAIN, db, "reservation", r, {"total_baggages": r["total_baggages"] + 2})
-    return TaskInstance(
+    return TaskInstance(  # spec:30
         task="add_bags_fee",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:38
+            Call("update_reservation_baggages", {  # spec:39
                 "reservation_id": r["reservation_id"],
                 "total_baggages": r["total_baggages"] + extra,
                 "nonfree_baggages": r["nonfree_baggages"] + extra,
@@ -144,12 +147,12 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"fee": fee},
         replies=[
-            Reply(
+            Reply(  # spec:42
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, go ahead with the bags.",
             ),
         ],
-        hint=(
+        hint=(  # spec:43
             "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
             "nonfree_baggages by the same number."
         ),
@@ -161,15 +164,15 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `passenger_total` (spec line 47)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if len(x["flights"]) >= 2])
-    total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])
-    lead = r["passengers"][0]
-    new_last = rt.last_name(rng)
-    fixed = (
+    r = rt.pick(rng, [x for x in reservations if len(x["flights"]) >= 2])  # spec:48
+    total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])  # spec:49
+    lead = r["passengers"][0]  # spec:50
+    new_last = rt.last_name(rng)  # spec:51
+    fixed = (  # spec:52
         [{"first_name": lead["first_name"], "last_name": new_last, "dob": lead["dob"]}]
         + [p for p in r["passengers"] if p != lead]
     )
-    user_text = rt.text(
+    user_text = rt.text(  # spec:53
         "Hi, I'm ",
         r["user_id"],
         ". On reservation ",
@@ -178,20 +181,20 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         new_last,
         ", please fix it. Also, what was the total fare of the booking for all passengers?",
     )
-    # distractor `twin`
+    # spec:60 distractor `twin`
     rt.clone(rng, DOMAIN, db, "reservation", r, {"flights": rt.shuffle(rng, r["flights"])})
-    return TaskInstance(
+    return TaskInstance(  # spec:47
         task="passenger_total",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:55
+            Call("update_reservation_passengers", {  # spec:56
                 "reservation_id": r["reservation_id"],
                 "passengers": fixed,
             }),
         ],
         communicate={"total": total},
-        hint=(
+        hint=(  # spec:59
             "Add the price of every flight segment and multiply by the number of passengers."
         ),
         values={"r": r, "total": total, "lead": lead, "new_last": new_last, "fixed": fixed},
@@ -200,17 +203,17 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:64
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:65
         0.3,
         "0.3 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:66
 )
 
 CAPABILITY = Capability(
@@ -222,13 +225,13 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_refund", 3.0, task_cancel_refund),
-        TaskDef("add_bags_fee", 2.0, task_add_bags_fee),
-        TaskDef("passenger_total", 2.0, task_passenger_total),
+        TaskDef("cancel_refund", 3.0, task_cancel_refund),  # spec:15
+        TaskDef("add_bags_fee", 2.0, task_add_bags_fee),  # spec:30
+        TaskDef("passenger_total", 2.0, task_passenger_total),  # spec:47
     ),
     rules=RULES,
     tools=(),
-    hint="Look the records up first, compute from the numbers in them, and say the result.",
+    hint=HINT,
     spec_path="specs/structured_data_reasoning.tracec",
     spec_sha256="501bbc13040718c38e61bc632feace495f284df4c803694b3454ff4d54ff0cfe",
 )
@@ -278,10 +281,14 @@ class StructuredDataReasoningEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 10, 0), (28, 11, 0), (29, 12, 0), (41, 0, 0), (47, 16, 9), (55, 17, 9), (56, 18, 10),
-    (63, 26, 0), (64, 26, 32), (79, 27, 0), (80, 27, 28), (85, 15, 0), (103, 0, 0), (108, 31, 9),
-    (109, 32, 9), (110, 33, 9), (118, 34, 9), (119, 35, 9), (120, 36, 10), (131, 44, 0),
-    (132, 44, 38), (133, 30, 0), (159, 0, 0), (164, 48, 9), (165, 49, 9), (166, 50, 9),
-    (167, 51, 9), (168, 52, 9), (172, 53, 10), (181, 60, 0), (182, 60, 29), (183, 47, 0),
-    (200, 0, 0), (203, 64, 14), (208, 65, 14), (213, 66, 0), (214, 0, 0),
+    (29, 10, 0), (30, 11, 0), (31, 12, 0), (43, 0, 0), (49, 16, 9), (57, 17, 9), (58, 18, 10),
+    (65, 26, 0), (66, 26, 32), (81, 27, 0), (82, 27, 28), (87, 15, 0), (91, 20, 7), (92, 21, 7),
+    (93, 15, 0), (96, 24, 5), (100, 15, 0), (101, 25, 10), (103, 15, 0), (106, 0, 0), (111, 31, 9),
+    (112, 32, 9), (113, 33, 9), (121, 34, 9), (122, 35, 9), (123, 36, 10), (134, 44, 0),
+    (135, 44, 38), (136, 30, 0), (140, 38, 7), (141, 39, 7), (147, 30, 0), (150, 42, 5),
+    (154, 30, 0), (155, 43, 10), (159, 30, 0), (162, 0, 0), (167, 48, 9), (168, 49, 9),
+    (169, 50, 9), (170, 51, 9), (171, 52, 9), (175, 53, 10), (184, 60, 0), (185, 60, 29),
+    (186, 47, 0), (190, 55, 7), (191, 56, 7), (195, 47, 0), (197, 59, 10), (200, 47, 0),
+    (203, 0, 0), (206, 64, 14), (211, 65, 14), (216, 66, 0), (217, 0, 0), (228, 15, 0),
+    (229, 30, 0), (230, 47, 0), (231, 0, 0),
 )

@@ -20,14 +20,16 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = "Look the records up first, compute from the numbers in them, and say the result."
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))  # spec:19
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))  # spec:20
 
-    def reservations_fields() -> dict:
+    def reservations_fields() -> dict:  # spec:21
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -44,7 +46,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `cancel_refund` (spec line 24)."""
     reservations = v["reservations"]
-    r = rt.pick(
+    r = rt.pick(  # spec:25
         rng,
         [
             x
@@ -52,15 +54,15 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if x["status"] != "cancelled" and len(x["payment_history"]) >= 1
         ],
     )
-    refund = sum(p["amount"] for p in r["payment_history"])
-    user_text = rt.text(
+    refund = sum(p["amount"] for p in r["payment_history"])  # spec:26
+    user_text = rt.text(  # spec:27
         "Hi, this is ",
         r["user_id"],
         ". Please cancel my reservation ",
         r["reservation_id"],
         ". How much money will I get back in total?",
     )
-    # distractor `sibling`
+    # spec:35 distractor `sibling`
     rt.clone(
         rng,
         DOMAIN,
@@ -76,26 +78,27 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             ],
         },
     )
-    # distractor `guess`
+    # spec:36 distractor `guess`
     user_text += " " + rt.text(
         "I think I paid around ",
         rt.round_(refund * 0.85),
         " dollars, if that helps.",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:24
         task="cancel_refund",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:29
+            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),  # spec:30
         ],
         communicate={"refund": refund},
         replies=[
-            Reply(
+            Reply(  # spec:33
                 ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
                 "Yes, please cancel it.",
             ),
         ],
+        # spec:34
         hint="The refund is the sum of every amount in the reservation's payment_history.",
         values={"r": r, "refund": refund},
         distractors=("sibling", "guess"),
@@ -105,9 +108,9 @@ def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `add_bags_fee` (spec line 39)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])
-    owner = rt.ref(db, "users", r["user_id"])
-    card = rt.pick(
+    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])  # spec:40
+    owner = rt.ref(db, "users", r["user_id"])  # spec:41
+    card = rt.pick(  # spec:42
         rng,
         [
             k
@@ -115,9 +118,9 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "credit_card"
         ],
     )
-    extra = rt.randint(rng, 1, 3)
-    fee = 50 * extra
-    user_text = rt.text(
+    extra = rt.randint(rng, 1, 3)  # spec:43
+    fee = 50 * extra  # spec:44
+    user_text = rt.text(  # spec:45
         "Hello, I'm ",
         r["user_id"],
         ". I want to add ",
@@ -128,14 +131,14 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         card,
         ". What will the extra bags cost?",
     )
-    # distractor `other_booking`
+    # spec:53 distractor `other_booking`
     rt.clone(rng, DOMAIN, db, "reservation", r, {"total_baggages": r["total_baggages"] + 2})
-    return TaskInstance(
+    return TaskInstance(  # spec:39
         task="add_bags_fee",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_baggages", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:47
+            Call("update_reservation_baggages", {  # spec:48
                 "reservation_id": r["reservation_id"],
                 "total_baggages": r["total_baggages"] + extra,
                 "nonfree_baggages": r["nonfree_baggages"] + extra,
@@ -144,12 +147,12 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"fee": fee},
         replies=[
-            Reply(
+            Reply(  # spec:51
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, go ahead with the bags.",
             ),
         ],
-        hint=(
+        hint=(  # spec:52
             "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
             "nonfree_baggages by the same number."
         ),
@@ -161,15 +164,15 @@ def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `passenger_total` (spec line 56)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if len(x["flights"]) >= 2])
-    total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])
-    lead = r["passengers"][0]
-    new_last = rt.last_name(rng)
-    fixed = (
+    r = rt.pick(rng, [x for x in reservations if len(x["flights"]) >= 2])  # spec:57
+    total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])  # spec:58
+    lead = r["passengers"][0]  # spec:59
+    new_last = rt.last_name(rng)  # spec:60
+    fixed = (  # spec:61
         [{"first_name": lead["first_name"], "last_name": new_last, "dob": lead["dob"]}]
         + [p for p in r["passengers"] if p != lead]
     )
-    user_text = rt.text(
+    user_text = rt.text(  # spec:62
         "Hi, I'm ",
         r["user_id"],
         ". On reservation ",
@@ -178,20 +181,20 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         new_last,
         ", please fix it. Also, what was the total fare of the booking for all passengers?",
     )
-    # distractor `twin`
+    # spec:69 distractor `twin`
     rt.clone(rng, DOMAIN, db, "reservation", r, {"flights": rt.shuffle(rng, r["flights"])})
-    return TaskInstance(
+    return TaskInstance(  # spec:56
         task="passenger_total",
         user=user_text,
         gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),
-            Call("update_reservation_passengers", {
+            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:64
+            Call("update_reservation_passengers", {  # spec:65
                 "reservation_id": r["reservation_id"],
                 "passengers": fixed,
             }),
         ],
         communicate={"total": total},
-        hint=(
+        hint=(  # spec:68
             "Add the price of every flight segment and multiply by the number of passengers."
         ),
         values={"r": r, "total": total, "lead": lead, "new_last": new_last, "fixed": fixed},
@@ -200,17 +203,17 @@ def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:73
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
         lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(
+    Rule(  # spec:74
         0.3,
         "0.3 when state_matches and progress == 1",
         lambda o: o.state_matches and o.progress == 1,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:75
 )
 
 CAPABILITY = Capability(
@@ -222,13 +225,13 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("cancel_refund", 3.0, task_cancel_refund),
-        TaskDef("add_bags_fee", 2.0, task_add_bags_fee),
-        TaskDef("passenger_total", 2.0, task_passenger_total),
+        TaskDef("cancel_refund", 3.0, task_cancel_refund),  # spec:24
+        TaskDef("add_bags_fee", 2.0, task_add_bags_fee),  # spec:39
+        TaskDef("passenger_total", 2.0, task_passenger_total),  # spec:56
     ),
     rules=RULES,
     tools=(),
-    hint="Look the records up first, compute from the numbers in them, and say the result.",
+    hint=HINT,
     spec_path="specs/structured_data_reasoning_compact.tracec",
     spec_sha256="9c8e5ce73826214ab30dd56df52ff9f5b06faea59c17ff49b43b72d478021cf9",
     tool_names=(
@@ -287,10 +290,14 @@ class StructuredDataReasoningCompactEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 19, 0), (28, 20, 0), (29, 21, 0), (41, 0, 0), (47, 25, 9), (55, 26, 9), (56, 27, 10),
-    (63, 35, 0), (64, 35, 32), (79, 36, 0), (80, 36, 28), (85, 24, 0), (103, 0, 0), (108, 40, 9),
-    (109, 41, 9), (110, 42, 9), (118, 43, 9), (119, 44, 9), (120, 45, 10), (131, 53, 0),
-    (132, 53, 38), (133, 39, 0), (159, 0, 0), (164, 57, 9), (165, 58, 9), (166, 59, 9),
-    (167, 60, 9), (168, 61, 9), (172, 62, 10), (181, 69, 0), (182, 69, 29), (183, 56, 0),
-    (200, 0, 0), (203, 73, 14), (208, 74, 14), (213, 75, 0), (214, 0, 0),
+    (29, 19, 0), (30, 20, 0), (31, 21, 0), (43, 0, 0), (49, 25, 9), (57, 26, 9), (58, 27, 10),
+    (65, 35, 0), (66, 35, 32), (81, 36, 0), (82, 36, 28), (87, 24, 0), (91, 29, 7), (92, 30, 7),
+    (93, 24, 0), (96, 33, 5), (100, 24, 0), (101, 34, 10), (103, 24, 0), (106, 0, 0), (111, 40, 9),
+    (112, 41, 9), (113, 42, 9), (121, 43, 9), (122, 44, 9), (123, 45, 10), (134, 53, 0),
+    (135, 53, 38), (136, 39, 0), (140, 47, 7), (141, 48, 7), (147, 39, 0), (150, 51, 5),
+    (154, 39, 0), (155, 52, 10), (159, 39, 0), (162, 0, 0), (167, 57, 9), (168, 58, 9),
+    (169, 59, 9), (170, 60, 9), (171, 61, 9), (175, 62, 10), (184, 69, 0), (185, 69, 29),
+    (186, 56, 0), (190, 64, 7), (191, 65, 7), (195, 56, 0), (197, 68, 10), (200, 56, 0),
+    (203, 0, 0), (206, 73, 14), (211, 74, 14), (216, 75, 0), (217, 0, 0), (228, 24, 0),
+    (229, 39, 0), (230, 56, 0), (231, 0, 0),
 )

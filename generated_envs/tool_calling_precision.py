@@ -20,14 +20,20 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("retail")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Look up the user and the order first and copy ids exactly from the records. Refunds go to the "
+    "original payment method unless the user asks for a gift card; change only what the user asked "
+    "for, on the order they named."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    products = rt.spawn(rng, DOMAIN, db, "product", rt.randint(rng, 4, 6))
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))
+    products = rt.spawn(rng, DOMAIN, db, "product", rt.randint(rng, 4, 6))  # spec:12
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))  # spec:13
 
-    def orders_fields() -> dict:
+    def orders_fields() -> dict:  # spec:14
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     orders = rt.spawn(rng, DOMAIN, db, "order", rt.randint(rng, 8, 11), orders_fields)
@@ -37,10 +43,11 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `return_to_original` (spec line 17)."""
     orders = v["orders"]
+    # spec:18
     ord = rt.pick(rng, [x for x in orders if x["status"] == "delivered" and len(x["items"]) >= 2])
-    owner = rt.ref(db, "users", ord["user_id"])
-    paid = ord["payment_history"][0]["payment_method_id"]
-    gift = rt.pick(
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:19
+    paid = ord["payment_history"][0]["payment_method_id"]  # spec:20
+    gift = rt.pick(  # spec:21
         rng,
         [
             k
@@ -48,11 +55,11 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "gift_card" and k != paid
         ],
     )
-    back = rt.sample(rng, ord["items"], 1, len(ord["items"]) - 1)
-    ids = sorted([i["item_id"] for i in back])
-    names = [i["name"] + " (" + rt.fmt(rt.values(i["options"])) + ")" for i in back]
-    refund = rt.round_(sum(i["price"] for i in back), 2)
-    user_text = rt.text(
+    back = rt.sample(rng, ord["items"], 1, len(ord["items"]) - 1)  # spec:22
+    ids = sorted([i["item_id"] for i in back])  # spec:23
+    names = [i["name"] + " (" + rt.fmt(rt.values(i["options"])) + ")" for i in back]  # spec:24
+    refund = rt.round_(sum(i["price"] for i in back), 2)  # spec:25
+    user_text = rt.text(  # spec:26
         "Hi, my email is ",
         owner["email"],
         ". From order ",
@@ -64,15 +71,15 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "will I get back?"
         ),
     )
-    # distractor `gift_claim`
+    # spec:36 distractor `gift_claim`
     user_text += " " + "I have a gift card on my account too, if that matters."
-    return TaskInstance(
+    return TaskInstance(  # spec:17
         task="return_to_original",
         user=user_text,
         gold=[
-            Call("find_user_id_by_email", {"email": owner["email"]}),
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("return_delivered_order_items", {
+            Call("find_user_id_by_email", {"email": owner["email"]}),  # spec:28
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:29
+            Call("return_delivered_order_items", {  # spec:30
                 "order_id": ord["order_id"],
                 "item_ids": ids,
                 "payment_method_id": paid,
@@ -80,18 +87,18 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"refund": refund},
         forbid=[
-            Call("return_delivered_order_items", {
+            Call("return_delivered_order_items", {  # spec:33
                 "order_id": ord["order_id"],
                 "payment_method_id": gift,
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:34
                 ("confirm", "proceed", "correct", "shall i", "should i", "would you like"),
                 "Yes, exactly those items, please go ahead.",
             ),
         ],
-        hint=(
+        hint=(  # spec:35
             "The original payment method is the payment_method_id of the order's first payment. "
             "Return only the listed items (their item_id values, not product ids) and report the "
             "sum of their prices."
@@ -113,11 +120,11 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `modify_variant` (spec line 39)."""
     orders = v["orders"]
-    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])
-    owner = rt.ref(db, "users", ord["user_id"])
-    item = rt.pick(rng, ord["items"])
-    prod = rt.ref(db, "products", item["product_id"])
-    target = rt.pick(
+    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])  # spec:40
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:41
+    item = rt.pick(rng, ord["items"])  # spec:42
+    prod = rt.ref(db, "products", item["product_id"])  # spec:43
+    target = rt.pick(  # spec:44
         rng,
         [
             w
@@ -125,7 +132,7 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if w["available"] and w["item_id"] != item["item_id"]
         ],
     )
-    pm = rt.pick(
+    pm = rt.pick(  # spec:45
         rng,
         [
             k
@@ -133,14 +140,14 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] != "gift_card"
         ],
     )
-    method = owner["payment_methods"][pm]
-    named = (
+    method = owner["payment_methods"][pm]  # spec:46
+    named = (  # spec:47
         "PayPal account"
         if method["source"] == "paypal"
         else method["brand"] + " card ending in " + method["last_four"]
     )
-    diff = rt.round_(abs(target["price"] - item["price"]), 2)
-    near = next(
+    diff = rt.round_(abs(target["price"] - item["price"]), 2)  # spec:48
+    near = next(  # spec:49
         (
             w
             for w in rt.values(prod["variants"])
@@ -152,8 +159,8 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ),
         None,
     )
-    wrong = [near["item_id"]] if near is not None else []
-    user_text = rt.text(
+    wrong = [near["item_id"]] if near is not None else []  # spec:50
+    user_text = rt.text(  # spec:51
         "Hello, I'm ",
         owner["name"]["first_name"],
         " ",
@@ -172,20 +179,20 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         named,
         " for any price difference. What's the difference?",
     )
-    # distractor `namesake`
+    # spec:62 distractor `namesake`
     rt.add(rng, DOMAIN, db, "product", {"name": prod["name"]})
-    return TaskInstance(
+    return TaskInstance(  # spec:39
         task="modify_variant",
         user=user_text,
         gold=[
-            Call("find_user_id_by_name_zip", {
+            Call("find_user_id_by_name_zip", {  # spec:53
                 "first_name": owner["name"]["first_name"],
                 "last_name": owner["name"]["last_name"],
                 "zip": owner["address"]["zip"],
             }),
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("get_product_details", {"product_id": item["product_id"]}),
-            Call("modify_pending_order_items", {
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:54
+            Call("get_product_details", {"product_id": item["product_id"]}),  # spec:55
+            Call("modify_pending_order_items", {  # spec:56
                 "order_id": ord["order_id"],
                 "item_ids": [item["item_id"]],
                 "new_item_ids": [target["item_id"]],
@@ -194,18 +201,18 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"diff": diff},
         forbid=[
-            Call("modify_pending_order_items", {
+            Call("modify_pending_order_items", {  # spec:59
                 "order_id": ord["order_id"],
                 "new_item_ids": wrong,
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:60
                 ("confirm", "proceed", "all the items", "shall i", "should i", "would you like"),
                 "Yes, that's the only item I want to change. Go ahead.",
             ),
         ],
-        hint=(
+        hint=(  # spec:61
             "Find the variant of the same product whose options match exactly, and make sure it is "
             "available; pass item ids (not the product id) and the payment method the user named."
         ),
@@ -230,12 +237,12 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `ship_to_other_address` (spec line 65)."""
     users = v["users"]
     orders = v["orders"]
-    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])
-    owner = rt.ref(db, "users", ord["user_id"])
-    host = rt.pick(rng, [u for u in users if u["user_id"] != owner["user_id"]])
-    a = host["address"]
-    paid = ord["payment_history"][0]["payment_method_id"]
-    pm = rt.pick(
+    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])  # spec:66
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:67
+    host = rt.pick(rng, [u for u in users if u["user_id"] != owner["user_id"]])  # spec:68
+    a = host["address"]  # spec:69
+    paid = ord["payment_history"][0]["payment_method_id"]  # spec:70
+    pm = rt.pick(  # spec:71
         rng,
         [
             k
@@ -249,8 +256,8 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    total = ord["payment_history"][0]["amount"]
-    user_text = rt.text(
+    total = ord["payment_history"][0]["amount"]  # spec:72
+    user_text = rt.text(  # spec:73
         "Hi, I'm ",
         owner["user_id"],
         ". I'm staying with my sister for a few weeks, so please ship my pending order ",
@@ -271,14 +278,14 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         pm,
         " instead. What is the order total?",
     )
-    # distractor `other_pending`
+    # spec:83 distractor `other_pending`
     rt.add(rng, DOMAIN, db, "order", {"user_id": owner["user_id"], "status": "pending"})
-    return TaskInstance(
+    return TaskInstance(  # spec:65
         task="ship_to_other_address",
         user=user_text,
         gold=[
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("modify_pending_order_address", {
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:75
+            Call("modify_pending_order_address", {  # spec:76
                 "order_id": ord["order_id"],
                 "address1": a["address1"],
                 "address2": a["address2"],
@@ -287,14 +294,14 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "country": a["country"],
                 "zip": a["zip"],
             }),
-            Call("modify_pending_order_payment", {
+            Call("modify_pending_order_payment", {  # spec:77
                 "order_id": ord["order_id"],
                 "payment_method_id": pm,
             }),
         ],
         communicate={"total": total},
         forbid=[
-            Call("modify_user_address", {
+            Call("modify_user_address", {  # spec:80
                 "user_id": owner["user_id"],
                 "address1": a["address1"],
                 "address2": a["address2"],
@@ -305,12 +312,12 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:81
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make both changes.",
             ),
         ],
-        hint=(
+        hint=(  # spec:82
             "The order's shipping address changes with modify_pending_order_address; the account's "
             "default address must stay. Then switch the order's payment method."
         ),
@@ -328,20 +335,20 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:87
+    Rule(  # spec:88
         1.0,
         "1.0 when state_matches and communicated()",
         lambda o: o.state_matches and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(0.6, "0.6 when state_matches", lambda o: o.state_matches),
-    Rule(
+    Rule(0.6, "0.6 when state_matches", lambda o: o.state_matches),  # spec:89
+    Rule(  # spec:90
         0.3,
         "0.3 * progress when progress > 0",
         lambda o: o.progress > 0,
         value=lambda o: 0.3 * o.progress,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:91
 )
 
 CAPABILITY = Capability(
@@ -354,17 +361,13 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("return_to_original", 3.0, task_return_to_original),
-        TaskDef("modify_variant", 3.0, task_modify_variant),
-        TaskDef("ship_to_other_address", 2.0, task_ship_to_other_address),
+        TaskDef("return_to_original", 3.0, task_return_to_original),  # spec:17
+        TaskDef("modify_variant", 3.0, task_modify_variant),  # spec:39
+        TaskDef("ship_to_other_address", 2.0, task_ship_to_other_address),  # spec:65
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Look up the user and the order first and copy ids exactly from the records. Refunds go to "
-        "the original payment method unless the user asks for a gift card; change only what the "
-        "user asked for, on the order they named."
-    ),
+    hint=HINT,
     spec_path="specs/tool_calling_precision.tracec",
     spec_sha256="a0792c38b17b0ce306932ef3312e5a205e0e28bfb0a5659cb743628e37d5a4bc",
 )
@@ -421,12 +424,18 @@ class ToolCallingPrecisionEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 12, 0), (28, 13, 0), (29, 14, 0), (34, 0, 0), (40, 18, 9), (41, 19, 9), (42, 20, 9),
-    (43, 21, 9), (51, 22, 9), (52, 23, 9), (53, 24, 9), (54, 25, 9), (55, 26, 10), (67, 36, 0),
-    (68, 36, 33), (69, 17, 0), (111, 0, 0), (116, 40, 9), (117, 41, 9), (118, 42, 9), (119, 43, 9),
-    (120, 44, 9), (128, 45, 9), (136, 46, 9), (137, 47, 9), (142, 48, 9), (143, 49, 9),
-    (155, 50, 9), (156, 51, 10), (175, 62, 0), (177, 39, 0), (227, 0, 0), (233, 66, 9),
-    (234, 67, 9), (235, 68, 9), (236, 69, 9), (237, 70, 9), (238, 71, 9), (252, 72, 9),
-    (253, 73, 10), (274, 83, 0), (276, 65, 0), (328, 0, 0), (331, 87, 14), (332, 88, 14),
-    (337, 89, 14), (338, 90, 25), (344, 91, 0), (345, 0, 0),
+    (33, 12, 0), (34, 13, 0), (35, 14, 0), (40, 0, 0), (46, 18, 9), (48, 19, 9), (49, 20, 9),
+    (50, 21, 9), (58, 22, 9), (59, 23, 9), (60, 24, 9), (61, 25, 9), (62, 26, 10), (74, 36, 0),
+    (75, 36, 33), (76, 17, 0), (80, 28, 7), (81, 29, 7), (82, 30, 7), (87, 17, 0), (90, 33, 12),
+    (94, 17, 0), (96, 34, 5), (100, 17, 0), (101, 35, 10), (106, 17, 0), (118, 0, 0), (123, 40, 9),
+    (124, 41, 9), (125, 42, 9), (126, 43, 9), (127, 44, 9), (135, 45, 9), (143, 46, 9),
+    (144, 47, 9), (149, 48, 9), (150, 49, 9), (162, 50, 9), (163, 51, 10), (182, 62, 0),
+    (183, 62, 31), (184, 39, 0), (188, 53, 7), (193, 54, 7), (194, 55, 7), (195, 56, 7),
+    (201, 39, 0), (204, 59, 12), (208, 39, 0), (210, 60, 5), (214, 39, 0), (215, 61, 10),
+    (219, 39, 0), (234, 0, 0), (240, 66, 9), (241, 67, 9), (242, 68, 9), (243, 69, 9),
+    (244, 70, 9), (245, 71, 9), (259, 72, 9), (260, 73, 10), (281, 83, 0), (282, 83, 36),
+    (283, 65, 0), (287, 75, 7), (288, 76, 7), (297, 77, 7), (301, 65, 0), (304, 80, 12),
+    (313, 65, 0), (315, 81, 5), (319, 65, 0), (320, 82, 10), (324, 65, 0), (335, 0, 0),
+    (338, 87, 14), (339, 88, 14), (344, 89, 14), (345, 90, 25), (351, 91, 0), (352, 0, 0),
+    (364, 17, 0), (365, 39, 0), (366, 65, 0), (367, 0, 0),
 )

@@ -20,14 +20,20 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("retail")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Look up the user and the order first and copy ids exactly from the records. Refunds go to the "
+    "original payment method unless the user asks for a gift card; change only what the user asked "
+    "for, on the order they named."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    products = rt.spawn(rng, DOMAIN, db, "product", rt.randint(rng, 4, 6))
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))
+    products = rt.spawn(rng, DOMAIN, db, "product", rt.randint(rng, 4, 6))  # spec:20
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))  # spec:21
 
-    def orders_fields() -> dict:
+    def orders_fields() -> dict:  # spec:22
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     orders = rt.spawn(rng, DOMAIN, db, "order", rt.randint(rng, 8, 11), orders_fields)
@@ -37,10 +43,11 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `return_to_original` (spec line 25)."""
     orders = v["orders"]
+    # spec:26
     ord = rt.pick(rng, [x for x in orders if x["status"] == "delivered" and len(x["items"]) >= 2])
-    owner = rt.ref(db, "users", ord["user_id"])
-    paid = ord["payment_history"][0]["payment_method_id"]
-    gift = rt.pick(
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:27
+    paid = ord["payment_history"][0]["payment_method_id"]  # spec:28
+    gift = rt.pick(  # spec:29
         rng,
         [
             k
@@ -48,11 +55,11 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] == "gift_card" and k != paid
         ],
     )
-    back = rt.sample(rng, ord["items"], 1, len(ord["items"]) - 1)
-    ids = sorted([i["item_id"] for i in back])
-    names = [i["name"] + " (" + rt.fmt(rt.values(i["options"])) + ")" for i in back]
-    refund = rt.round_(sum(i["price"] for i in back), 2)
-    user_text = rt.text(
+    back = rt.sample(rng, ord["items"], 1, len(ord["items"]) - 1)  # spec:30
+    ids = sorted([i["item_id"] for i in back])  # spec:31
+    names = [i["name"] + " (" + rt.fmt(rt.values(i["options"])) + ")" for i in back]  # spec:32
+    refund = rt.round_(sum(i["price"] for i in back), 2)  # spec:33
+    user_text = rt.text(  # spec:34
         "Hi, my email is ",
         owner["email"],
         ". From order ",
@@ -64,15 +71,15 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             "will I get back?"
         ),
     )
-    # distractor `gift_claim`
+    # spec:44 distractor `gift_claim`
     user_text += " " + "I have a gift card on my account too, if that matters."
-    return TaskInstance(
+    return TaskInstance(  # spec:25
         task="return_to_original",
         user=user_text,
         gold=[
-            Call("find_user_id_by_email", {"email": owner["email"]}),
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("return_delivered_order_items", {
+            Call("find_user_id_by_email", {"email": owner["email"]}),  # spec:36
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:37
+            Call("return_delivered_order_items", {  # spec:38
                 "order_id": ord["order_id"],
                 "item_ids": ids,
                 "payment_method_id": paid,
@@ -80,18 +87,18 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"refund": refund},
         forbid=[
-            Call("return_delivered_order_items", {
+            Call("return_delivered_order_items", {  # spec:41
                 "order_id": ord["order_id"],
                 "payment_method_id": gift,
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:42
                 ("confirm", "proceed", "correct", "shall i", "should i", "would you like"),
                 "Yes, exactly those items, please go ahead.",
             ),
         ],
-        hint=(
+        hint=(  # spec:43
             "The original payment method is the payment_method_id of the order's first payment. "
             "Return only the listed items (their item_id values, not product ids) and report the "
             "sum of their prices."
@@ -113,11 +120,11 @@ def task_return_to_original(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `modify_variant` (spec line 47)."""
     orders = v["orders"]
-    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])
-    owner = rt.ref(db, "users", ord["user_id"])
-    item = rt.pick(rng, ord["items"])
-    prod = rt.ref(db, "products", item["product_id"])
-    target = rt.pick(
+    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])  # spec:48
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:49
+    item = rt.pick(rng, ord["items"])  # spec:50
+    prod = rt.ref(db, "products", item["product_id"])  # spec:51
+    target = rt.pick(  # spec:52
         rng,
         [
             w
@@ -125,7 +132,7 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if w["available"] and w["item_id"] != item["item_id"]
         ],
     )
-    pm = rt.pick(
+    pm = rt.pick(  # spec:53
         rng,
         [
             k
@@ -133,14 +140,14 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             if owner["payment_methods"][k]["source"] != "gift_card"
         ],
     )
-    method = owner["payment_methods"][pm]
-    named = (
+    method = owner["payment_methods"][pm]  # spec:54
+    named = (  # spec:55
         "PayPal account"
         if method["source"] == "paypal"
         else method["brand"] + " card ending in " + method["last_four"]
     )
-    diff = rt.round_(abs(target["price"] - item["price"]), 2)
-    near = next(
+    diff = rt.round_(abs(target["price"] - item["price"]), 2)  # spec:56
+    near = next(  # spec:57
         (
             w
             for w in rt.values(prod["variants"])
@@ -152,8 +159,8 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ),
         None,
     )
-    wrong = [near["item_id"]] if near is not None else []
-    user_text = rt.text(
+    wrong = [near["item_id"]] if near is not None else []  # spec:58
+    user_text = rt.text(  # spec:59
         "Hello, I'm ",
         owner["name"]["first_name"],
         " ",
@@ -172,20 +179,20 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         named,
         " for any price difference. What's the difference?",
     )
-    # distractor `namesake`
+    # spec:70 distractor `namesake`
     rt.add(rng, DOMAIN, db, "product", {"name": prod["name"]})
-    return TaskInstance(
+    return TaskInstance(  # spec:47
         task="modify_variant",
         user=user_text,
         gold=[
-            Call("find_user_id_by_name_zip", {
+            Call("find_user_id_by_name_zip", {  # spec:61
                 "first_name": owner["name"]["first_name"],
                 "last_name": owner["name"]["last_name"],
                 "zip": owner["address"]["zip"],
             }),
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("get_product_details", {"product_id": item["product_id"]}),
-            Call("modify_pending_order_items", {
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:62
+            Call("get_product_details", {"product_id": item["product_id"]}),  # spec:63
+            Call("modify_pending_order_items", {  # spec:64
                 "order_id": ord["order_id"],
                 "item_ids": [item["item_id"]],
                 "new_item_ids": [target["item_id"]],
@@ -194,18 +201,18 @@ def task_modify_variant(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         ],
         communicate={"diff": diff},
         forbid=[
-            Call("modify_pending_order_items", {
+            Call("modify_pending_order_items", {  # spec:67
                 "order_id": ord["order_id"],
                 "new_item_ids": wrong,
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:68
                 ("confirm", "proceed", "all the items", "shall i", "should i", "would you like"),
                 "Yes, that's the only item I want to change. Go ahead.",
             ),
         ],
-        hint=(
+        hint=(  # spec:69
             "Find the variant of the same product whose options match exactly, and make sure it is "
             "available; pass item ids (not the product id) and the payment method the user named."
         ),
@@ -230,12 +237,12 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `ship_to_other_address` (spec line 73)."""
     users = v["users"]
     orders = v["orders"]
-    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])
-    owner = rt.ref(db, "users", ord["user_id"])
-    host = rt.pick(rng, [u for u in users if u["user_id"] != owner["user_id"]])
-    a = host["address"]
-    paid = ord["payment_history"][0]["payment_method_id"]
-    pm = rt.pick(
+    ord = rt.pick(rng, [x for x in orders if x["status"] == "pending"])  # spec:74
+    owner = rt.ref(db, "users", ord["user_id"])  # spec:75
+    host = rt.pick(rng, [u for u in users if u["user_id"] != owner["user_id"]])  # spec:76
+    a = host["address"]  # spec:77
+    paid = ord["payment_history"][0]["payment_method_id"]  # spec:78
+    pm = rt.pick(  # spec:79
         rng,
         [
             k
@@ -249,8 +256,8 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             )
         ],
     )
-    total = ord["payment_history"][0]["amount"]
-    user_text = rt.text(
+    total = ord["payment_history"][0]["amount"]  # spec:80
+    user_text = rt.text(  # spec:81
         "Hi, I'm ",
         owner["user_id"],
         ". I'm staying with my sister for a few weeks, so please ship my pending order ",
@@ -271,14 +278,14 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         pm,
         " instead. What is the order total?",
     )
-    # distractor `other_pending`
+    # spec:91 distractor `other_pending`
     rt.add(rng, DOMAIN, db, "order", {"user_id": owner["user_id"], "status": "pending"})
-    return TaskInstance(
+    return TaskInstance(  # spec:73
         task="ship_to_other_address",
         user=user_text,
         gold=[
-            Call("get_order_details", {"order_id": ord["order_id"]}),
-            Call("modify_pending_order_address", {
+            Call("get_order_details", {"order_id": ord["order_id"]}),  # spec:83
+            Call("modify_pending_order_address", {  # spec:84
                 "order_id": ord["order_id"],
                 "address1": a["address1"],
                 "address2": a["address2"],
@@ -287,14 +294,14 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
                 "country": a["country"],
                 "zip": a["zip"],
             }),
-            Call("modify_pending_order_payment", {
+            Call("modify_pending_order_payment", {  # spec:85
                 "order_id": ord["order_id"],
                 "payment_method_id": pm,
             }),
         ],
         communicate={"total": total},
         forbid=[
-            Call("modify_user_address", {
+            Call("modify_user_address", {  # spec:88
                 "user_id": owner["user_id"],
                 "address1": a["address1"],
                 "address2": a["address2"],
@@ -305,12 +312,12 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
             }),
         ],
         replies=[
-            Reply(
+            Reply(  # spec:89
                 ("confirm", "proceed", "shall i", "should i", "would you like"),
                 "Yes, please make both changes.",
             ),
         ],
-        hint=(
+        hint=(  # spec:90
             "The order's shipping address changes with modify_pending_order_address; the account's "
             "default address must stay. Then switch the order's payment method."
         ),
@@ -328,20 +335,20 @@ def task_ship_to_other_address(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),
-    Rule(
+    Rule(0.0, "0.0 when forbidden_called", lambda o: o.forbidden_called),  # spec:95
+    Rule(  # spec:96
         1.0,
         "1.0 when state_matches and communicated()",
         lambda o: o.state_matches and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(0.6, "0.6 when state_matches", lambda o: o.state_matches),
-    Rule(
+    Rule(0.6, "0.6 when state_matches", lambda o: o.state_matches),  # spec:97
+    Rule(  # spec:98
         0.3,
         "0.3 * progress when progress > 0",
         lambda o: o.progress > 0,
         value=lambda o: 0.3 * o.progress,
     ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:99
 )
 
 CAPABILITY = Capability(
@@ -354,17 +361,13 @@ CAPABILITY = Capability(
     max_turns=14,
     build_world=build_world,
     tasks=(
-        TaskDef("return_to_original", 3.0, task_return_to_original),
-        TaskDef("modify_variant", 3.0, task_modify_variant),
-        TaskDef("ship_to_other_address", 2.0, task_ship_to_other_address),
+        TaskDef("return_to_original", 3.0, task_return_to_original),  # spec:25
+        TaskDef("modify_variant", 3.0, task_modify_variant),  # spec:47
+        TaskDef("ship_to_other_address", 2.0, task_ship_to_other_address),  # spec:73
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Look up the user and the order first and copy ids exactly from the records. Refunds go to "
-        "the original payment method unless the user asks for a gift card; change only what the "
-        "user asked for, on the order they named."
-    ),
+    hint=HINT,
     spec_path="specs/tool_calling_precision_compact.tracec",
     spec_sha256="52f98cdf3a94baf8fe74445e902aaa21d272b96f8b562ac18c1084f1fa4b94a1",
     tool_names=(
@@ -438,12 +441,18 @@ class ToolCallingPrecisionCompactEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 20, 0), (28, 21, 0), (29, 22, 0), (34, 0, 0), (40, 26, 9), (41, 27, 9), (42, 28, 9),
-    (43, 29, 9), (51, 30, 9), (52, 31, 9), (53, 32, 9), (54, 33, 9), (55, 34, 10), (67, 44, 0),
-    (68, 44, 33), (69, 25, 0), (111, 0, 0), (116, 48, 9), (117, 49, 9), (118, 50, 9), (119, 51, 9),
-    (120, 52, 9), (128, 53, 9), (136, 54, 9), (137, 55, 9), (142, 56, 9), (143, 57, 9),
-    (155, 58, 9), (156, 59, 10), (175, 70, 0), (177, 47, 0), (227, 0, 0), (233, 74, 9),
-    (234, 75, 9), (235, 76, 9), (236, 77, 9), (237, 78, 9), (238, 79, 9), (252, 80, 9),
-    (253, 81, 10), (274, 91, 0), (276, 73, 0), (328, 0, 0), (331, 95, 14), (332, 96, 14),
-    (337, 97, 14), (338, 98, 25), (344, 99, 0), (345, 0, 0),
+    (33, 20, 0), (34, 21, 0), (35, 22, 0), (40, 0, 0), (46, 26, 9), (48, 27, 9), (49, 28, 9),
+    (50, 29, 9), (58, 30, 9), (59, 31, 9), (60, 32, 9), (61, 33, 9), (62, 34, 10), (74, 44, 0),
+    (75, 44, 33), (76, 25, 0), (80, 36, 7), (81, 37, 7), (82, 38, 7), (87, 25, 0), (90, 41, 12),
+    (94, 25, 0), (96, 42, 5), (100, 25, 0), (101, 43, 10), (106, 25, 0), (118, 0, 0), (123, 48, 9),
+    (124, 49, 9), (125, 50, 9), (126, 51, 9), (127, 52, 9), (135, 53, 9), (143, 54, 9),
+    (144, 55, 9), (149, 56, 9), (150, 57, 9), (162, 58, 9), (163, 59, 10), (182, 70, 0),
+    (183, 70, 31), (184, 47, 0), (188, 61, 7), (193, 62, 7), (194, 63, 7), (195, 64, 7),
+    (201, 47, 0), (204, 67, 12), (208, 47, 0), (210, 68, 5), (214, 47, 0), (215, 69, 10),
+    (219, 47, 0), (234, 0, 0), (240, 74, 9), (241, 75, 9), (242, 76, 9), (243, 77, 9),
+    (244, 78, 9), (245, 79, 9), (259, 80, 9), (260, 81, 10), (281, 91, 0), (282, 91, 36),
+    (283, 73, 0), (287, 83, 7), (288, 84, 7), (297, 85, 7), (301, 73, 0), (304, 88, 12),
+    (313, 73, 0), (315, 89, 5), (319, 73, 0), (320, 90, 10), (324, 73, 0), (335, 0, 0),
+    (338, 95, 14), (339, 96, 14), (344, 97, 14), (345, 98, 25), (351, 99, 0), (352, 0, 0),
+    (364, 25, 0), (365, 47, 0), (366, 73, 0), (367, 0, 0),
 )

@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from tracec.compiler.api import compile_file, compile_text
-from tracec.lang.ir import ir_json_schema
+from tracec.compiler.ir import ir_json_schema
 
 HERE = Path(__file__).parent
 SPEC = HERE / "specs" / "all_constructs.tracec"

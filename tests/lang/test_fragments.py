@@ -63,6 +63,9 @@ def test_use_compiles_like_the_inlined_text(tmp_path: Path) -> None:
     assert inline.ok, inline.rendered
     def body(code: str) -> str:  # less the spec's sha256 and line numbers
         code = code.split("# spec positions")[0]
+        note = r"(spec|[\w./-]+\.tracec-frag):\d+"  # `# spec:LINE` comments
+        code = re.sub(r"\n *# " + note + r"\n", "\n", code)
+        code = re.sub(r"  # " + note + r"|(?<=# )" + note + " ", "", code)
         return re.sub(r"[Ss]pec[ _]sha256[:=] ?\"?[0-9a-f]+|line \d+", "", code)
 
     assert body(res.code) == body(inline.code)
@@ -157,3 +160,28 @@ def test_statement_lines_after_a_use_are_spec_lines(tmp_path: Path) -> None:
     res = compile_file(_tree(tmp_path))
     assert res.ok, res.rendered
     assert "Task `t` (spec line 12)" in res.code  # `task t {` is line 12 of the spec
+
+
+def test_generated_code_names_fragment_lines(tmp_path: Path) -> None:
+    res = compile_file(_tree(tmp_path))
+    assert res.ok, res.rendered
+    assert "f = rt.pick(rng, flights)  # common/trip.tracec-frag:3" in res.code
+    assert 'SPEC_FRAGMENTS = ("common/trip.tracec-frag",)' in res.code
+    assert str(tmp_path) not in res.code  # the path as written in `use`: deterministic
+
+
+def test_a_run_time_error_in_fragment_code_points_at_the_fragment_line(tmp_path: Path) -> None:
+    from tracec.harness.resolve import env_class
+    from tracec.runtime.env import SpecRuntimeError
+
+    frag = FRAG + "let z = 1 // (len(flights) - len(flights))\n"
+    path = _tree(tmp_path, frag=frag)
+    res = compile_file(path)
+    assert res.ok, res.rendered
+    with pytest.raises(SpecRuntimeError) as info:
+        env_class(res.module)().reset(seed=0)
+    lines = str(info.value).splitlines()
+    shown = os.path.join(str(path.parent), "common", "trip.tracec-frag")
+    assert lines[0].startswith(f"{shown}:4:5: error: ")
+    assert "ZeroDivisionError" in lines[0] and f"(in the fragment used at {path}:9)" in lines[0]
+    assert lines[2] == "4 | let z = 1 // (len(flights) - len(flights))"

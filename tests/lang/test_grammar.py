@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracec.compiler.codegen import ExprGen
+from tracec.compiler.lower import lower_expr
 from tracec.core.diagnostics import SpecError
 from tracec.lang import ast as A
 from tracec.lang.parser import decode_string, parse_expr, parse_source
@@ -74,7 +75,7 @@ def test_interpolation_parts_and_spans() -> None:
 ])
 def test_expression_semantics_match_python(src: str) -> None:
     """Generated Python for an expression computes what the same Python text computes."""
-    code = ExprGen("task").gen(parse_expr(src))
+    code = ExprGen("task").gen(lower_expr(parse_expr(src)))
     assert eval(code, {}) == eval(src, {})  # noqa: S307 - test-only, our own literals
 
 

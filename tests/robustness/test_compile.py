@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.lang.cases import BASE
 from tests.robustness.hostile import SPEC_CASES, Hang, env_class, time_limit
-from tracec.compiler import codegen
+from tracec.compiler import codegen, layout
 from tracec.compiler.api import compile_text
 from tracec.runtime.env import SpecRuntimeError
 
@@ -62,7 +62,7 @@ def test_non_finite_floats_never_become_bare_names():
 
 @pytest.mark.parametrize("text", ['ends in "', 'a """ b', "back\\", "\x00\r\u2028\ud800", '"' * 7])
 def test_docstrings_escape_everything(text):
-    src = codegen._docstring(text)
+    src = layout.docstring(text)
     compiled = compile(src, "<doc>", "eval")
     assert eval(compiled) == text  # noqa: S307 - our own literal
     src.encode("utf-8")  # no lone surrogate reaches the file

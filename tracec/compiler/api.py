@@ -1,4 +1,4 @@
-"""Compile specs: text -> AST -> checked IR -> Python module source (and load it)."""
+"""Compile specs: text -> AST -> checked AST -> IR -> Python module source (and load it)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracec.compiler import codegen
+from tracec.compiler.ir import CapabilityIR
+from tracec.compiler.lower import lower
 from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
 from tracec.files import InputError, decode_bytes
 from tracec.lang import fragments
-from tracec.lang.ir import CapabilityIR
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
 
@@ -100,17 +101,22 @@ def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None,
         domain, diags = _load_domain(cap.domain, cap.domain_span or cap.span)
         result.diagnostics.extend(diags)
     try:
-        ir, diags = check(cap, source, spec_path or path, domain)
+        checked, diags = check(cap, source, spec_path or path, domain)
     except RecursionError:
         result.diagnostics.append(Diagnostic(message="spec is nested too deeply", span=Span(),
                                              code="E005"))
         return result
     result.diagnostics.extend(_placed(diags, origins))
-    if ir is not None and origins:
-        fragments.map_spans(ir, origins)  # run-time errors point into the spec (`use` lines)
-        ir.spec_sha256 = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    if ir is not None and domain is not None and \
+    if checked is not None and domain is not None and \
             not any(d.severity == "error" for d in result.diagnostics):
+        try:
+            ir = lower(checked, origins)  # run-time errors point into the spec (`use` lines)
+        except RecursionError:
+            result.diagnostics.append(Diagnostic(message="spec is nested too deeply",
+                                                 span=Span(), code="E005"))
+            return result
+        if origins:
+            ir.spec_sha256 = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         result.ir = ir
         result.code = codegen.generate_module(ir)
     return result

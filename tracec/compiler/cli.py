@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tracec.compiler import build
-from tracec.lang.ir import ir_json_schema
+from tracec.compiler.ir import ir_json_schema
 
 
 @click.command("compile")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tracec.lang import ir as IR
+from tracec.compiler import ir as IR
 
 WIDTH = 92  # docstring text width (the class body is indented by 4)
 

@@ -1,7 +1,7 @@
 """The spec language's syntax tree (pydantic models with source spans).
 
-The same expression nodes are reused by the IR (`tracec.lang.ir`), so an expression has
-one representation from the parser to the code generator.
+The checker (`tracec.lang.semantics`) reads it; the compiler's lowering
+(`tracec.compiler.lower`) turns it into the IR's own nodes.
 """
 
 from __future__ import annotations

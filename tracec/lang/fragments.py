@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from tracec.core.diagnostics import Diagnostic, Span
 
 FRAGMENT_SUFFIX = ".tracec-frag"
@@ -35,6 +33,7 @@ class Origin:
     column: int = 0  # for fragment lines: the column of the spec's `use`
     fragment: str | None = None  # display path of the fragment
     fragment_line: int = 0
+    path: str | None = None  # the fragment's path relative to the spec's folder (as in `use`)
 
 
 @dataclass
@@ -133,14 +132,15 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
             out.fragments[shown] = body
             spec_line, spec_col = (at.line, col) if at.fragment is None else (at.line, at.column)
             include(body.rstrip("\n"), depth + 1,
-                    lambda n, s=shown, sl=spec_line, sc=spec_col: Origin(sl, sc, s, n))
+                    lambda n, s=shown, sl=spec_line, sc=spec_col, r=raw: Origin(sl, sc, s, n, r))
 
     include(source, 0, lambda n: Origin(n))
     out.text = "\n".join(lines)
     return out
 
 
-def _map_span(span: Span, origins: list[Origin]) -> Span:
+def map_span(span: Span, origins: list[Origin]) -> Span:
+    """A span of the expanded text in spec coordinates (fragment code: the `use` line)."""
     def at(line: int) -> Origin | None:
         return origins[line - 1] if 1 <= line <= len(origins) else None
 
@@ -161,35 +161,8 @@ def map_diagnostic(diag: Diagnostic, origins: list[Origin]) -> Diagnostic:
     the fragment's `path:line:col` and sits on the spec's `use` line."""
     line = diag.span.line
     origin = origins[line - 1] if 1 <= line <= len(origins) else None
-    update: dict[str, Any] = {"span": _map_span(diag.span, origins)}
+    update: dict[str, Any] = {"span": map_span(diag.span, origins)}
     if origin is not None and origin.fragment is not None:
         update["message"] = (f"{origin.fragment}:{origin.fragment_line}:{diag.span.column}: "
                              f"{diag.message}")
     return diag.model_copy(update=update)
-
-
-def map_spans(tree: Any, origins: list[Origin]) -> None:
-    """Move every span in an AST/IR (pydantic models) from expanded to spec coordinates, in
-    place; code from a fragment points at its `use` line."""
-    seen: set[int] = set()
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Span):
-            new = _map_span(node, origins)
-            for key in ("line", "column", "end_line", "end_column"):
-                object.__setattr__(node, key, getattr(new, key))
-        elif isinstance(node, BaseModel):
-            for name in type(node).model_fields:
-                value = getattr(node, name)
-                if name == "line" and isinstance(value, int) and 1 <= value <= len(origins):
-                    object.__setattr__(node, name, origins[value - 1].line)  # IR statement lines
-                else:
-                    stack.append(value)
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            stack.extend(node.values())

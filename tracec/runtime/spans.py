@@ -6,7 +6,9 @@ frame in the module is mapped back through the table, and the failure is printed
 compiler's format: ``path:line:col: error: ...``, the source line with a caret, a hint and the
 seed. The path is the spec as the user gave it (compiled on the fly), or the recorded spec
 path found from the working directory or next to the generated package, shown relative to the
-working directory so that it opens.
+working directory so that it opens. A run of code from a shared fragment (`use "..."`) also
+names its fragment (``SPEC_FRAGMENTS``, paths relative to the spec's folder) and its line
+there: the failure is shown at the fragment's line, and names the spec's `use` line.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def _module_of(cap: Any) -> types.ModuleType | None:
     return sys.modules.get(name) if name else None
 
 
-def spec_position(cap: Any, tb: types.TracebackType | None) -> tuple[int, int] | None:
-    """The spec (line, column) of the innermost traceback frame inside the generated module."""
+def spec_position(cap: Any, tb: types.TracebackType | None) -> tuple[int, ...] | None:
+    """The spec (line, column) of the innermost traceback frame inside the generated module;
+    for code from a shared fragment, also (SPEC_FRAGMENTS index, fragment line, column)."""
     module = _module_of(cap)
     table = getattr(module, "SPEC_LINES", None)
     filename = getattr(module, "__file__", None)
@@ -47,7 +50,20 @@ def spec_position(cap: Any, tb: types.TracebackType | None) -> tuple[int, int] |
     i = bisect.bisect_right([row[0] for row in table], lineno) - 1
     if i < 0 or table[i][1] <= 0:
         return None
-    return table[i][1], table[i][2]
+    return tuple(table[i][1:])
+
+
+def fragment_source(cap: Any, spec_path: str, index: int) -> tuple[str, str] | None:
+    """(path to show, text) of the module's fragment ``index``, next to the spec (None when it
+    cannot be read)."""
+    names = getattr(_module_of(cap), "SPEC_FRAGMENTS", ())
+    if not 0 <= index < len(names):
+        return None
+    path = os.path.join(os.path.dirname(spec_path), names[index])
+    try:
+        return path, Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def spec_source(cap: Any) -> tuple[str, str | None]:
@@ -100,8 +116,15 @@ def located(cap: Any, exc: BaseException, what: str, where: str,
     pos = spec_position(cap, exc.__traceback__)
     if pos is None:
         return None
-    line, col = pos
+    line, col = pos[0], pos[1]
     path, source = spec_source(cap)
+    note = ""
+    if len(pos) == 5:  # code from a shared fragment: show the fragment's line
+        frag = fragment_source(cap, path, pos[2])
+        if frag is not None and 1 <= pos[3] <= len(frag[1].splitlines()):
+            note = f" (in the fragment used at {path}:{line})"
+            path, source = frag
+            line, col = pos[3], pos[4]
     end = col + 1
     if source is not None:
         lines = source.splitlines()
@@ -112,7 +135,7 @@ def located(cap: Any, exc: BaseException, what: str, where: str,
             end = len(text.rstrip()) + 1
     col = max(col, 1)
     diag = Diagnostic(
-        message=message or f"{what} failed at {where}: {type(exc).__name__}: {exc}",
+        message=(message or f"{what} failed at {where}: {type(exc).__name__}: {exc}") + note,
         span=Span(line=line, column=col, end_line=line, end_column=max(end, col + 1)),
         hint=_hint(exc), code="R100")
     return diag.render(path, source)

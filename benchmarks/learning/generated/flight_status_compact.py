@@ -20,30 +20,32 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = (
+    "Call get_flight_status with the flight number and the date the user gave, then say the status."
+)
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 6, 8))
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 6, 8))  # spec:21
     return {"flights": flights}
 
 
 def task_status_one(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `status_one` (spec line 24)."""
     flights = v["flights"]
-    f = rt.pick(rng, flights)
-    d = rt.pick(rng, rt.keys(f["dates"]))
-    status = f["dates"][d]["status"]
+    f = rt.pick(rng, flights)  # spec:25
+    d = rt.pick(rng, rt.keys(f["dates"]))  # spec:26
+    status = f["dates"][d]["status"]  # spec:27
+    # spec:28
     user_text = rt.text("Hi! What is the status of flight ", f["flight_number"], " on ", d, "?")
-    return TaskInstance(
+    return TaskInstance(  # spec:24
         task="status_one",
         user=user_text,
         gold=[Call("get_flight_status", {"flight_number": f["flight_number"], "date": d})],
         communicate={"status": status},
-        hint=(
-            "Call get_flight_status with the flight number and the date the user gave, then say "
-            "the status."
-        ),
+        hint=HINT,
         values={"f": f, "d": d, "status": status},
     )
 
@@ -51,13 +53,13 @@ def task_status_one(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 def task_status_two(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `status_two` (spec line 35)."""
     flights = v["flights"]
-    f = rt.pick(rng, flights)
-    g = rt.pick(rng, [x for x in flights if x["flight_number"] != f["flight_number"]])
-    d = rt.pick(rng, rt.keys(f["dates"]))
-    e = rt.pick(rng, rt.keys(g["dates"]))
-    first_status = f["dates"][d]["status"]
-    second_status = g["dates"][e]["status"]
-    user_text = rt.text(
+    f = rt.pick(rng, flights)  # spec:36
+    g = rt.pick(rng, [x for x in flights if x["flight_number"] != f["flight_number"]])  # spec:37
+    d = rt.pick(rng, rt.keys(f["dates"]))  # spec:38
+    e = rt.pick(rng, rt.keys(g["dates"]))  # spec:39
+    first_status = f["dates"][d]["status"]  # spec:40
+    second_status = g["dates"][e]["status"]  # spec:41
+    user_text = rt.text(  # spec:42
         "Hello. Can you tell me the status of flight ",
         f["flight_number"],
         " on ",
@@ -68,15 +70,15 @@ def task_status_two(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
         e,
         "?",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:35
         task="status_two",
         user=user_text,
         gold=[
-            Call("get_flight_status", {"flight_number": f["flight_number"], "date": d}),
-            Call("get_flight_status", {"flight_number": g["flight_number"], "date": e}),
+            Call("get_flight_status", {"flight_number": f["flight_number"], "date": d}),  # spec:45
+            Call("get_flight_status", {"flight_number": g["flight_number"], "date": e}),  # spec:46
         ],
         communicate={"first_status": first_status, "second_status": second_status},
-        hint=(
+        hint=(  # spec:43
             "The user asks about two flights: call get_flight_status once for each flight, one "
             "call per turn, and only when you have both results tell the user both statuses."
         ),
@@ -92,13 +94,13 @@ def task_status_two(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:52
         1.0,
         "1.0 when progress == 1 and communicated()",
         lambda o: o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),  # spec:53
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:54
 )
 
 CAPABILITY = Capability(
@@ -110,15 +112,12 @@ CAPABILITY = Capability(
     max_turns=4,
     build_world=build_world,
     tasks=(
-        TaskDef("status_one", 3.0, task_status_one),
-        TaskDef("status_two", 1.0, task_status_two),
+        TaskDef("status_one", 3.0, task_status_one),  # spec:24
+        TaskDef("status_two", 1.0, task_status_two),  # spec:35
     ),
     rules=RULES,
     tools=(),
-    hint=(
-        "Call get_flight_status with the flight number and the date the user gave, then say the "
-        "status."
-    ),
+    hint=HINT,
     spec_path="specs/flight_status_compact.tracec",
     spec_sha256="6e0fd348911defcdff8360fafac972c8e5dbbd9644a005349ccde1fb21423311",
     tool_names=("get_flight_status",),
@@ -174,7 +173,9 @@ class FlightStatusCompactEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 21, 0), (28, 0, 0), (34, 25, 9), (35, 26, 9), (36, 27, 9), (37, 28, 10), (38, 24, 0),
-    (49, 0, 0), (54, 36, 9), (55, 37, 9), (56, 38, 9), (57, 39, 9), (58, 40, 9), (59, 41, 9),
-    (60, 42, 10), (71, 35, 0), (92, 0, 0), (95, 52, 14), (100, 53, 14), (101, 54, 0), (102, 0, 0),
+    (31, 21, 0), (32, 0, 0), (38, 25, 9), (39, 26, 9), (40, 27, 9), (41, 28, 10), (43, 24, 0),
+    (51, 0, 0), (56, 36, 9), (57, 37, 9), (58, 38, 9), (59, 39, 9), (60, 40, 9), (61, 41, 9),
+    (62, 42, 10), (73, 35, 0), (77, 45, 7), (78, 46, 7), (79, 35, 0), (81, 43, 10), (85, 35, 0),
+    (94, 0, 0), (97, 52, 14), (102, 53, 14), (103, 54, 0), (104, 0, 0), (115, 24, 0), (116, 35, 0),
+    (117, 0, 0),
 )

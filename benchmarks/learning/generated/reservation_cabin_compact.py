@@ -20,14 +20,16 @@ from tracec.runtime.env import (
 )
 
 DOMAIN = get_domain("airline")
+# the capability's hint, for every task that has none of its own
+HINT = "Call get_reservation_details with the reservation id, then say the cabin."
 
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))
+    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))  # spec:20
+    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:21
 
-    def reservations_fields() -> dict:
+    def reservations_fields() -> dict:  # spec:22
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -44,33 +46,33 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
 def task_cabin(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
     """Task `cabin` (spec line 25)."""
     reservations = v["reservations"]
-    r = rt.pick(rng, reservations)
-    cabin = r["cabin"]
-    user_text = rt.text(
+    r = rt.pick(rng, reservations)  # spec:26
+    cabin = r["cabin"]  # spec:27
+    user_text = rt.text(  # spec:28
         "Hi, I'm ",
         r["user_id"],
         ". Which cabin class is my reservation ",
         r["reservation_id"],
         " booked in?",
     )
-    return TaskInstance(
+    return TaskInstance(  # spec:25
         task="cabin",
         user=user_text,
         gold=[Call("get_reservation_details", {"reservation_id": r["reservation_id"]})],
         communicate={"cabin": cabin},
-        hint="Call get_reservation_details with the reservation id, then say the cabin.",
+        hint=HINT,
         values={"r": r, "cabin": cabin},
     )
 
 
 RULES = (
-    Rule(
+    Rule(  # spec:36
         1.0,
         "1.0 when progress == 1 and communicated()",
         lambda o: o.progress == 1 and o.communicated(*o.v["_communicate"]),
     ),
-    Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),
-    Rule(0.0, "0.0 otherwise", lambda o: True),
+    Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),  # spec:37
+    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:38
 )
 
 CAPABILITY = Capability(
@@ -80,11 +82,11 @@ CAPABILITY = Capability(
     max_turns=4,
     build_world=build_world,
     tasks=(
-        TaskDef("cabin", 1.0, task_cabin),
+        TaskDef("cabin", 1.0, task_cabin),  # spec:25
     ),
     rules=RULES,
     tools=(),
-    hint="Call get_reservation_details with the reservation id, then say the cabin.",
+    hint=HINT,
     spec_path="specs/reservation_cabin_compact.tracec",
     spec_sha256="f273c5f4541e4edf7973a64c89cb1c68ccd99fe67115a354ad08be4bdc3a5c2e",
     tool_names=("get_reservation_details",),
@@ -139,6 +141,7 @@ class ReservationCabinCompactEnv(CapabilityEnv):
 
 # spec positions of the code above, for run-time errors: (module line, spec line, column)
 SPEC_LINES = (
-    (27, 20, 0), (28, 21, 0), (29, 22, 0), (41, 0, 0), (47, 26, 9), (48, 27, 9), (49, 28, 10),
-    (56, 25, 0), (64, 0, 0), (67, 36, 14), (72, 37, 14), (73, 38, 0), (74, 0, 0),
+    (29, 20, 0), (30, 21, 0), (31, 22, 0), (43, 0, 0), (49, 26, 9), (50, 27, 9), (51, 28, 10),
+    (58, 25, 0), (66, 0, 0), (69, 36, 14), (74, 37, 14), (75, 38, 0), (76, 0, 0), (85, 25, 0),
+    (86, 0, 0),
 )

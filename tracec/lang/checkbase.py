@@ -1,0 +1,91 @@
+"""What every checking pass shares: the spec's limits, the diagnostics list, source slices and
+two tree queries. The passes (`names`, `typecheck`, `rewards`, `statements`) are mixins of one
+`Checker` (`semantics.py`), since a spec is checked in one walk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracec.core.diagnostics import Diagnostic, Span
+from tracec.core.types import T
+from tracec.domains.base import Domain
+from tracec.lang import ast as A
+from tracec.lang.domain_types import DomainTypes, EnumUse
+
+DEFAULT_MAX_TURNS = 12
+MAX_MAX_TURNS = 200
+MAX_NAME_LEN = 64  # names become module, file and function names
+MAX_SPAWN = 1000  # records one `kind[count]` may generate
+MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
+MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
+
+
+def source_slice(source: str, span: Span) -> str:
+    """The source text under ``span`` (lines of a multi-line span joined by one space)."""
+    lines = source.splitlines()
+    if not (1 <= span.line <= len(lines)):
+        return ""
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1:span.end_column - 1]
+    parts = [lines[span.line - 1][span.column - 1:]]
+    parts += lines[span.line:span.end_line - 1]
+    parts.append(lines[span.end_line - 1][:span.end_column - 1])
+    return " ".join(p.strip() for p in parts)
+
+
+def mentions(node: Any, name: str) -> bool:
+    """Whether the name ``name`` occurs anywhere under ``node``."""
+    if isinstance(node, A.Name):
+        return node.id == name
+    if isinstance(node, A.Node):
+        return any(mentions(getattr(node, f), name) for f in type(node).model_fields)
+    if isinstance(node, list):
+        return any(mentions(i, name) for i in node)
+    return False
+
+
+def has_call(node: Any, func: str) -> bool:
+    """Whether a call of ``func`` occurs anywhere under ``node``."""
+    if isinstance(node, (A.Call, A.CallGen)) and node.func == func:
+        return True
+    if isinstance(node, A.Node):
+        return any(has_call(getattr(node, f), func) for f in type(node).model_fields)
+    if isinstance(node, list):
+        return any(has_call(i, func) for i in node)
+    return False
+
+
+class CheckerBase:
+    """The state the passes share while they walk one capability."""
+
+    def __init__(self, cap: A.Capability, source: str, path: str, domain: Domain | None):
+        self.cap = cap
+        self.source = source
+        self.path = path
+        self.domain = domain
+        self.diags: list[Diagnostic] = []
+        self.tools: dict[str, dict[str, Any]] = {}  # name -> {"parameters", "writes"}
+        self.seed_types: dict[str, T] = {}
+        self.used_seed: set[str] = set()
+        self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
+        self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
+        self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
+        self.dtypes = DomainTypes(domain)
+        self.enums: dict[int, EnumUse] = {}  # id(expression node) -> the enum it holds
+        self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
+        self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
+        self.clone_kinds: dict[int, str] = {}  # id(Clone node) -> entity kind, in this task
+
+    def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
+        self.diags.append(Diagnostic(message=message, span=span, hint=hint, code=code))
+
+    def warn(self, message: str, span: Span, hint: str | None = None, code: str = "W100") -> None:
+        self.diags.append(Diagnostic(severity="warning", message=message, span=span, hint=hint,
+                                     code=code))
+
+    def text_of(self, node: A.Node) -> str:
+        return source_slice(self.source, node.span)
+
+    # implemented by the passes (typecheck.py, names.py)
+    def expr(self, e: Any, scope: Any) -> T:  # pragma: no cover - overridden
+        raise NotImplementedError

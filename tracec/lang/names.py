@@ -1,0 +1,194 @@
+"""Name resolution: scopes, which names a binding may take, what a bare name refers to, and
+which tools and policy sections a spec names (`tools [...]`, `policy sections [...]`)."""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any
+
+from tracec.core.diagnostics import Span, did_you_mean
+from tracec.core.types import ANY, T
+from tracec.domains import policy as policy_md
+from tracec.lang import ast as A
+from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS, PREDICATE_NAMES, RESERVED
+from tracec.lang.checkbase import MAX_NAME_LEN, CheckerBase
+
+
+class Scope:
+    """Names visible at a point: name -> type, with a parent chain."""
+
+    def __init__(self, kind: str, parent: Scope | None = None):
+        self.kind = kind  # seed | task | reward | tool | distractor
+        self.parent = parent
+        self.names: dict[str, T] = {}
+        self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
+
+    def lookup(self, name: str) -> T | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+    def all_names(self) -> list[str]:
+        out: list[str] = []
+        scope: Scope | None = self
+        while scope is not None:
+            out.extend(scope.names)
+            scope = scope.parent
+        return out
+
+    def root_kind(self) -> str:
+        scope = self
+        while scope.parent is not None and scope.kind == "comp":
+            scope = scope.parent
+        return scope.kind
+
+
+class NameResolution(CheckerBase):
+    """Bindings, bare names, tool names and the prompt budget's names."""
+
+    def check_binding(self, name: str, span: Span, what: str) -> None:
+        if len(name) > MAX_NAME_LEN:
+            self.error(f"{what} name is {len(name)} characters long (at most {MAX_NAME_LEN})",
+                       span, "choose a shorter name", code="E102")
+        elif keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
+            self.error(f"`{name}` cannot be used as a {what} name", span,
+                       "names may not be Python keywords, start with `_`, or be one of the "
+                       "generated code's own names (rng, db, v, o, rt, ...)", code="E101")
+        elif name in BUILTINS:
+            self.error(f"{what} `{name}` would hide the built-in function `{name}`", span,
+                       "choose another name", code="E101")
+
+
+    # ------------------------------------------------------------------ names
+    def e_name(self, e: A.Name, scope: Scope) -> T:
+        t = scope.lookup(e.id)
+        if t is not None:
+            if e.id in self.seed_types and scope.root_kind() != "seed":
+                self.used_seed.add(e.id)
+            return t
+        root = scope.root_kind()
+        if e.id in PREDICATE_NAMES:
+            if root == "reward":
+                return PREDICATE_NAMES[e.id]
+            self.error(f"`{e.id}` is only available in reward rules", e.span, code="E120")
+            return ANY
+        if e.id in BUILTINS or e.id in PREDICATE_FUNCS:
+            self.error(f"`{e.id}` is a function", e.span, f"call it: {e.id}(...)", code="E121")
+            return ANY
+        if self.domain is not None and e.id in self.domain.entities:
+            self.error(f"`{e.id}` is an entity kind, not a value", e.span,
+                       f"generate records in `seed` with `{e.id}s = {e.id}[2..4]`", code="E122")
+            return ANY
+        candidates = scope.all_names() + (list(PREDICATE_NAMES) if root == "reward" else [])
+        hint = did_you_mean(e.id, candidates)
+        if root == "reward" and e.id in self.partial_names:
+            self.error(f"`{e.id}` is not defined by every task", e.span,
+                       f"reward rules use names every task defines with `let`; missing in "
+                       f"{', '.join(f'`{t}`' for t in self.partial_names[e.id])}", code="E124")
+            return ANY
+        if root == "reward" and e.id in self.seed_types:
+            hint = ("seed variables are not visible in reward rules; bind what a rule needs "
+                    "with `let` in every task")
+        if e.id in ("true", "false", "null", "none"):
+            hint = f"did you mean `{ {'true': 'True', 'false': 'False'}.get(e.id, 'None') }`?"
+        self.error(f"unknown name `{e.id}`", e.span, hint, code="E123")
+        return ANY
+
+
+    # ------------------------------------------------------------------ tools
+    def known_tools(self) -> list[str]:
+        names = list(self.tools)
+        if self.domain is not None:
+            names += list(self.domain.tools)
+        return names
+
+    def tool_schema(self, name: str) -> dict[str, Any] | None:
+        if name in self.tools:
+            return self.tools[name]["parameters"]
+        if self.domain is not None and name in self.domain.tools:
+            return self.domain.tools[name].parameters
+        return None
+
+    def tool_writes(self, name: str) -> bool:
+        if name in self.tools:
+            return bool(self.tools[name]["writes"])
+        if self.domain is not None and name in self.domain.tools:
+            return self.domain.tools[name].writes
+        return False
+
+
+    def check_shown(self, tool: str, span: Span) -> None:
+        """A domain tool the spec uses must be one the agent is shown (`tools [...]`)."""
+        if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
+            return  # (after a wrong `tools` entry, its fix decides what is shown)
+        line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
+        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+                   f"the agent is only shown the tools listed on line {line}; add `{tool}` "
+                   "there", code="E167")
+
+    # ------------------------------------------------------------------ prompt budget
+    def prompt_budget(self) -> tuple[list[str] | None, list[str] | None, str | None]:
+        """Check `tools [...]` and `policy ...`: (tool names, policy sections, policy text)."""
+        cap = self.cap
+        names: list[str] | None = None
+        if cap.shown_tools is not None:
+            names = []
+            self.shown = {}
+            known = self.known_tools()
+            for ref in cap.shown_tools:
+                if ref.name in self.shown:
+                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
+                               "list each tool once", code="E240")
+                    continue
+                self.shown[ref.name] = ref.span.line
+                if self.domain is not None and ref.name not in known:
+                    self.error(f"unknown tool `{ref.name}` in domain {self.domain.name}", ref.span,
+                               did_you_mean(ref.name, known) or
+                               f"tools: {', '.join(sorted(known))}", code="E241")
+                    self.shown_unknown = True
+                    continue
+                if ref.name not in self.tools:  # inline tools are always shown
+                    names.append(ref.name)
+            if not cap.shown_tools and not self.tools and cap.shown_tools_span is not None:
+                self.error("`tools []` leaves the agent no tool to call", cap.shown_tools_span,
+                           "list the domain tools the tasks need, e.g. tools "
+                           "[get_reservation_details, cancel_reservation]", code="E242")
+                self.shown_unknown = True
+        sections: list[str] | None = None
+        text: str | None = None
+        pd = cap.policy
+        if pd is not None and pd.text is not None:
+            text = pd.text
+            if not text.strip():
+                self.error("the policy text is empty", pd.span,
+                           "give the rules the agent must follow, or drop `policy` to show the "
+                           "domain's full policy", code="E245")
+        elif pd is not None and self.domain is not None:
+            sections = []
+            listed: set[str] = set()
+            available = policy_md.headings(self.domain.policy)
+            idx = policy_md.index(self.domain.policy)  # parsed once: a spec may list many
+            if not available:
+                self.error(f"the policy of domain {self.domain.name} has no sections", pd.span,
+                           "give the text instead: policy \"...\"", code="E243")
+            for heading, sp in zip(pd.sections or [], pd.section_spans):
+                found = policy_md.find(self.domain.policy, heading, idx)
+                if not found:
+                    if available:
+                        dym = did_you_mean(heading, available)
+                        listing = "sections: " + ", ".join(f'"{h}"' for h in available)
+                        self.error(f"domain {self.domain.name}'s policy has no section "
+                                   f"\"{heading}\"", sp,
+                                   f"{dym} {listing}" if dym else listing, code="E244")
+                    continue
+                canonical = found[0].heading
+                if canonical in listed:
+                    self.warn(f"policy section \"{canonical}\" is listed twice", sp, code="W240")
+                    continue
+                sections.append(canonical)
+                listed.add(canonical)
+        return names, sections, text
+

@@ -1,0 +1,488 @@
+"""Type checking: the type of every expression, field, argument and text part, with the
+domain's references and enums (`domain_types.py`) and the built-in functions' signatures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracec.core.diagnostics import Span, did_you_mean
+from tracec.core.types import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    EntityT,
+    ListT,
+    MapT,
+    ObjT,
+    RangeT,
+    T,
+    assignable,
+    is_numeric,
+    json_type_ok,
+)
+from tracec.lang import ast as A
+from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS
+from tracec.lang.checkbase import MAX_ID_DIGITS
+from tracec.lang.domain_types import (
+    EnumUse,
+    enum_error,
+    is_record,
+    list_strings,
+    literal_strings,
+    record_hint,
+)
+from tracec.lang.names import NameResolution, Scope
+
+TYPE_NAMES: dict[str, T] = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY}
+JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+class TypeChecking(NameResolution):
+    """Expression types (`e_<node>` per expression kind), tool arguments, texts, `set`."""
+
+    # ------------------------------------------------------------------ types
+    def entity_fields(self, kind: str) -> dict[str, T]:
+        if self.domain is None or kind not in self.domain.entities:
+            return {}
+        return dict(self.domain.entities[kind].fields)
+
+    def attr_type(self, base: T, name: str, span: Span) -> T:
+        if base == ANY:
+            return ANY
+        if isinstance(base, EntityT):
+            fields = self.entity_fields(base.kind)
+            if not fields:
+                return ANY
+            if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
+                self.error(f"unknown field `{name}` on {base.kind}", span,
+                           did_you_mean(name, known) or
+                           f"{base.kind} has: {', '.join(sorted(known))}", code="E110")
+                return ANY
+            return fields[name]
+        if isinstance(base, ObjT):
+            fields = base.field_map()
+            if name not in fields:
+                known = list(fields) + self.dtypes.ref_names(base)
+                self.error(f"unknown field `{name}` on {base}", span,
+                           did_you_mean(name, known) or f"{base} has: {', '.join(sorted(known))}",
+                           code="E110")
+                return ANY
+            return fields[name]
+        if isinstance(base, MapT):
+            self.error(f"`.{name}` on a map", span,
+                       f"maps are indexed by key: use [\"{name}\"] or [key]", code="E111")
+            return base.value
+        self.error(f"{base} has no field `{name}`", span, code="E111")
+        return ANY
+
+    def index_type(self, base: T, index: T, index_node: A.Node, span: Span) -> T:
+        if base == ANY:
+            return ANY
+        if isinstance(base, ListT):
+            if index not in (INT, ANY):
+                self.error(f"a list index must be an integer, got {index}", index_node.span,
+                           code="E112")
+            return base.elem
+        if isinstance(base, MapT):
+            if index not in (STR, ANY):
+                self.error(f"a map key must be a string, got {index}", index_node.span,
+                           code="E112")
+            return base.value
+        if isinstance(base, (ObjT, EntityT)):
+            if isinstance(index_node, A.Str):
+                return self.attr_type(base, index_node.value, index_node.span)
+            return ANY
+        if base == STR:
+            return STR
+        self.error(f"{base} cannot be indexed", span, code="E112")
+        return ANY
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: Any, scope: Scope) -> T:
+        method = getattr(self, f"e_{e.node}")
+        return method(e, scope)
+
+    def e_num(self, e: A.Num, scope: Scope) -> T:
+        return INT if isinstance(e.value, int) else FLOAT
+
+    def e_str(self, e: A.Str, scope: Scope) -> T:
+        return STR
+
+    def e_bool(self, e: A.Bool, scope: Scope) -> T:
+        return BOOL
+
+    def e_none(self, e: A.NoneLit, scope: Scope) -> T:
+        return NONE
+
+
+    def e_attr(self, e: A.Attr, scope: Scope) -> T:
+        base = self.expr(e.obj, scope)
+        name_span = Span(line=e.span.end_line, column=max(e.span.end_column - len(e.name), 1),
+                         end_line=e.span.end_line, end_column=e.span.end_column)
+        ref = self.dtypes.ref(base, e.name)
+        if ref is not None and e.name not in self.dtypes.fields_of(base):
+            if scope.root_kind() == "reward":
+                self.error(f"`.{e.name}` looks up a {ref.target} record, which reward rules "
+                           "cannot do", name_span,
+                           f"bind it with `let` in every task (let x = {self.text_of(e)}) and "
+                           "use that name here",
+                           code="E113")
+                return ANY
+            e.ref = (self.dtypes.collection(ref.target), ref.field, ref.nullable)
+            return EntityT(ref.target)
+        enum = self.dtypes.enum(base, e.name)
+        if enum is not None:
+            self.enums[id(e)] = enum
+        keys = self.dtypes.key_enum(base, e.name)
+        if keys is not None:
+            self.key_enums[id(e)] = keys
+        return self.attr_type(base, e.name, name_span)
+
+    def e_index(self, e: A.Index, scope: Scope) -> T:
+        base = self.expr(e.obj, scope)
+        idx = self.expr(e.index, scope)
+        if isinstance(e.obj, A.Attr) and isinstance(e.index, A.Str):
+            keys = self.key_enums.get(id(e.obj))
+            if keys is not None and e.index.value not in keys.values:
+                msg, hint = enum_error(e.index.value, keys)
+                self.error(msg, e.index.span, hint, code="E114")
+        return self.index_type(base, idx, e.index, e.span)
+
+    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str]) -> None:
+        """Each string literal must be a value of ``enum`` (did-you-mean otherwise)."""
+        if enum is None:
+            return
+        for lit in literals:
+            if lit.value not in enum.values:
+                msg, hint = enum_error(lit.value, enum)
+                self.error(msg, lit.span, hint, code="E114")
+
+    def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
+        it = self.expr(comp.iter, scope)
+        self.check_binding(comp.var, comp.span, "loop variable")
+        inner = Scope("comp", scope)
+        if isinstance(it, ListT):
+            inner.names[comp.var] = it.elem
+        elif isinstance(it, MapT) or it == STR:
+            inner.names[comp.var] = STR
+        elif it == ANY:
+            inner.names[comp.var] = ANY
+        else:
+            self.error(f"cannot iterate over {it}", comp.iter.span, code="E130")
+            inner.names[comp.var] = ANY
+        if comp.cond is not None:
+            self.expr(comp.cond, inner)
+        return inner
+
+    def e_list(self, e: A.ListLit, scope: Scope) -> T:
+        types = [self.expr(i, scope) for i in e.items]
+        elem = types[0] if types and all(t == types[0] for t in types) else ANY
+        if types and all(t in (INT, FLOAT) for t in types):
+            elem = FLOAT if FLOAT in types else INT
+        return ListT(elem)
+
+    def e_list_comp(self, e: A.ListComp, scope: Scope) -> T:
+        inner = self.comp_scope(e.comp, scope)
+        return ListT(self.expr(e.elt, inner))
+
+    def e_dict(self, e: A.DictLit, scope: Scope) -> T:
+        vals = []
+        for p in e.pairs:
+            k = self.expr(p.key, scope)
+            if k not in (STR, ANY):
+                self.error(f"map keys must be strings, got {k}", p.key.span, code="E131")
+            vals.append(self.expr(p.value, scope))
+        return MapT(vals[0] if vals and all(v == vals[0] for v in vals) else ANY)
+
+    def e_dict_comp(self, e: A.DictComp, scope: Scope) -> T:
+        inner = self.comp_scope(e.comp, scope)
+        k = self.expr(e.pair.key, inner)
+        if k not in (STR, ANY):
+            self.error(f"map keys must be strings, got {k}", e.pair.key.span, code="E131")
+        return MapT(self.expr(e.pair.value, inner))
+
+    def e_unary(self, e: A.Unary, scope: Scope) -> T:
+        t = self.expr(e.operand, scope)
+        if e.op == "not":
+            return BOOL
+        if not is_numeric(t):
+            self.error(f"cannot negate {t}", e.span, code="E140")
+            return ANY
+        return t
+
+    def const_of(self, e: Any, scope: Scope) -> Any:
+        """The value of a number literal, or of a name bound to one with `let` (else None)."""
+        if isinstance(e, A.Num):
+            return e.value
+        if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num):
+            return -e.operand.value
+        if isinstance(e, A.Name):
+            s: Scope | None = scope
+            while s is not None:
+                if e.id in s.names:
+                    return s.consts.get(e.id)
+                s = s.parent
+        return None
+
+    def e_binop(self, e: A.BinOp, scope: Scope) -> T:
+        lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("/", "//", "%"):
+            zero = self.const_of(e.right, scope)
+            if zero is not None and not isinstance(zero, bool) and zero == 0:
+                self.error(f"division by zero: `{self.text_of(e.right)}` is 0", e.right.span,
+                           code="E145")
+        if ANY in (lt, rt):
+            return ANY if e.op != "/" else FLOAT
+        if e.op == "+" and lt == STR and rt == STR:
+            return STR
+        if e.op == "+" and isinstance(lt, ListT) and isinstance(rt, ListT):
+            return lt if lt == rt else ListT(ANY)
+        if is_numeric(lt) and is_numeric(rt) and BOOL not in (lt, rt):
+            if e.op == "/":
+                return FLOAT
+            return FLOAT if FLOAT in (lt, rt) else INT
+        hint = None
+        if STR in (lt, rt) and e.op == "+":
+            hint = "to build text, interpolate in a string: \"{a} {b}\", or use str(x)"
+        self.error(f"unsupported operand types for `{e.op}`: {lt} and {rt}", e.span, hint,
+                   code="E141")
+        return ANY
+
+    def e_compare(self, e: A.Compare, scope: Scope) -> T:
+        lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        if e.op in ("==", "!="):
+            self.check_enum_literals(self.enums.get(id(e.left)), literal_strings(e.right))
+            self.check_enum_literals(self.enums.get(id(e.right)), literal_strings(e.left))
+        elif e.op in ("in", "not in"):
+            self.check_enum_literals(self.enums.get(id(e.left)), list_strings(e.right))
+        if e.op in ("in", "not in"):
+            if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
+                self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
+                           e.right.span, code="E142")
+            return BOOL
+        if ANY in (lt, rt) or NONE in (lt, rt):
+            return BOOL
+        if e.op in ("==", "!="):
+            if not (assignable(lt, rt) or assignable(rt, lt)):
+                self.error(f"comparing {lt} with {rt} is always {'False' if e.op == '==' else 'True'}",
+                           e.span, "convert one side, e.g. str(x) or int(x)", code="E143")
+            return BOOL
+        ok = (is_numeric(lt) and is_numeric(rt)) or (lt == STR and rt == STR)
+        if not ok:
+            self.error(f"cannot order {lt} and {rt} with `{e.op}`", e.span, code="E143")
+        return BOOL
+
+    def e_boolop(self, e: A.BoolOp, scope: Scope) -> T:
+        self.expr(e.left, scope)
+        self.expr(e.right, scope)
+        return BOOL
+
+    def e_ifelse(self, e: A.IfElse, scope: Scope) -> T:
+        self.expr(e.test, scope)
+        a, b = self.expr(e.body, scope), self.expr(e.orelse, scope)
+        if a == b:
+            return a
+        if {a, b} == {INT, FLOAT}:
+            return FLOAT
+        return ANY
+
+    def e_range(self, e: A.Range, scope: Scope) -> T:
+        lo, hi = self.expr(e.lo, scope), self.expr(e.hi, scope)
+        if lo not in (INT, FLOAT, STR, ANY) or hi not in (INT, FLOAT, STR, ANY):
+            self.error(f"a range needs numbers or dates, got {lo}..{hi}", e.span, code="E144")
+        if isinstance(e.lo, A.Num) and isinstance(e.hi, A.Num) and e.lo.value > e.hi.value:
+            self.error(f"empty range {e.lo.value}..{e.hi.value}", e.span,
+                       "ranges are inclusive and go from low to high", code="E144")
+        return RangeT(FLOAT if FLOAT in (lo, hi) else (STR if STR in (lo, hi) else INT))
+
+    def e_call_gen(self, e: A.CallGen, scope: Scope) -> T:
+        b = BUILTINS.get(e.func)
+        inner = self.comp_scope(e.comp, scope)
+        elt = self.expr(e.elt, inner)
+        if b is None or not b.accepts_generator:
+            self.unknown_function(e.func, e.span, scope, generator=True)
+            return ANY
+        result, err = b.check([ListT(elt)])
+        if err:
+            self.error(err, e.span, code="E150")
+        return result
+
+    def unknown_function(self, name: str, span: Span, scope: Scope, generator: bool = False) -> None:
+        if generator and name in BUILTINS:
+            ok = [n for n, b in BUILTINS.items() if b.accepts_generator]
+            self.error(f"`{name}` does not take a generator", span,
+                       f"generators work with: {', '.join(ok)}", code="E151")
+            return
+        pool = list(BUILTINS) + (list(PREDICATE_FUNCS) if scope.root_kind() == "reward" else [])
+        self.error(f"unknown function `{name}`", span,
+                   did_you_mean(name, pool) or "see docs/language.md for the built-in functions",
+                   code="E151")
+
+    def e_call(self, e: A.Call, scope: Scope) -> T:
+        if e.func in PREDICATE_FUNCS:
+            return self.predicate_call(e, scope)
+        b = BUILTINS.get(e.func)
+        if b is None:
+            if self.domain is not None and (e.func in self.domain.tools or e.func in self.tools):
+                self.error(f"`{e.func}` is a tool; tools are called by the agent, not in expressions",
+                           e.span, "list it in `gold { ... }`, or test it in a reward with "
+                           f"called({e.func}, ...)", code="E152")
+            else:
+                self.unknown_function(e.func, e.span, scope)
+            for a in e.args:
+                self.expr(a, scope)
+            return ANY
+        if e.kwargs:
+            self.error(f"`{e.func}` takes no keyword arguments", e.kwargs[0].span, code="E153")
+        types = [self.expr(a, scope) for a in e.args]
+        n = sum(2 if isinstance(t, RangeT) else 1 for t in types)
+        if isinstance(types[-1:] and types[-1], RangeT) and b.max_args >= 1:
+            n_alt = len(types)
+        else:
+            n_alt = n
+        if not (b.min_args <= n <= b.max_args or b.min_args <= n_alt <= b.max_args):
+            expect = (f"{b.min_args}" if b.min_args == b.max_args
+                      else f"{b.min_args} to {b.max_args}")
+            self.error(f"`{e.func}` takes {expect} argument{'s' if b.max_args != 1 else ''}, "
+                       f"got {len(types)}", e.span, b.doc or None, code="E154")
+            return ANY
+        if b.needs_rng and scope.root_kind() in ("tool", "reward"):
+            self.error(f"`{e.func}` is random; randomness is only allowed in seed, tasks and "
+                       "distractors", e.span, code="E155")
+        if e.func == "fresh_id" and len(e.args) == 2:
+            digits = self.const_of(e.args[1], scope)
+            if digits is None or not (0 <= digits <= MAX_ID_DIGITS):
+                self.error(f"fresh_id needs a number of digits from 0 to {MAX_ID_DIGITS}",
+                           e.args[1].span, 'e.g. fresh_id("GC", 6)', code="E156")
+        if not types:
+            result, err = b.check([ANY])
+            return result
+        result, err = b.check(types)
+        if err:
+            self.error(err, e.span, b.doc or None, code="E150")
+        return result
+
+    # ------------------------------------------------------------------ reward predicates
+    def predicate_call(self, e: A.Call, scope: Scope) -> T:
+        if scope.root_kind() != "reward":
+            self.error(f"`{e.func}(...)` is only available in reward rules", e.span, code="E120")
+            return BOOL
+        if e.func == "communicated":
+            for a in e.args:
+                at = self.expr(a, scope)
+                if is_record(at):
+                    self.error(f"`communicated` of a whole {at}: no agent message can contain it",
+                               a.span, record_hint(at, list(self.dtypes.fields_of(
+                                   at.elem if isinstance(at, ListT) else at))), code="E251")
+            if e.kwargs:
+                self.error("`communicated` takes values, not keyword arguments", e.kwargs[0].span,
+                           code="E153")
+            return BOOL
+        if e.func == "fraction":
+            if not e.args:
+                self.error("`fraction` needs conditions: fraction(called(a), called(b))", e.span,
+                           code="E154")
+            for a in e.args:
+                self.expr(a, scope)
+            return FLOAT
+        # called(tool, arg = value, ...)
+        if not e.args or not isinstance(e.args[0], A.Name):
+            self.error("`called` needs a tool name first: called(cancel_reservation, "
+                       "reservation_id = r.reservation_id)", e.span, code="E154")
+            return BOOL
+        if len(e.args) > 1:
+            self.error("`called` takes the tool name and keyword arguments", e.args[1].span,
+                       code="E154")
+        self.tool_args(e.args[0].id, e.args[0].span, e.kwargs, scope, require_all=False)
+        return BOOL
+
+
+    # ------------------------------------------------------------------ tool arguments
+    def tool_args(self, tool: str, span: Span, args: list[A.KwArg], scope: Scope,
+                  require_all: bool) -> bool:
+        schema = self.tool_schema(tool)
+        if schema is None:
+            if self.domain is None:
+                for a in args:
+                    self.expr(a.value, scope)
+                return False
+            self.error(f"unknown tool `{tool}` in domain {self.domain.name}", span,
+                       did_you_mean(tool, self.known_tools()) or
+                       f"tools: {', '.join(sorted(self.known_tools()))}", code="E160")
+            for a in args:
+                self.expr(a.value, scope)
+            return False
+        self.check_shown(tool, span)
+        props: dict[str, Any] = schema.get("properties", {}) or {}
+        seen: set[str] = set()
+        for a in args:
+            t = self.expr(a.value, scope)
+            if a.name in seen:
+                self.error(f"argument `{a.name}` given twice", a.span, code="E161")
+            seen.add(a.name)
+            if a.name not in props:
+                self.error(f"`{tool}` has no argument `{a.name}`", a.span,
+                           did_you_mean(a.name, props) or
+                           f"its arguments: {', '.join(props) or 'none'}", code="E162")
+                continue
+            prop = props[a.name] if isinstance(props[a.name], dict) else {}
+            if isinstance(prop.get("enum"), list):
+                self.check_enum_literals(
+                    EnumUse(tuple(str(v) for v in prop["enum"]), f"argument `{a.name}` of `{tool}`"),
+                    literal_strings(a.value))
+            jtype = props[a.name].get("type") if isinstance(props[a.name], dict) else None
+            if not json_type_ok(t, jtype):
+                self.error(f"argument `{a.name}` of `{tool}` must be {jtype}, got {t}",
+                           a.value.span, code="E163")
+        if require_all:
+            missing = [r for r in schema.get("required", []) if r not in seen]
+            if missing:
+                self.error(f"`{tool}` is missing required argument{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(f'`{m}`' for m in missing)}", span, code="E164")
+        return True
+
+
+    def param_type(self, ref: A.TypeRef) -> tuple[T, dict[str, Any]]:
+        if ref.name in ("list",):
+            if ref.arg is None:
+                return ListT(ANY), {"type": "array"}
+            inner, schema = self.param_type(ref.arg)
+            return ListT(inner), {"type": "array", "items": schema}
+        if ref.name in ("map", "dict", "object"):
+            return MapT(ANY), {"type": "object"}
+        if ref.name in TYPE_NAMES:
+            if ref.arg is not None:
+                self.error(f"`{ref.name}` takes no type argument", ref.span, code="E176")
+            t = TYPE_NAMES[ref.name]
+            return t, ({"type": JSON_TYPES[ref.name]} if ref.name in JSON_TYPES else {})
+        self.error(f"unknown type `{ref.name}`", ref.span,
+                   did_you_mean(ref.name, list(TYPE_NAMES) + ["list", "map"]) or
+                   "types: str, int, float, bool, list[T], map", code="E176")
+        return ANY, {}
+
+    def set_stmt(self, st: A.SetStmt, scope: Scope) -> None:
+        """`set target = value` (inline tools and setup blocks): a field, of a fitting type."""
+        if not isinstance(st.target, (A.Attr, A.Index)):
+            self.error("`set` needs a field: set record.field = value", st.target.span,
+                       code="E174")
+        tt = self.expr(st.target, scope)
+        vt = self.expr(st.value, scope)
+        self.check_enum_literals(self.enums.get(id(st.target)), literal_strings(st.value))
+        if not assignable(vt, tt):
+            self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
+
+
+    def text(self, text: A.Text, scope: Scope) -> None:
+        for part in text.parts:
+            if not isinstance(part, str):
+                t = self.expr(part, scope)
+                if is_record(t):
+                    self.error(f"a whole {t} in text: the user would read a Python "
+                               f"{'list' if isinstance(t, ListT) else 'dict'}", part.span,
+                               record_hint(t, list(self.dtypes.fields_of(
+                                   t.elem if isinstance(t, ListT) else t))), code="E250")
+
