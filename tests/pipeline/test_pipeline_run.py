@@ -146,4 +146,6 @@ def test_report_compares_every_pair_of_models_on_the_same_tasks(finished_run):
     block = text[text.index("Paired differences"):]
     pairs = [ln for ln in block.splitlines() if " − " in ln and ln.startswith("| ")][1:]
     assert len(pairs) == 6  # 4 test-split models: every pair once
-    assert any(ln.startswith("| composed − base | 1 |") for ln in pairs)
+    # columns: pair, whose tasks (the one env here), tasks, success A → B, Δ, CI, Δ reward, noise
+    assert any(ln.startswith("| composed − base | ") and ln.split(" | ")[2] == "1" for ln in pairs)
+    assert all("within noise" in ln or "B better" in ln or "B worse" in ln for ln in pairs)
