@@ -89,3 +89,15 @@ def test_report_of_a_run_that_has_not_started(tmp_path):
     text = write_report(tmp_path).read_text()
     assert all(f"## {t}\n" in text for t in SECTIONS)
     assert "- **baseline**: not run yet." in text
+
+
+@pytest.mark.parametrize("name", ["cancel_on_request_compact", "reservation_amount_compact"])
+def test_cpu_demo_specs_compile_and_pass_their_checks(name):
+    from tracec.checks.run import run_checks
+    from tracec.compiler.api import compile_file
+
+    result = compile_file(ROOT / "configs" / "cpu-demo-specs" / f"{name}.tracec")
+    assert result.ok, result.rendered
+    report = run_checks(result.module.CAPABILITY, seeds=8)
+    assert report.passed, report.problems
+    assert result.module.CAPABILITY.domain.name == "airline"
