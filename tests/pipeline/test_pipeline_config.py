@@ -21,7 +21,7 @@ def test_shipped_configs_load(name):
 def test_cpu_demo_trains_the_selected_capabilities_and_evaluates_on_heldout_seeds():
     cfg = load_config(ROOT / "configs" / "cpu-demo.toml")
     assert not cfg.specs.train_all_specs and cfg.train.settings["warmup_sft"] > 0
-    assert cfg.compose.routing == "classifier" and cfg.final_eval.env_tasks >= 50
+    assert cfg.compose.routing == "classifier" and cfg.final_eval.env_tasks >= 20
     names = sorted(p.stem for p in (ROOT / "configs" / "cpu-demo-specs").glob("*.tracec"))
     assert sorted(cfg.specs.mapping.values()) == names  # every demo spec serves a selection
 

@@ -14,7 +14,8 @@ from tracec.pipeline.manifest import StageManifest, read_manifest
 
 REPORT = "report.md"
 CONFIG_COPY = "run_config.json"
-STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "final_eval", "grpo_target")
+STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "heldout_eval", "final_eval",
+          "grpo_target")
 SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "Training",
             "Routing", "Held-out env seeds", "Pass rates", "Rollouts spent", "What failed and why")
 
@@ -223,7 +224,7 @@ def _env_name(name: str) -> str:
 
 
 def _heldout(ms: dict) -> str:
-    runs = _outputs(ms, "final_eval").get("env_results") or {}
+    runs = _outputs(ms, "heldout_eval").get("env_results") or {}
     if not runs:
         return ("_No held-out env eval (set `final_eval.env_tasks` to evaluate every model on "
                 "held-out seeds of the trained envs)._")
@@ -360,7 +361,7 @@ def _rollouts(ms: dict) -> str:
     train = _outputs(ms, "train").get("rollouts", 0)
     demos = _outputs(ms, "compose").get("demos", 0)
     final = sum(r.get("episodes", 0) for r in (_outputs(ms, "final_eval").get("results") or {}).values())
-    env_final = sum(r.get("episodes", 0) for r in (_outputs(ms, "final_eval").get("env_results") or {}).values())
+    env_final = sum(r.get("episodes", 0) for r in (_outputs(ms, "heldout_eval").get("env_results") or {}).values())
     g = _outputs(ms, "grpo_target")
     grpo = g.get("rollouts", 0) + (g.get("eval") or {}).get("episodes", 0)
     rows = [["baseline eval (target, train split)", base], ["adapter training (capability envs)", train],

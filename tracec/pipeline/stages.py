@@ -519,7 +519,7 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
     ecfg = EvalConfig(agent=spec, envs=env_files, num_tasks=fe.env_tasks, max_turns=t.max_turns,
                       max_errors=t.max_errors, batch_size=fe.env_batch_size, seed=ctx.cfg.seed,
                       env_seeds=fe.env_first_seed, max_new_tokens=ctx.cfg.model.max_new_tokens,
-                      out_dir=str(ctx.dir("final_eval") / "env" / label))
+                      out_dir=str(ctx.dir("heldout_eval") / label))
     summary = run_eval(ecfg, progress=not ctx.quiet, agent=make_agent_for(ctx, spec))
     rows = summary["metrics"]
     overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
@@ -529,25 +529,34 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
             "trajectories": summary["trajectories"]}
 
 
-def run_final_eval(ctx: RunContext, resume: bool) -> dict:
+def run_heldout_eval(ctx: RunContext, resume: bool) -> dict:
     """Evaluate base, each adapter and the composed model on held-out seeds of the trained
-    capability envs (``final_eval.env_tasks``) and on the target's test split."""
+    capability envs (``final_eval.env_tasks``; resumable per episode)."""
     from tracec.targets.seeds import SeedRangeError
 
-    t = ctx.cfg.target
-    results, env_results = {}, {}
-    for label, spec, env_files in env_eval_plan(ctx):
-        ctx.log(f"final eval (held-out env seeds): {label}")
+    plan = env_eval_plan(ctx)
+    if not plan:
+        raise StageSkipped("no held-out env eval (final_eval.env_tasks = 0, or no adapter trained)")
+    env_results = {}
+    for label, spec, env_files in plan:
+        ctx.log(f"held-out eval: {label}")
         try:
             env_results[label] = _env_eval(ctx, label, spec, env_files)
         except SeedRangeError as exc:
             raise StageError(str(exc)) from None
+    return {"env_results": env_results}
+
+
+def run_final_eval(ctx: RunContext, resume: bool) -> dict:
+    """Evaluate base, each adapter and the composed model on the target's test split."""
+    t = ctx.cfg.target
+    results = {}
     for label, spec in final_agents(ctx):
         ctx.log(f"final eval: {label}")
         results[label] = _eval(ctx, spec, ctx.dir("final_eval") / label, t.test_split, t.test_tasks)
-    if not results and not env_results:
+    if not results:
         raise StageSkipped("final_eval selects no model")
-    return {"results": results, "env_results": env_results}
+    return {"results": results}
 
 
 # ---------------------------------------------------------------------------- 8. GRPO baseline
