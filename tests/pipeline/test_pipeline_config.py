@@ -18,6 +18,23 @@ def test_shipped_configs_load(name):
     assert cfg.base_agent()
 
 
+def test_cpu_demo_trains_the_selected_capabilities_and_evaluates_on_heldout_seeds():
+    cfg = load_config(ROOT / "configs" / "cpu-demo.toml")
+    assert not cfg.specs.train_all_specs and cfg.train.settings["warmup_sft"] > 0
+    assert cfg.compose.routing == "classifier" and cfg.final_eval.env_tasks >= 20
+    names = sorted(p.stem for p in (ROOT / "configs" / "cpu-demo-specs").glob("*.tracec"))
+    assert sorted(cfg.specs.mapping.values()) == names  # every demo spec serves a selection
+
+
+def test_new_keys_parse(tmp_path):
+    cfg = parse_config({"compose": {"routing": "classifier", "top_p": 0.5,
+                                    "classifier_scoring": "likelihood"},
+                        "final_eval": {"env_tasks": 3, "env_cross": True},
+                        "train": {"settings": {"warmup_sft": 2, "sft_batch": 1}}})
+    assert cfg.compose.top_p == 0.5 and cfg.final_eval.env_first_seed == 10**9
+    assert cfg.final_eval.env_cross and cfg.train.settings["warmup_sft"] == 2
+
+
 def test_relative_paths_are_relative_to_the_config_file(tmp_path):
     (tmp_path / "data").mkdir()
     path = tmp_path / "tracec.toml"
@@ -33,6 +50,11 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path):
     ("[labeler]\nkind = 'llm'\n", "needs labeler.endpoint"),
     ("[train.settings]\ngroup_size = 1\n", "group_size"),
     ("[train.settings]\nmodel = 'x'\n", "may not set"),
+    ("[train.settings]\nwarmup_sft = -1\n", "warmup_sft"),
+    ("[compose]\nrouting = 'oracle'\n", "compose.routing"),
+    ("[compose]\ntop_p = 0\n", "compose.top_p"),
+    ("[final_eval]\nenv_first_seed = 5\n", "final_eval.env_first_seed"),
+    ("[final_eval]\nenv_tasks = -1\n", "final_eval.env_tasks"),
 ])
 def test_bad_configs_give_one_clear_line(tmp_path, text, message):
     path = tmp_path / "bad.toml"
@@ -67,3 +89,15 @@ def test_report_of_a_run_that_has_not_started(tmp_path):
     text = write_report(tmp_path).read_text()
     assert all(f"## {t}\n" in text for t in SECTIONS)
     assert "- **baseline**: not run yet." in text
+
+
+@pytest.mark.parametrize("name", ["cancel_on_request_compact", "reservation_amount_compact"])
+def test_cpu_demo_specs_compile_and_pass_their_checks(name):
+    from tracec.checks.run import run_checks
+    from tracec.compiler.api import compile_file
+
+    result = compile_file(ROOT / "configs" / "cpu-demo-specs" / f"{name}.tracec")
+    assert result.ok, result.rendered
+    report = run_checks(result.module.CAPABILITY, seeds=8)
+    assert report.passed, report.problems
+    assert result.module.CAPABILITY.domain.name == "airline"

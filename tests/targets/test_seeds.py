@@ -88,3 +88,50 @@ def test_eval_cli_uses_heldout_seeds_and_refuses_training_ones(tmp_path):
     res = CliRunner().invoke(cli, ["eval", "--agent", f"local:{tmp_path / 'm'}+adapter:{d}", "--env", env,
                                    "--env-seeds", "100", "--tasks", "3", "--out", str(tmp_path / "p")])
     assert res.exit_code != 0 and "overlap the training seeds" in res.output
+
+
+def _composed(tmp_path, adapter):
+    c = tmp_path / "composed"
+    c.mkdir()
+    # one relative and one absolute path: both are resolved like load_composed resolves them
+    refs = [{"name": "a", "path": "../adapter"}, {"name": "b", "path": str(adapter)}]
+    (c / "moe.json").write_text(json.dumps({"adapters": refs}))
+    return c
+
+
+def test_composed_agents_name_their_adapters(tmp_path):
+    from tracec.targets.evaluate import spec_adapter_dirs
+    from tracec.targets.seeds import composed_adapter_dirs
+
+    d = _adapter(tmp_path, [0, 5000])
+    c = _composed(tmp_path, d)
+    assert [p.resolve() for p in composed_adapter_dirs(c)] == [d.resolve(), d.resolve()]
+    assert composed_adapter_dirs(tmp_path / "nothing") == []
+    assert spec_adapter_dirs(f"local:m+adapter:{d}") == [str(d)]
+    assert spec_adapter_dirs("local:m") == [] and spec_adapter_dirs("oracle") == []
+    assert len(spec_adapter_dirs(f"composed:{c}")) == 2
+    assert spec_adapter_dirs("not an agent", strict=False) == []
+
+
+@pytest.mark.parametrize("prebuilt", [False, True])
+def test_eval_refuses_a_composed_models_training_seeds(tmp_path, prebuilt):
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
+    c = _composed(tmp_path, _adapter(tmp_path, [0, 5000]))
+    cfg = EvalConfig(agent=f"composed:{c}", envs=["tests/runtime/tiny_capability.py"], num_tasks=3,
+                     env_seeds=4999, out_dir=str(tmp_path / "o"))
+    # refused before any model is loaded, also when the caller passes a built agent (tracec run)
+    with pytest.raises(SeedRangeError, match="overlap the training seeds"):
+        run_eval(cfg, progress=False, agent=object() if prebuilt else None)
+    assert not (tmp_path / "o" / "trajectories.jsonl").exists()
+
+
+def test_eval_cli_refuses_a_composed_models_training_seeds(tmp_path):
+    from tracec.cli import cli
+
+    c = _composed(tmp_path, _adapter(tmp_path, [0, HELDOUT_START]))
+    res = CliRunner().invoke(cli, ["eval", "--agent", f"composed:{c}", "--env",
+                                   "tests/runtime/tiny_capability.py", "--env-seeds", "100",
+                                   "--tasks", "3", "--out", str(tmp_path / "p")])
+    assert res.exit_code != 0 and "overlap the training seeds" in res.output
+    assert "Traceback" not in res.output

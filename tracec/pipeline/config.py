@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracec import files
+from tracec.targets.seeds import HELDOUT_START
 
 
 class ConfigError(ValueError):
@@ -112,10 +113,16 @@ class TrainSettings(_Strict):
 
 
 class ComposeSettings(_Strict):
+    """The composed model: gates trained on oracle demos (token / trajectory routing), or the
+    paper's classifier routing (the base model picks adapters per task; no gate training)."""
+
     enabled: bool = True
     demo_episodes: int = Field(4, ge=1, description="oracle episodes per capability env for the gates")
     top_k: int = Field(1, ge=1)
-    routing: Literal["token", "trajectory"] = "token"
+    routing: Literal["token", "trajectory", "classifier"] = "token"
+    top_p: float = Field(0.9, gt=0, le=1, description="classifier routing: nucleus over adapters")
+    classifier_scoring: Literal["labels", "likelihood"] = Field(
+        "labels", description="classifier routing: label-token probabilities or description likelihood")
     epochs: int = Field(1, ge=1)
     max_steps: int | None = Field(None, ge=1)
     batch_size: int = Field(4, ge=1)
@@ -126,9 +133,18 @@ class ComposeSettings(_Strict):
 
 
 class FinalEvalSettings(_Strict):
+    """Which models the final eval compares, on the τ² test split and on held-out env seeds."""
+
     base: bool = True
     adapters: bool = True
     composed: bool = True
+    env_tasks: int = Field(0, ge=0, description="held-out seeds per trained capability env "
+                           "(0: no env eval); the report pairs every model on them")
+    env_first_seed: int = Field(HELDOUT_START, ge=HELDOUT_START,
+                                description="first held-out env seed (seeds are tasks)")
+    env_cross: bool = Field(False, description="evaluate each adapter on every trained env, "
+                            "not only its own")
+    env_batch_size: int = Field(25, ge=1, description="env episodes in lockstep")
 
 
 class BaselineSettings(_Strict):

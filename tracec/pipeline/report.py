@@ -14,9 +14,10 @@ from tracec.pipeline.manifest import StageManifest, read_manifest
 
 REPORT = "report.md"
 CONFIG_COPY = "run_config.json"
-STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "final_eval", "grpo_target")
+STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "heldout_eval", "final_eval",
+          "grpo_target")
 SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "Training",
-            "Routing", "Pass rates", "Rollouts spent", "What failed and why")
+            "Routing", "Held-out env seeds", "Pass rates", "Rollouts spent", "What failed and why")
 
 
 def is_run_dir(path: str | Path) -> bool:
@@ -119,15 +120,37 @@ def _training(run_dir: Path, ms: dict) -> str:
     adapters = _outputs(ms, "train").get("adapters") or {}
     if not adapters:
         return "_No adapter trained._"
-    rows, pics = [], []
+    rows, pics, notes = [], [], []
     for cap, a in sorted(adapters.items()):
-        f = a.get("final") or {}
-        rows.append([cap, a.get("steps"), a.get("rollouts"), f.get("reward_mean", float("nan")),
-                     f.get("success_rate", float("nan")), f.get("kept_share", float("nan"))])
+        sft = a.get("sft") or {}
+        g = a.get("grpo") or {}
+        u = a.get("update") or {}
+        sft_cell = (f"{sft.get('steps')} steps, {sft.get('demos')} demos, loss "
+                    f"{sft.get('loss_first', 0):.3f} → {sft.get('loss_last', 0):.3f}") if sft else "–"
+        succ = ", ".join(f"{x:.2f}" for x in g.get("rollout_success") or [] if x is not None) or "–"
+        change = (f"{u['grpo_param_change']:.4f} ({u['grpo_param_change_rel']:.2%})"
+                  if "grpo_param_change" in u else "–")
+        rows.append([cap, sft_cell, g.get("steps", a.get("steps")), a.get("rollouts"),
+                     f"{g.get('kept_groups', '?')}/{g.get('groups', '?')}", g.get("updates", "?"),
+                     g.get("trained_tokens", "?"), succ,
+                     f"{u['delta_w_norm']:.3f}" if "delta_w_norm" in u else "?", change])
+        if u.get("delta_w_norm") == 0:
+            notes.append(f"**{cap}**: ‖ΔW‖ = 0: the adapter computes the base model's function "
+                         "(no gradient step was taken).")
+        elif g.get("steps") and not g.get("updates"):
+            notes.append(f"**{cap}**: no GRPO group had reward variance, so GRPO made no update; "
+                         "the change is the SFT warm start's.")
         if Path(a.get("curves", "")).is_file():
             pics.append(f"![{cap}]({_rel(run_dir, a['curves'])})")
-    return _table(["adapter", "steps", "rollouts", "last reward", "last success", "last kept share"],
-                  rows) + ("\n\n" + "\n".join(pics) if pics else "")
+    text = _table(["adapter", "SFT warm start", "GRPO steps", "GRPO episodes", "kept groups",
+                   "GRPO updates", "trained tokens", "rollout success per step", "‖ΔW‖ (LoRA B·A)",
+                   "GRPO change ‖θ−θ_sft‖ (rel.)"], rows)
+    text += ("\n\nKept groups: GRPO groups with reward variance (a flat group has zero advantage "
+             "and is dropped); a step with no kept group makes no update. ‖ΔW‖: Frobenius norm of the "
+             "LoRA weight change summed over layers (0 = the base model).")
+    if notes:
+        text += "\n\n" + "\n".join(f"- {n}" for n in notes)
+    return text + ("\n\n" + "\n".join(pics) if pics else "")
 
 
 def _routing(run_dir: Path, ms: dict) -> str:
@@ -135,6 +158,8 @@ def _routing(run_dir: Path, ms: dict) -> str:
     if not out:
         m = ms.get("compose")
         return f"_No composed model._ {m.note or m.error or '' if m else ''}"
+    if out.get("routing") == "classifier":
+        return _classifier_routing(out)
     routing = out.get("routing") or {}
     slots = routing.get("slots") or out.get("slots") or []
     counts = routing.get("counts") or []
@@ -151,6 +176,69 @@ def _routing(run_dir: Path, ms: dict) -> str:
     if totals and _bar_plot(run_dir / "routing.png", slots, [t / n for t in totals],
                             "routing: share of tokens per slot", "share"):
         text += "\n\n![routing](routing.png)"
+    return text
+
+
+def _classifier_routing(out: dict) -> str:
+    spec = out.get("classifier") or {}
+    choices = out.get("classifier_choices") or {}
+    rows = [[env, ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))] for env, c in sorted(choices.items())]
+    text = (f"Classifier routing (the paper's): per task the base model scores the adapters' "
+            f"descriptions plus \"none\" ({spec.get('scoring', '?')} scoring, top-p "
+            f"{spec.get('top_p', '?')}) and the chosen adapters are merged once for the task; no gate "
+            f"training. Its choice on the {out.get('demos', '?')} oracle demonstrations (training "
+            f"seeds), by env — right adapter alone on {out.get('classifier_right', '?')}:\n\n")
+    return text + _table(["env", "chosen (tasks)"], rows)
+
+
+def success_ci(path: str | Path, resamples: int = 2000) -> tuple[float, float, float, int]:
+    """Success rate of one eval run over its tasks (trials averaged) with a bootstrap 95 % CI."""
+    from tracec.targets.compare import load_run, paired_bootstrap
+
+    _, episodes = load_run(path)
+    acc: dict[tuple[str, str], list[float]] = {}
+    for e in episodes:
+        acc.setdefault((e.env, e.task_id), []).append(float(e.success))
+    per_task = [sum(v) / len(v) for _, v in sorted(acc.items())]
+    iv = paired_bootstrap([0.0] * len(per_task), per_task, resamples, 0)
+    return iv.diff, iv.lo, iv.hi, len(per_task)
+
+
+def _ci_cell(path: str | None) -> str:
+    from tracec.harness.results import ResultsError
+
+    if not path:
+        return "–"
+    try:
+        p, lo, hi, _ = success_ci(path)
+    except (ResultsError, ValueError):
+        return "–"
+    return f"{p:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _env_name(name: str) -> str:
+    """``tracec/x-v0`` (a trajectory's env) or ``…/x.py`` (an env file) -> ``x``."""
+    if name.startswith("tracec/") and name.endswith("-v0"):
+        return name.removeprefix("tracec/").removesuffix("-v0")
+    return Path(name).stem if name.endswith(".py") else name
+
+
+def _heldout(ms: dict) -> str:
+    runs = _outputs(ms, "heldout_eval").get("env_results") or {}
+    if not runs:
+        return ("_No held-out env eval (set `final_eval.env_tasks` to evaluate every model on "
+                "held-out seeds of the trained envs)._")
+    first = next(iter(runs.values())).get("first_seed", "?")
+    rows = [[label, ", ".join(_env_name(e) for e in r.get("envs") or []), r.get("episodes"),
+             _ci_cell(r.get("trajectories")), r.get("avg_reward", 0.0)] for label, r in runs.items()]
+    text = (f"Every model on the same held-out seeds (from {first}; seeds are tasks, disjoint from "
+            "every adapter's training seeds, which its `tracec.json` records), greedy decoding. "
+            "Success with a bootstrap 95 % CI over tasks:\n\n")
+    text += _table(["model", "envs", "episodes", "success [95 % CI]", "mean reward"], rows)
+    paired = _paired_table({k: v.get("trajectories") for k, v in runs.items()}, common=True,
+                           per_env=True)
+    if paired:
+        text += "\n\n" + paired
     return text
 
 
@@ -179,16 +267,17 @@ def pass_rate_rows(ms: dict) -> list[dict]:
 
 def _ev(r: dict) -> dict:
     return {"pass_rate": r.get("pass_rate", 0.0), "avg_reward": r.get("avg_reward", 0.0),
-            "episodes": r.get("episodes", 0)}
+            "episodes": r.get("episodes", 0), "trajectories": r.get("trajectories")}
 
 
 def _pass_rates(run_dir: Path, ms: dict) -> str:
     rows = pass_rate_rows(ms)
     if not rows:
         return "_No evaluation yet._"
-    text = _table(["model", "split", "episodes", "pass rate", "avg reward", "training rollouts"],
-                  [[r["model"], r["split"], r["episodes"], r["pass_rate"], r["avg_reward"],
-                    r["rollouts"]] for r in rows])
+    text = _table(["model", "split", "episodes", "pass rate", "95 % CI (bootstrap over tasks)",
+                   "avg reward", "training rollouts"],
+                  [[r["model"], r["split"], r["episodes"], r["pass_rate"], _ci_cell(r.get("trajectories")),
+                    r["avg_reward"], r["rollouts"]] for r in rows])
     text += ("\n\nTraining rollouts: GRPO episodes behind the model (the composed model also counts "
              "its adapters' episodes and the oracle demonstrations).")
     m = ms.get("grpo_target")
@@ -209,33 +298,59 @@ REPORT_RESAMPLES = 2000
 
 def _paired(run_dir: Path, ms: dict) -> str:
     """B − A for every pair of test-split models evaluated on the same tasks (paired bootstrap)."""
-    from itertools import combinations
-
-    from tracec.harness.results import ResultsError
-    from tracec.targets.compare import UnpairedRuns, compare_runs
-
     runs = {label: r["trajectories"] for label, r in (_outputs(ms, "final_eval").get("results") or {}).items()
             if r.get("trajectories")}
     g = _outputs(ms, "grpo_target")
     if (g.get("eval") or {}).get("trajectories"):
         runs["GRPO on target"] = g["eval"]["trajectories"]
-    rows, skipped = [], []
+    return _paired_table(runs)
+
+
+def _noise(lo: float, hi: float) -> str:
+    if lo <= 0 <= hi:
+        return "yes: within noise (CI contains 0)"
+    return "no: B better" if lo > 0 else "no: B worse"
+
+
+def _paired_table(runs: dict[str, str | None], common: bool = False, per_env: bool = False) -> str:
+    """B − A for every pair of runs (paired bootstrap over tasks). ``common``: only the tasks both
+    runs hold (an adapter evaluated on its own env against a model evaluated on all envs);
+    ``per_env``: a row per env as well as the overall one when the pair shares several envs."""
+    from itertools import combinations
+
+    from tracec.harness.results import ResultsError
+    from tracec.targets.compare import UnpairedRuns, compare_runs
+
+    runs = {k: v for k, v in runs.items() if v}
+    rows, skipped, verdicts = [], [], []
     for (la, pa), (lb, pb) in combinations(runs.items(), 2):
         try:
-            o = compare_runs(pa, pb, resamples=REPORT_RESAMPLES)["overall"]
+            res = compare_runs(pa, pb, resamples=REPORT_RESAMPLES, common=common)
         except (UnpairedRuns, ResultsError) as exc:
             skipped.append(f"{la} vs {lb}: {str(exc).split('.')[0]}")
             continue
+        groups = res["groups"] if per_env and len(res["groups"]) > 1 else []
+        for o in [*groups, res["overall"]]:
+            lo, hi = o["pass_ci"]
+            one = len(res["groups"]) == 1
+            where = _env_name(res["groups"][0]["group"] if one else o["group"])
+            rows.append([f"{lb} − {la}", where, o["tasks"], f"{o['pass_rate_a']:.2f} → {o['pass_rate_b']:.2f}",
+                         f"{o['pass_diff'] * 100:+.1f}", f"[{lo * 100:+.1f}, {hi * 100:+.1f}]",
+                         f"{o['reward_diff']:+.3f}", _noise(lo, hi)])
+        o = res["overall"]
         lo, hi = o["pass_ci"]
-        rows.append([f"{lb} − {la}", o["tasks"], f"{o['pass_diff'] * 100:+.1f}",
-                     f"[{lo * 100:+.1f}, {hi * 100:+.1f}]", f"{o['reward_diff']:+.3f}",
-                     "yes" if lo <= 0 <= hi else "no"])
+        verdicts.append(f"- {lb} vs {la} ({o['tasks']} tasks): {o['pass_diff'] * 100:+.1f} points "
+                        f"[{lo * 100:+.1f}, {hi * 100:+.1f}] — "
+                        + ("within noise: no difference shown." if lo <= 0 <= hi else
+                           f"{lb} {'better' if lo > 0 else 'worse'}, the CI excludes 0."))
     if not rows and not skipped:
         return ""
     text = ("Paired differences (same tasks; paired bootstrap over tasks, "
             f"{REPORT_RESAMPLES} resamples, 95 % CI; `tracec compare A B` for per-task flips):\n\n")
-    text += _table(["B − A", "tasks", "Δ pass (points)", "95 % CI", "Δ reward", "within noise"], rows) \
-        if rows else ""
+    text += _table(["B − A", "tasks of", "tasks", "success A → B", "Δ success (points)", "95 % CI",
+                    "Δ reward", "within noise"], rows) if rows else ""
+    if verdicts:
+        text += "\n\nIn words:\n\n" + "\n".join(verdicts)
     if skipped:
         text += "\n\nNot compared (unpaired runs): " + "; ".join(skipped)
     return text
@@ -246,11 +361,14 @@ def _rollouts(ms: dict) -> str:
     train = _outputs(ms, "train").get("rollouts", 0)
     demos = _outputs(ms, "compose").get("demos", 0)
     final = sum(r.get("episodes", 0) for r in (_outputs(ms, "final_eval").get("results") or {}).values())
+    env_final = sum(r.get("episodes", 0) for r in (_outputs(ms, "heldout_eval").get("env_results") or {}).values())
     g = _outputs(ms, "grpo_target")
     grpo = g.get("rollouts", 0) + (g.get("eval") or {}).get("episodes", 0)
     rows = [["baseline eval (target, train split)", base], ["adapter training (capability envs)", train],
-            ["oracle demonstrations (compose)", demos], ["final eval (target, test split)", final],
-            ["GRPO on target (train + eval)", grpo], ["total", base + train + demos + final + grpo]]
+            ["oracle demonstrations (compose)", demos], ["final eval (held-out env seeds)", env_final],
+            ["final eval (target, test split)", final],
+            ["GRPO on target (train + eval)", grpo],
+            ["total", base + train + demos + env_final + final + grpo]]
     return _table(["where", "episodes"], rows)
 
 
@@ -322,6 +440,7 @@ def render_report(run_dir: str | Path) -> str:
         "Environment checks": _checks(run_dir),
         "Training": _training(run_dir, ms),
         "Routing": _routing(run_dir, ms),
+        "Held-out env seeds": _heldout(ms),
         "Pass rates": _pass_rates(run_dir, ms),
         "Rollouts spent": _rollouts(ms),
         "What failed and why": _failures(run_dir, ms),

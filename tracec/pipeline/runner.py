@@ -31,6 +31,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("compile", st.run_compile, st.compile_inputs, "compile + check"),
     Stage("train", st.run_train, st.train_inputs, "train adapters"),
     Stage("compose", st.run_compose, st.compose_inputs, "compose"),
+    Stage("heldout_eval", st.run_heldout_eval, st.final_inputs, "held-out eval (env seeds)"),
     Stage("final_eval", st.run_final_eval, st.final_inputs, "final eval (test split)"),
     Stage("grpo_target", st.run_grpo_target, st.grpo_inputs, "GRPO-on-target baseline"),
 )

@@ -316,7 +316,11 @@ def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool)
         ctx.log(f"  {env.capability} step {m['step']}/{config.steps}: reward {m['reward_mean']:.3f} "
                 f"kept {m['kept_share']:.0%} ({m['step_seconds']:.0f}s)")
 
-    trainer.fit(resume=resume and has_ckpt, on_step=on_step)
+    def on_sft_step(m: dict) -> None:
+        ctx.log(f"  {env.capability} sft {m['sft_step']}/{config.warmup_sft}: loss {m['sft_loss']:.3f} "
+                f"token acc {m['sft_token_accuracy']:.0%} ({m['step_seconds']:.0f}s)")
+
+    trainer.fit(resume=resume and has_ckpt, on_step=on_step, on_sft_step=on_sft_step)
     try:
         report_training(out)
     except Exception as exc:  # noqa: BLE001 - a plot is nice to have, never fatal
@@ -325,9 +329,60 @@ def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool)
 
 
 def _adapter_summary(cap: str, out: Path, meta: dict) -> dict:
+    sft = meta.get("sft") or None
     return {"capability": cap, "dir": str(out), "steps": meta.get("steps_done"),
             "final": meta.get("metrics") or {}, "rollouts": rollouts_spent(out),
-            "curves": str(out / "training_curves.png")}
+            "curves": str(out / "training_curves.png"), "grpo": grpo_summary(out),
+            "sft": {k: sft.get(k) for k in ("steps", "demos", "loss_first", "loss_last",
+                                            "token_accuracy_first", "token_accuracy_last")}
+            if sft else None,
+            "update": update_norms(out)}
+
+
+def grpo_summary(adapter_dir: Path) -> dict:
+    """GRPO steps, sampled and kept groups (groups with reward variance), steps that updated."""
+    path = adapter_dir / "metrics.jsonl"
+    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
+    return {"steps": len(rows), "groups": sum(r.get("groups", 0) for r in rows),
+            "kept_groups": sum(r.get("kept_groups", 0) for r in rows),
+            "updates": sum(1 for r in rows if r.get("kept_groups", 0) > 0),
+            "trained_tokens": sum(r.get("trained_tokens", 0) for r in rows),
+            "rollout_success": [r.get("success_rate") for r in rows]}
+
+
+def _lora_tensors(folder: Path) -> dict | None:
+    f = folder / "adapter_model.safetensors"
+    if not f.is_file():
+        return None
+    from safetensors.torch import load_file
+
+    return load_file(str(f))
+
+
+def update_norms(adapter_dir: Path) -> dict:
+    """How far training moved the adapter: Frobenius norm of the LoRA weight change ΔW = B·A
+    summed over layers (0 means the adapter computes the base model's function), and of the GRPO
+    part: the LoRA parameters after GRPO minus those after the SFT warm start (``sft/``)."""
+    import math
+
+    final = _lora_tensors(adapter_dir)
+    if final is None:
+        return {}
+    out: dict[str, Any] = {}
+    sq = 0.0
+    for name, b in final.items():
+        if "lora_B" in name:
+            a = final.get(name.replace("lora_B", "lora_A"))
+            if a is not None:
+                sq += float((b.float() @ a.float()).pow(2).sum())
+    out["delta_w_norm"] = math.sqrt(sq)
+    sft = _lora_tensors(adapter_dir / "sft")
+    if sft is not None and sft.keys() == final.keys():
+        diff = math.sqrt(sum(float((final[k].float() - sft[k].float()).pow(2).sum()) for k in final))
+        base = math.sqrt(sum(float(v.float().pow(2).sum()) for v in sft.values()))
+        out["grpo_param_change"] = diff
+        out["grpo_param_change_rel"] = diff / base if base else 0.0
+    return out
 
 
 def run_train(ctx: RunContext, resume: bool) -> dict:
@@ -342,8 +397,9 @@ def run_train(ctx: RunContext, resume: bool) -> dict:
     for i, name in enumerate(names):
         env = resolve_env(envs[name])
         config = train_config(ctx, env.name, len(names), index=i)
-        ctx.log(f"training {name}: {config.steps} step(s) × {config.groups_per_step} group(s) × "
-                f"G={config.group_size}")
+        sft = f"{config.warmup_sft} SFT step(s) × {config.sft_batch} demos, then " if config.warmup_sft else ""
+        ctx.log(f"training {name}: {sft}{config.steps} GRPO step(s) × {config.groups_per_step} "
+                f"group(s) × G={config.group_size}")
         adapters[name] = fit_adapter(ctx, env, config, ctx.dir("train") / name, resume)
     return {"adapters": adapters, "rollouts": sum(a["rollouts"] for a in adapters.values())}
 
@@ -372,6 +428,8 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     classes = {n: resolve_env(envs[n]).factory for n in sorted(adapters)}
     demos = write_demos(classes, c.demo_episodes, ctx.cfg.seed, out / "demos.jsonl")
     rows = read_trajectories([demos["trajectories"]])
+    if c.routing == "classifier":
+        return _compose_classifier(ctx, [adapters[n]["dir"] for n in sorted(adapters)], rows, out)
     if not select_successful(rows):
         raise StageError(f"none of the {len(rows)} oracle demonstrations succeeded; no gate data")
     tcfg = ComposeTrainConfig(epochs=c.epochs, max_steps=c.max_steps, batch_size=c.batch_size,
@@ -385,6 +443,37 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     return {"dir": result.out, "steps": result.steps, "demos": demos["episodes"],
             "demos_used": result.examples, "skipped_long": result.skipped_long,
             "routing": result.routing, "ce": result.ce, "slots": result.slots}
+
+
+def _compose_classifier(ctx: RunContext, adapter_dirs: list[str], rows: list[dict], out: Path) -> dict:
+    """The paper's routing: no gates to train; the base model classifies each task over the
+    adapters' descriptions. Records the classifier's choice on every oracle demonstration."""
+    from tracec.compose.api import build_composed
+    from tracec.compose.classify import classify
+    from tracec.compose.model import ClassifierSpec, ComposeError
+
+    c = ctx.cfg.compose
+    spec = ClassifierSpec(top_p=c.top_p, scoring=c.classifier_scoring)
+    try:
+        cm = build_composed(adapter_dirs, top_k=c.top_k, device=ctx.cfg.device)
+    except ComposeError as exc:
+        raise StageError(f"compose: {exc}") from None
+    cm.config = cm.config.model_copy(update={"routing": "classifier", "classifier": spec})
+    path = cm.save(out / "model")
+    slot_of = {Path(d).name: s for d, s in zip(adapter_dirs, cm.slots[1:])}
+    choices: dict[str, dict[str, int]] = {}
+    right = 0
+    for row in rows:
+        env = str(row.get("env", "")).removeprefix("tracec/").removesuffix("-v0")
+        chosen = classify(cm, row["messages"], spec).chosen
+        top = chosen[0] if len(chosen) == 1 else "+".join(chosen)
+        choices.setdefault(env, {}).setdefault(top, 0)
+        choices[env][top] += 1
+        right += int(chosen == [slot_of.get(env)])
+    (out / "classifier_choices.json").write_text(json.dumps(choices, indent=2) + "\n")
+    return {"dir": str(path), "steps": 0, "demos": len(rows), "demos_used": 0, "skipped_long": 0,
+            "routing": "classifier", "classifier": spec.model_dump(), "slots": list(cm.slots),
+            "classifier_choices": choices, "classifier_right": right}
 
 
 # ---------------------------------------------------------------------------- 7. final eval
@@ -404,6 +493,58 @@ def final_agents(ctx: RunContext) -> list[tuple[str, str]]:
     if fe.composed and ctx.out("compose").get("dir"):
         out.append(("composed", f"composed:{ctx.out('compose')['dir']}"))
     return out
+
+
+def env_eval_plan(ctx: RunContext) -> list[tuple[str, str, list[str]]]:
+    """``(label, agent spec, env files)`` of the held-out env evals: base and composed on every
+    trained env, each adapter on its own env (on every env with ``final_eval.env_cross``)."""
+    fe = ctx.cfg.final_eval
+    envs = ctx.out("compile").get("envs") or {}
+    adapters = ctx.out("train").get("adapters") or {}
+    trained = [envs[n] for n in sorted(adapters) if n in envs]
+    if not fe.env_tasks or not trained:
+        return []
+    plan = []
+    for label, spec in final_agents(ctx):
+        cap = label.removeprefix("adapter-") if label.startswith("adapter-") else None
+        own = [envs[cap]] if cap in envs and not fe.env_cross else trained
+        plan.append((label, spec, own if cap else trained))
+    return plan
+
+
+def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> dict:
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
+    fe, t = ctx.cfg.final_eval, ctx.cfg.target
+    ecfg = EvalConfig(agent=spec, envs=env_files, num_tasks=fe.env_tasks, max_turns=t.max_turns,
+                      max_errors=t.max_errors, batch_size=fe.env_batch_size, seed=ctx.cfg.seed,
+                      env_seeds=fe.env_first_seed, max_new_tokens=ctx.cfg.model.max_new_tokens,
+                      out_dir=str(ctx.dir("heldout_eval") / label))
+    summary = run_eval(ecfg, progress=not ctx.quiet, agent=make_agent_for(ctx, spec))
+    rows = summary["metrics"]
+    overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
+    return {"agent": summary["agent"], "episodes": summary["episodes"], "envs": env_files,
+            "first_seed": fe.env_first_seed, "pass_rate": overall["pass_rate"] if overall else 0.0,
+            "avg_reward": overall["avg_reward"] if overall else 0.0,
+            "trajectories": summary["trajectories"]}
+
+
+def run_heldout_eval(ctx: RunContext, resume: bool) -> dict:
+    """Evaluate base, each adapter and the composed model on held-out seeds of the trained
+    capability envs (``final_eval.env_tasks``; resumable per episode)."""
+    from tracec.targets.seeds import SeedRangeError
+
+    plan = env_eval_plan(ctx)
+    if not plan:
+        raise StageSkipped("no held-out env eval (final_eval.env_tasks = 0, or no adapter trained)")
+    env_results = {}
+    for label, spec, env_files in plan:
+        ctx.log(f"held-out eval: {label}")
+        try:
+            env_results[label] = _env_eval(ctx, label, spec, env_files)
+        except SeedRangeError as exc:
+            raise StageError(str(exc)) from None
+    return {"env_results": env_results}
 
 
 def run_final_eval(ctx: RunContext, resume: bool) -> dict:

@@ -73,7 +73,7 @@ def _print_table(rows: list, title: str) -> None:
 @click.option("--max-new-tokens", type=int, default=512, show_default=True,
               help="local/composed agents: tokens per assistant turn")
 @click.option("--allow-train-seeds", is_flag=True,
-              help="evaluate an adapter even on seeds its tracec.json says it was trained on")
+              help="evaluate an adapter (or a composed model's adapters) even on seeds its tracec.json says it was trained on")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/eval", show_default=True,
               help="output directory (trajectories.jsonl, τ² results, summary.json); reruns resume")
 @click.option("--fresh", is_flag=True, help="discard earlier episodes in --out instead of resuming")

@@ -19,7 +19,7 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds
+from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds, composed_adapter_dirs
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -98,14 +98,34 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
 LOCK = ".lock"
 
 
+def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
+    """The adapter folders behind an agent spec: ``local:M+adapter:DIR`` gives DIR,
+    ``composed:DIR`` every adapter its ``moe.json`` lists; others none. ``strict=False``: a string
+    that is not an agent spec (a prebuilt agent's label) has none."""
+    from tracec.harness.agents import AgentSpecError, parse_agent_spec
+
+    try:
+        kind, params = parse_agent_spec(spec)
+    except AgentSpecError:
+        if strict:
+            raise
+        return []
+    if kind == "local":
+        return [params["adapter"]] if params["adapter"] else []
+    if kind == "composed":
+        return [str(p) for p in composed_adapter_dirs(params["directory"])]
+    return []
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
-    from tracec.harness.agents import make_agent, parse_agent_spec
+    from tracec.harness.agents import parse_agent_spec
 
     if agent is None:
-        kind, params = parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
-        if cfg.envs and kind == "local" and not cfg.allow_train_seeds:
-            check_eval_seeds(cfg.env_seed_range(), params["adapter"])
+        parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
+    if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
+        for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
+            check_eval_seeds(cfg.env_seed_range(), adapter)
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
     with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all

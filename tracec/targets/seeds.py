@@ -96,6 +96,22 @@ def adapter_training_range(adapter_dir: str | Path) -> SeedRange | None:
     return None
 
 
+def composed_adapter_dirs(composed_dir: str | Path) -> list[Path]:
+    """The adapter folders a composed model's ``moe.json`` lists (relative paths resolved against
+    the composed folder); none when there is no readable ``moe.json`` (loading it reports that)."""
+    root = Path(composed_dir).expanduser()
+    try:
+        moe = json.loads((root / "moe.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return []
+    out = []
+    for ref in moe.get("adapters") or [] if isinstance(moe, dict) else []:
+        path = ref.get("path") if isinstance(ref, dict) else None
+        if isinstance(path, str) and path:
+            out.append(Path(path) if Path(path).is_absolute() else root / path)
+    return out
+
+
 def check_eval_seeds(seeds: SeedRange, adapter_dir: str | Path | None) -> None:
     """Refuse to evaluate an adapter on seeds from its own training range."""
     if adapter_dir is None:

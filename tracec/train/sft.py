@@ -145,7 +145,7 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
     k = skipped = 0
     seeds_used: list[int] = []
     last: dict[str, Any] = {}
-    first_loss = None
+    first_loss = first_acc = None
     for step in range(1, cfg.warmup_sft + 1):
         t0 = time.perf_counter()
         rows = []
@@ -180,6 +180,7 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
         opt.zero_grad(set_to_none=True)
         loss = loss_sum / total_tokens
         first_loss = loss if first_loss is None else first_loss
+        first_acc = correct / total_tokens if first_acc is None else first_acc
         last = {"sft_step": step, "sft_loss": loss, "sft_token_accuracy": correct / total_tokens,
                 "sft_tokens": total_tokens, "sft_sequences": len(rows),
                 "sft_seq_tokens": sum(len(r[0]) for r in rows), "grad_norm": grad_norm,
@@ -192,7 +193,7 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
             "demos": len(seeds_used), "skipped_demos": skipped,
             "demo_seeds": [min(seeds_used), max(seeds_used)] if seeds_used else None,
             "loss_first": first_loss, "loss_last": last.get("sft_loss"),
-            "token_accuracy_last": last.get("sft_token_accuracy")}
+            "token_accuracy_first": first_acc, "token_accuracy_last": last.get("sft_token_accuracy")}
 
 
 def load_init_adapter(policy, adapter_dir: str | Path, config) -> dict[str, Any] | None:

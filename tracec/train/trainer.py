@@ -431,6 +431,7 @@ class GRPOTrainer:
         self.policy.save_pretrained(out)
         meta = {
             "capability": self.env.capability,
+            "description": getattr(getattr(self.env.cls, "capability", None), "description", None),
             "env": self.env.name,
             "base_model": self.config.model,
             "base_model_path": self.model_path,
