@@ -19,6 +19,7 @@ from tracec.runtime.toolcall import hermes
 from tracec.runtime.world import Frozen, FrozenWorld, LazyWorld, same_json, state_hash
 
 ROOT = Path(__file__).resolve().parents[2]
+LAZY = ("flights", "users")  # shared until first use; reservations are copied at once
 
 
 def _world() -> dict:
@@ -31,9 +32,12 @@ def _world() -> dict:
 
 def test_copies_equal_the_world_and_start_out_sharing_tables() -> None:
     w = _world()
-    frozen = FrozenWorld(w)
+    frozen = FrozenWorld(w, LAZY)
     a, b = frozen.copy(), frozen.copy()
-    assert isinstance(a, LazyWorld) and a == w and b == w and a == b
+    assert isinstance(a, LazyWorld) and a == w and b == w and a == b and list(a) == list(w)
+    assert dict.__getitem__(a, "flights") is dict.__getitem__(b, "flights")  # shared until used
+    assert dict.__getitem__(a, "reservations") is not dict.__getitem__(b, "reservations")
+    assert a["flights"] is not dict.__getitem__(b, "flights")  # a read gives a its own copy
     assert same_json(a, b) and state_hash(a) == state_hash(w)
     assert json.dumps(frozen.copy(), sort_keys=True) == json.dumps(w, sort_keys=True)
 
@@ -57,7 +61,7 @@ ACCESSES = {
 @pytest.mark.parametrize("how", ACCESSES)
 def test_a_mutation_through_any_access_stays_in_its_copy(how: str) -> None:
     w = _world()
-    frozen = FrozenWorld(w)
+    frozen = FrozenWorld(w, LAZY)
     mine, other = frozen.copy(), frozen.copy()
     table = ACCESSES[how](mine)
     table["F1"]["dates"]["2024-05-20"]["seats"]["economy"] -= 1
@@ -67,7 +71,7 @@ def test_a_mutation_through_any_access_stays_in_its_copy(how: str) -> None:
 
 
 def test_replacing_or_deleting_a_table_is_not_undone() -> None:
-    frozen = FrozenWorld(_world())
+    frozen = FrozenWorld(_world(), LAZY)
     c = frozen.copy()
     c["users"] = {}
     del c["reservations"]
@@ -79,12 +83,15 @@ def test_replacing_or_deleting_a_table_is_not_undone() -> None:
 def test_tables_that_share_a_container_are_copied_whole_keeping_the_link() -> None:
     w = _world()
     w["reservations"]["R1"]["cards"] = w["users"]["u1"]["cards"]  # one dict in two tables
-    c = FrozenWorld(w).copy()
+    c = FrozenWorld(w, LAZY).copy()
     assert not isinstance(c, LazyWorld)
     assert c["reservations"]["R1"]["cards"] is c["users"]["u1"]["cards"]  # as Frozen keeps it
     assert c == Frozen(w).copy()
-    odd = {"t": {1, 2}}  # not JSON: still a deep copy
-    assert FrozenWorld(odd).copy() == odd and FrozenWorld(odd).copy()["t"] is not odd["t"]
+    odd = {"flights": {1, 2}}  # not JSON: still a deep copy
+    assert FrozenWorld(odd, LAZY).copy() == odd
+    assert FrozenWorld(odd, LAZY).copy()["flights"] is not odd["flights"]
+    plain = FrozenWorld(_world())  # no lazy table: a whole copy
+    assert not isinstance(plain.copy(), LazyWorld) and plain.copy() == _world()
 
 
 def test_episodes_and_seeds_never_see_each_others_writes() -> None:

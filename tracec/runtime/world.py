@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import itertools
 import json
 import marshal
 import math
@@ -46,25 +47,28 @@ class Frozen:
 
 
 _CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
+_is_container = _CONTAINERS.__contains__
 
 
 def _containers(value: Any) -> set[int]:
-    """ids of the containers reachable from ``value`` (itself included)."""
+    """ids of the containers reachable from ``value`` (itself included); the walk runs at C
+    speed level by level (``gc.get_referents``, filtered by type without a Python loop)."""
     seen = {id(value)}
     frontier = [value]
     while frontier:
-        frontier = [x for x in gc.get_referents(*frontier) if type(x) in _CONTAINERS]
+        refs = gc.get_referents(*frontier)
+        frontier = list(itertools.compress(refs, map(_is_container, map(type, refs))))
         seen.update(map(id, frontier))
     return seen
 
 
-def _tables_apart(world: dict) -> bool:
-    """No container is reachable from two tables of ``world`` (then copying tables one by
-    one gives what one deep copy of the whole world gives)."""
+def _apart(parts: Iterable[Any]) -> bool:
+    """No container is reachable from two of ``parts`` (then copying them one by one gives
+    what one deep copy of all of them gives)."""
     seen: set[int] = set()
     total = 0
-    for table in world.values():
-        ids = _containers(table)
+    for part in parts:
+        ids = _containers(part)
         total += len(ids)
         seen |= ids
         if len(seen) != total:
@@ -76,33 +80,47 @@ class FrozenWorld:
     """A task's initial world (``{table: records}``), kept for the many copies an episode makes
     (the gold replay, each episode, each probe's replay).
 
-    Each table is serialised on its own, and :meth:`copy` returns a :class:`LazyWorld`: it starts
-    out sharing one read-only deserialised original of every table and deserialises its own copy
-    of a table the first time code reads it. A tool that never touches the flights does not
-    copy them, and comparing two copies compares shared tables by identity. A world whose tables
-    share a dict or list (or that marshal cannot store) is copied whole, as by :class:`Frozen`.
+    ``lazy`` names the tables most episodes only read (the domain's ``read_mostly``, e.g. the
+    airline's flights, 80 % of its world). Each of those is serialised on its own and a
+    :meth:`copy` (a :class:`LazyWorld`) starts out sharing one read-only deserialised original
+    of it, deserialising its own copy the first time code reads the table; the other tables are
+    copied at once, as one. An episode that never touches the flights does not copy them, and
+    comparing two copies compares the shared table by identity. Without lazy tables, or when a
+    lazy table shares a dict or list with the rest of the world (or marshal cannot store the
+    world), the world is copied whole, as by :class:`Frozen`.
     """
 
-    __slots__ = ("_blobs", "_pristine", "_whole")
+    __slots__ = ("_blobs", "_keys", "_pristine", "_rest", "_whole")
 
-    def __init__(self, world: Any):
+    def __init__(self, world: Any, lazy: Iterable[str] = ()):
+        self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
-        self._whole: Frozen | None = None
+        self._rest = b""
+        self._keys: tuple = ()
+        names = [k for k in lazy if type(world) is dict and k in world]
         try:
-            if type(world) is not dict or not _tables_apart(world):
-                raise ValueError("not a world of separate tables")
-            self._blobs = {k: marshal.dumps(v) for k, v in world.items()}
+            if not names:
+                raise ValueError("no table to share")
+            rest = {k: v for k, v in world.items() if k not in names}
+            if not _apart([*(world[k] for k in names), rest]):
+                raise ValueError("tables share a container")
+            self._blobs = {k: marshal.dumps(world[k]) for k in names}
+            self._rest = marshal.dumps(rest)
         except ValueError:
             self._blobs, self._whole = {}, Frozen(world)
             return
         self._pristine = {k: marshal.loads(b) for k, b in self._blobs.items()}
+        self._keys = tuple(world)
 
     def copy(self) -> Any:
         """A fresh world equal to the frozen one; nothing done to it reaches any other copy."""
         if self._whole is not None:
             return self._whole.copy()
-        return LazyWorld(self._pristine, self._blobs)
+        rest = marshal.loads(self._rest)
+        pristine = self._pristine
+        return LazyWorld({k: pristine[k] if k in pristine else rest[k] for k in self._keys},
+                         self._blobs)
 
 
 class LazyWorld(dict):
@@ -116,10 +134,11 @@ class LazyWorld(dict):
 
     __slots__ = ("_blobs", "_pending")
 
-    def __init__(self, pristine: Mapping[str, Any], blobs: Mapping[str, bytes]):
-        super().__init__(pristine)
+    def __init__(self, tables: Mapping[str, Any], blobs: Mapping[str, bytes]):
+        """``tables``: the world, its ``blobs`` tables still the shared originals."""
+        super().__init__(tables)
         self._blobs = blobs
-        self._pending = set(pristine)
+        self._pending = set(blobs)
 
     def _own(self, key: Any) -> None:
         if key in self._pending:
