@@ -10,18 +10,76 @@ shared machine; wall seconds depend on the load, printed with each row.
 
 To compare with another checkout (e.g. ``git archive REV | tar -x -C /tmp/base``), run the same
 command there with ``PYTHONPATH=/tmp/base``, spec by spec, alternating, so both see one load.
+
+``--ablate ROUNDS`` measures, in one process and alternating round by round (so every variant
+sees the same load), the checks as shipped against the checks without each of the speed-ups
+of issue 14 item 9: lazy copies of read-mostly tables (``FrozenWorld``), the frozen old
+objects for the garbage collector (``old_objects_frozen``), the per-state world cache; and
+without all three (what the code did before them). It prints the minimum CPU seconds of each.
+
+    OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 128 --ablate 3
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tracec.checks import run_checks
 from tracec.compiler.api import compile_file
+
+
+def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
+    import tracec.checks.run as checks_run
+    import tracec.runtime.env as env_mod
+    from tracec.runtime.world import Frozen
+
+    @contextlib.contextmanager
+    def patched(copies: bool = True, gc_block: bool = True, cache: bool = True) -> Iterator[None]:
+        saved = env_mod.FrozenWorld, checks_run.old_objects_frozen, env_mod.WORLD_CACHE
+        if not copies:
+            env_mod.FrozenWorld = lambda world, lazy=(): Frozen(world)
+        if not gc_block:
+            checks_run.old_objects_frozen = contextlib.nullcontext
+        if not cache:
+            env_mod.WORLD_CACHE = 1  # the last world only
+        try:
+            yield
+        finally:
+            env_mod.FrozenWorld, checks_run.old_objects_frozen, env_mod.WORLD_CACHE = saved
+
+    return {
+        "shipped": patched,
+        "no lazy copies": lambda: patched(copies=False),
+        "no gc freeze": lambda: patched(gc_block=False),
+        "no world cache": lambda: patched(cache=False),
+        "none of them": lambda: patched(False, False, False),
+    }
+
+
+def ablate(specs: list[Path], seeds: int, rounds: int) -> None:
+    variants = _variants()
+    print(f"{'spec':42s}" + "".join(f"{name:>16s}" for name in variants) + "  (min CPU s)")
+    for spec in specs:
+        result = compile_file(spec)
+        if not result.ok:
+            raise SystemExit(result.rendered)
+        best = {name: float("inf") for name in variants}
+        for r in range(rounds):
+            order = list(variants) if r % 2 == 0 else list(reversed(variants))
+            for name in order:
+                with variants[name]():
+                    cpu = time.process_time()
+                    run_checks(result.module, seeds=seeds)
+                    best[name] = min(best[name], time.process_time() - cpu)
+        print(f"{spec.stem:42s}" + "".join(f"{best[n]:16.2f}" for n in variants)
+              + f"  before/after {best['none of them'] / best['shipped']:.2f}x, load "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main() -> None:
@@ -29,8 +87,13 @@ def main() -> None:
     ap.add_argument("specs", nargs="*", type=Path, help="specs (default: specs/*.tracec)")
     ap.add_argument("--seeds", type=int, default=256)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ablate", type=int, metavar="ROUNDS", default=0,
+                    help="compare the shipped checks with each speed-up turned off, in process")
     args = ap.parse_args()
     specs = args.specs or sorted(Path("specs").glob("*.tracec"))
+    if args.ablate:
+        ablate(specs, args.seeds, args.ablate)
+        return
     rows = []
     for spec in specs:
         result = compile_file(spec)

@@ -9,7 +9,9 @@ Every command reads JSON, JSONL, TOML and text files through these helpers; the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import math
 import os
 import re
 import tomllib
@@ -17,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "Locked", "exclusive_lock", "parse_json", "read_json", "read_jsonl", "read_text", "read_toml",
-           "require_type"]
+__all__ = ["InputError", "JSONLimitError", "Locked", "decode_json", "exclusive_lock", "parse_json", "read_json",
+           "read_jsonl", "read_text", "read_toml", "require_type", "too_deep"]
 
 MAX_JSON_DEPTH = 200
 MAX_INT_DIGITS = 4000  # below Python's int-string conversion limit (4300)
@@ -70,42 +72,97 @@ def read_text(path: Path | str, what: str = "file", error: type[Exception] = Inp
     return decode_bytes(raw, path, error)
 
 
-class _BadNumber(ValueError):
-    pass
+class JSONLimitError(ValueError):
+    """Why :func:`decode_json` refused a text; each caller words the message itself.
+
+    ``kind``: ``syntax`` (``msg``/``pos`` from :class:`json.JSONDecodeError`), ``int`` (an
+    integer of ``digits`` digits, over ``limit``), ``constant`` (``NaN``/``Infinity``: ``text``),
+    ``overflow`` (a float that is infinite: ``text``), ``depth`` (containers nested deeper than
+    ``limit``), ``recursion`` (the parser itself ran out of stack), ``value`` (another decoding
+    error: ``msg``, its first clause)."""
+
+    def __init__(self, kind: str, msg: str = "", pos: int = 0, text: str = "", digits: int = 0,
+                 limit: int = 0):
+        super().__init__(msg or kind)
+        self.kind, self.msg, self.pos, self.text = kind, msg, pos, text
+        self.digits, self.limit = digits, limit
 
 
-def _parse_int(text: str) -> int:
-    if len(text) > MAX_INT_DIGITS:
-        raise _BadNumber(f"an integer with {len(text)} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
+class _Refused(ValueError):
+    def __init__(self, error: JSONLimitError):
+        super().__init__(str(error))
+        self.error = error
 
 
-def _parse_constant(text: str) -> Any:
-    raise _BadNumber(f"{text} is not valid JSON")
+@functools.lru_cache(maxsize=8)
+def _decoder(max_int_digits: int, finite: bool) -> json.JSONDecoder:
+    def parse_int(text: str) -> int:
+        if len(text) > max_int_digits:
+            raise _Refused(JSONLimitError("int", digits=len(text), limit=max_int_digits))
+        return int(text)
+
+    def parse_constant(text: str) -> Any:
+        raise _Refused(JSONLimitError("constant", text=text))
+
+    def parse_float(text: str) -> float:
+        value = float(text)
+        if value in (math.inf, -math.inf):
+            raise _Refused(JSONLimitError("overflow", text=text))
+        return value
+
+    return json.JSONDecoder(parse_int=parse_int, parse_constant=parse_constant,
+                            parse_float=parse_float if finite else None)
 
 
-_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_parse_constant)
-
-
-def _check_json(obj: Any, path: Path | str, surrogates: bool, error: type[Exception]) -> None:
+def too_deep(obj: Any, max_depth: int) -> bool:
+    """Whether a list or dict in ``obj`` sits deeper than ``max_depth`` (the top one is 1)."""
     stack = [(obj, 1)]
     while stack:
         x, depth = stack.pop()
         if isinstance(x, dict):
-            items = list(x.values()) + (list(x) if surrogates else [])
-        elif isinstance(x, list):
-            items = x
-        else:
-            if surrogates and isinstance(x, str):
-                try:
-                    x.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise error(f"{path}: contains a lone surrogate escape (\\ud800-\\udfff) "
-                                     "in a string; it is not valid Unicode text") from None
+            x = list(x.values())
+        elif not isinstance(x, list):
             continue
-        if depth > MAX_JSON_DEPTH:
-            raise error(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
-        stack.extend((y, depth + 1) for y in items)
+        if depth > max_depth:
+            return True
+        stack.extend((y, depth + 1) for y in x if isinstance(y, (dict, list)))
+    return False
+
+
+def decode_json(text: str, max_depth: int, max_int_digits: int, finite: bool = False) -> Any:
+    """Decode JSON ``text`` within bounds: nesting at most ``max_depth``, integers of at most
+    ``max_int_digits`` digits, no ``NaN``/``Infinity`` (with ``finite``, no number that overflows
+    to infinity either). Every failure is one :class:`JSONLimitError`."""
+    try:
+        obj = _decoder(max_int_digits, finite).decode(text)
+    except json.JSONDecodeError as exc:
+        raise JSONLimitError("syntax", exc.msg, exc.pos) from None
+    except _Refused as exc:
+        raise exc.error from None
+    except (RecursionError, MemoryError):
+        raise JSONLimitError("recursion", limit=max_depth) from None
+    except ValueError as exc:  # e.g. Python's int-string conversion limit
+        raise JSONLimitError("value", str(exc).split(";")[0]) from None
+    if too_deep(obj, max_depth):
+        raise JSONLimitError("depth", limit=max_depth)
+    return obj
+
+
+def _check_surrogates(obj: Any, path: Path | str, error: type[Exception]) -> None:
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.values())
+            stack.extend(x)
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                raise error(f"{path}: contains a lone surrogate escape (\\ud800-\\udfff) "
+                            "in a string; it is not valid Unicode text") from None
 
 
 def parse_json(text: str, path: Path | str = "<json>", error: type[Exception] = InputError,
@@ -114,17 +171,20 @@ def parse_json(text: str, path: Path | str = "<json>", error: type[Exception] = 
     ``path`` (and ``line``, for one line of a JSONL file)."""
     where = f"{path}:{line}" if line is not None else str(path)
     try:
-        obj = _DECODER.decode(text)
-    except json.JSONDecodeError as exc:
-        at = (f"{where}:{exc.pos + 1}" if line is not None else _where(path, text, exc.pos))
-        raise error(f"{at}: invalid JSON: {exc.msg}") from None
-    except _BadNumber as exc:
-        raise error(f"{where}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise error(f"{where}: JSON nested too deeply") from None
-    except ValueError as exc:
-        raise error(f"{where}: invalid JSON: {str(exc).split(';')[0]}") from None
-    _check_json(obj, where, bool(_SURROGATE_ESCAPE.search(text)), error)
+        obj = decode_json(text, MAX_JSON_DEPTH, MAX_INT_DIGITS)
+    except JSONLimitError as exc:
+        if exc.kind == "syntax":
+            at = (f"{where}:{exc.pos + 1}" if line is not None else _where(path, text, exc.pos))
+            raise error(f"{at}: invalid JSON: {exc.msg}") from None
+        why = {
+            "int": f"invalid JSON: an integer with {exc.digits} digits (at most {exc.limit})",
+            "constant": f"invalid JSON: {exc.text} is not valid JSON",
+            "recursion": "JSON nested too deeply",
+            "depth": f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+        }.get(exc.kind, f"invalid JSON: {exc.msg}")
+        raise error(f"{where}: {why}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        _check_surrogates(obj, where, error)
     return obj
 
 

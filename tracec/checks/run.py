@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from tracec.checks.fidelity import fidelity
 from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.report import CheckReport, ProblemLog
+from tracec.core.gcpause import old_objects_frozen
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
 from tracec.runtime.lib import fmt
@@ -102,6 +103,17 @@ def run_checks(
     min_variance_share: float = MIN_VARIANCE_SHARE,
 ) -> CheckReport:
     """Check one env: check_env, determinism, probes on every task and seed, reward variance."""
+    with old_objects_frozen():  # thousands of short-lived worlds: keep the collector cheap
+        return _run_checks(capability, seeds, check_env, progress, min_variance_share)
+
+
+def _run_checks(
+    capability: Any,
+    seeds: int,
+    check_env: bool,
+    progress: Progress | None,
+    min_variance_share: float,
+) -> CheckReport:
     start = time.perf_counter()
     cls = env_class(capability)
     cap = cls.capability

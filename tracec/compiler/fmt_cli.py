@@ -11,27 +11,38 @@ import click
 
 from tracec.core.diagnostics import SpecError, render_all
 from tracec.files import InputError, decode_bytes
-from tracec.lang.fmt import format_source
+from tracec.lang.fmt import format_fragment, format_source
+from tracec.lang.fragments import FRAGMENT_SUFFIX
 
 
 def _spec_files(paths: tuple[Path, ...]) -> list[Path]:
+    """The specs and shared fragments named by ``paths`` (folders: searched recursively)."""
     from tracec.compiler.api import find_specs
 
-    return find_specs(list(paths))
+    out = find_specs(list(paths))
+    seen = {p.resolve() for p in out}
+    for p in paths:
+        if p.is_dir():
+            for frag in sorted(p.rglob(f"*{FRAGMENT_SUFFIX}")):
+                if frag.resolve() not in seen:
+                    seen.add(frag.resolve())
+                    out.append(frag)
+    return out
 
 
 @click.command("fmt")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--check", "check_only", is_flag=True,
-              help="Write nothing; list the specs that are not formatted and exit 1 (for CI).")
+              help="Write nothing; list the files that are not formatted and exit 1 (for CI).")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of each change.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
 def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json: bool) -> None:
-    """Format capability specs (default: specs/) in the canonical layout.
+    """Format capability specs and shared fragments (default: specs/) in the canonical layout.
 
-    Only whitespace between tokens changes (comments and strings are kept as written), so a
-    formatted spec compiles to the same environment. Exit 1 under --check when a spec would
-    change, 2 when a spec does not parse.
+    Folders are searched for *.tracec specs and *.tracec-frag fragments (`use "..."`); a
+    fragment is laid out as where a spec uses it, flush left. Only whitespace between tokens
+    changes (comments and strings are kept as written), so a formatted spec compiles to the
+    same environment. Exit 1 under --check when a file would change, 2 when one does not parse.
 
     \b
     Examples:
@@ -47,18 +58,20 @@ def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json:
             raise click.ClickException(f"{p}: no such file or folder")
     files = _spec_files(tuple(targets))
     if not files:
-        raise click.ClickException(f"no .tracec specs in {', '.join(map(str, targets))}")
+        raise click.ClickException(f"no .tracec specs or {FRAGMENT_SUFFIX} fragments in "
+                                   f"{', '.join(map(str, targets))}")
+    fragments = sum(1 for p in files if p.name.endswith(FRAGMENT_SUFFIX))
     changed: list[str] = []
     failed: list[str] = []
     for path in files:
         try:
             text = decode_bytes(path.read_bytes(), str(path))
         except (OSError, InputError) as exc:
-            click.echo(f"{path}: error: cannot read spec: {exc}", err=True)
+            click.echo(f"{path}: error: cannot read file: {exc}", err=True)
             failed.append(str(path))
             continue
         try:
-            new = format_source(text)
+            new = format_fragment(text) if path.name.endswith(FRAGMENT_SUFFIX) else format_source(text)
         except SpecError as err:
             click.echo(render_all(err.diagnostics, str(path), text), err=True)
             failed.append(str(path))
@@ -74,13 +87,14 @@ def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json:
             path.write_text(new, encoding="utf-8")
     if as_json:
         click.echo(json.dumps({"ok": not failed and not (check_only and changed),
-                               "specs": len(files), "changed": changed, "failed": failed},
+                               "specs": len(files) - fragments, "fragments": fragments,
+                               "changed": changed, "failed": failed},
                               indent=2))
     else:
         verb = "would reformat" if check_only else "reformatted"
         for name in changed:
             click.echo(f"{verb} {name}", err=True)
-        click.echo(f"{len(changed)} of {len(files)} spec(s) {verb}"
+        click.echo(f"{len(changed)} of {len(files)} file(s) {verb}"
                    + (f", {len(failed)} failed" if failed else ""), err=True)
     if failed:
         sys.exit(2)

@@ -100,6 +100,9 @@ class Domain:
     functions: Mapping[str, ToolFunc] = field(default_factory=dict)  # spec escape hatch
     ends_episode: frozenset[str] = frozenset()  # tools that end the conversation
     schema: Schema = field(default_factory=Schema)  # references between records, enums
+    # tables most episodes only read: episodes copy them on first use (a speed hint only;
+    # writes to them are as safe as to any table)
+    read_mostly: frozenset[str] = frozenset()
 
     def tool_schemas(self) -> list[dict]:
         return [t.openai_schema() for t in self.tools.values()]

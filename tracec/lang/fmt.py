@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from lark import Lark, Token, Tree
 
+from tracec.core.diagnostics import Span, SpecError
 from tracec.lang.fragments import USE_LINE
 from tracec.lang.parser import GRAMMAR_PATH, parse_source
 
@@ -161,7 +162,87 @@ def format_source(source: str) -> str:
     return "\n".join(re.sub(r"^( *)#\x00use (.*)$", r"\1\2", line) for line in out.split("\n"))
 
 
+# Where a fragment's lines can stand in a spec, tried in this order: (what, text before, after).
+_FRAGMENT_CONTEXTS = (
+    ("capability items", "capability _fragment {", "}"),
+    ("seed statements", "capability _fragment {\nseed {", "}\n}"),
+    ("field-block items", "capability _fragment {\nseed {\n_record = _kind[1] {", "}\n}\n}"),
+    ("task statements", "capability _fragment {\ntask _task {", "}\n}"),
+    ("gold calls", "capability _fragment {\ntask _task {\ngold {", "}\n}\n}"),
+    ("setup operations", "capability _fragment {\ntask _task {\nsetup {", "}\n}\n}"),
+    ("distractor statements", "capability _fragment {\ndistractor _distractor {", "}\n}"),
+    ("reward rules", "capability _fragment {\nreward {", "}\n}"),
+    ("tool statements", "capability _fragment {\ntool _tool() {", "}\n}"),
+)
+_BEGIN, _END = "#\x00fragment-begin", "#\x00fragment-end"
+
+
+def format_fragment(source: str) -> str:
+    """The canonical layout of a shared fragment (a ``.tracec-frag`` file): its lines laid out
+    as they would be where a spec `use`s them (capability items, seed statements, field-block
+    items, task statements, gold calls, setup operations, distractor statements, reward rules
+    or tool statements: the first of these that parses), flush left. Raises ``SpecError``
+    (located in the fragment) when the text is none of them."""
+    body = mask_uses(source).rstrip("\n")
+    best: SpecError | None = None  # the error of the context that parsed furthest
+    for _what, before, after in _FRAGMENT_CONTEXTS:
+        wrapped = f"{before}\n{_BEGIN}\n{body}\n{_END}\n{after}\n"
+        offset = before.count("\n") + 2  # lines before the fragment's first line
+        try:
+            rows = _format_rows(wrapped)
+        except SpecError as err:
+            moved = _moved(err, offset, source)
+            if best is None or _where(moved) > _where(best):
+                best = moved
+            continue
+        start = next(i for i, r in enumerate(rows) if r.strip() == _BEGIN)
+        end = next(i for i, r in enumerate(rows) if r.strip() == _END)
+        depth = len(rows[start]) - len(rows[start].lstrip(" "))
+        inner = [r[depth:] if r.startswith(" " * depth) else r for r in rows[start + 1:end]]
+        while inner and not inner[0].strip():
+            inner.pop(0)
+        while inner and not inner[-1].strip():
+            inner.pop()
+        out = "\n".join(inner) + "\n" if inner else ""
+        return "\n".join(re.sub(r"^( *)#\x00use (.*)$", r"\1\2", line) for line in out.split("\n"))
+    assert best is not None
+    raise best
+
+
+def _where(err: SpecError) -> tuple[int, int]:
+    span = err.diagnostics[0].span if err.diagnostics else None
+    return (span.line, span.column) if span is not None else (0, 0)
+
+
+def _moved(err: SpecError, offset: int, source: str) -> SpecError:
+    """``err`` (from a wrapped fragment) in the fragment's own lines, saying what was tried."""
+    lines = source.rstrip("\n").split("\n")
+    tried = ", ".join(w for w, _, _ in _FRAGMENT_CONTEXTS)
+    hint = f"a fragment holds lines a spec could `use` in one place: {tried}"
+    diags = []
+    for d in err.diagnostics:
+        line = d.span.line - offset
+        if line > len(lines):  # in the text after the fragment: it left a bracket open or closed one too many
+            last = len(lines[-1]) + 1
+            diags.append(d.model_copy(update={
+                "span": Span.at(len(lines), last), "hint": hint,
+                "message": "the fragment ends with an unfinished statement or unbalanced "
+                           "brackets (`{` `}` `(` `)` `[` `]`)"}))
+            continue
+        line = max(line, 1)
+        end = min(max(d.span.end_line - offset, line), len(lines))
+        span = d.span.model_copy(update={"line": line, "end_line": end})
+        diags.append(d.model_copy(update={
+            "span": span, "hint": (d.hint + "; " if d.hint else "") + hint}))
+    return SpecError(diags)
+
+
 def _format(source: str) -> str:
+    return "\n".join(_format_rows(source)) + "\n"
+
+
+def _format_rows(source: str) -> list[str]:
+    """The formatted rows (one per logical line; a multi-line string stays in its row)."""
     parse_source(source)  # located syntax errors, bounds (size, nesting)
     rows: list[tuple[int, int, list[_Tok]]] = []  # (blank lines before, depth, tokens)
     open_lines: list[int] = []  # for each open bracket, the row that opened it
@@ -189,7 +270,7 @@ def _format(source: str) -> str:
         if gap and out and not after_open and not before_close:
             out.append("")
         out.append(INDENT * depth + text)
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _align(rows: list[tuple[int, int, list[_Tok]]], texts: list[str]) -> None:

@@ -24,7 +24,7 @@ from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
-from tracec.runtime.world import Frozen, copy_json, same_json, state_hash
+from tracec.runtime.world import Frozen, FrozenWorld, same_json, state_hash
 
 __all__ = [
     "MAX_CALLS_PER_TURN",
@@ -43,6 +43,7 @@ __all__ = [
 
 MAX_WORLD_DRAWS = 50
 MAX_CALLS_PER_TURN = 32  # more tool calls in one turn are one error observation
+WORLD_CACHE = 8  # worlds kept by `_world` for resets that force their task
 
 
 def _make_encoder() -> Callable[[Any], str]:
@@ -299,10 +300,11 @@ class CapabilityEnv(gym.Env[str, str]):
         repeats, as when each task of a seed is reset in turn (``tracec check``)."""
         cap = self.capability
         key = rng.getstate()
-        cached = getattr(self, "_last_world", None)
-        if cached is not None and cached[0] == key:
-            rng.setstate(cached[2])
-            return cached[1].copy()
+        cache: dict[tuple, tuple[Frozen, tuple]] = self.__dict__.setdefault("_worlds", {})
+        cached = cache.get(key)
+        if cached is not None:
+            rng.setstate(cached[1])
+            return cached[0].copy()
         db = cap.domain.empty_db()
         seed_vars = cap.build_world(rng, db)
         if not keep:
@@ -311,7 +313,11 @@ class CapabilityEnv(gym.Env[str, str]):
             frozen = Frozen((db, seed_vars))  # one copy keeps seed vars pointing into db
         except Exception:  # noqa: BLE001 - an unusual seed value: just do not cache
             return db, seed_vars
-        self._last_world = (key, frozen, rng.getstate())
+        # the worlds of the last few states: a task that redrew (unsatisfiable in the first
+        # world) does not make the next task of the same seed rebuild the first one
+        if len(cache) >= WORLD_CACHE:
+            del cache[next(iter(cache))]
+        cache[key] = (frozen, rng.getstate())
         return db, seed_vars
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
@@ -355,7 +361,8 @@ class CapabilityEnv(gym.Env[str, str]):
         rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
         tdef = self._choose_task(rng, options.get("task"))
         initial, inst = self._draw(rng, tdef, where, forced=options.get("task") is not None)
-        self._frozen_initial = Frozen(initial)  # every (re)start copies the initial world
+        # every (re)start copies the initial world (lazily: a table when first used)
+        self._frozen_initial = FrozenWorld(initial, lazy=self.capability.domain.read_mostly)
         gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)

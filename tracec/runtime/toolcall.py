@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracec.files import JSONLimitError, decode_json
+
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
@@ -29,59 +31,21 @@ MAX_DEPTH = 64  # nesting of arrays/objects in one tool call
 MAX_INT_DIGITS = 1000
 
 
-class _BadNumber(ValueError):
-    pass
-
-
-def _parse_int(text: str) -> int:
-    if len(text) > MAX_INT_DIGITS:
-        raise _BadNumber(f"integer with {len(text)} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise _BadNumber(f"number {text[:40]} is out of range")
-    return value
-
-
-def _parse_constant(text: str) -> Any:
-    raise _BadNumber(f"{text} is not a valid JSON number")
-
-
-_decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
-
-
-def _depth_ok(obj: Any) -> bool:
-    stack = [(obj, 1)]
-    while stack:
-        x, d = stack.pop()
-        if isinstance(x, dict):
-            x = list(x.values())
-        elif not isinstance(x, list):
-            continue
-        if d > MAX_DEPTH:
-            return False
-        stack.extend((y, d + 1) for y in x if isinstance(y, (dict, list)))
-    return True
-
-
 def _decode(src: str) -> Any:
     """``json`` decoding that fails only with :class:`json.JSONDecodeError` (message says why)."""
     try:
-        obj = _decoder.decode(src)
-    except json.JSONDecodeError:
-        raise
-    except _BadNumber as exc:
-        raise json.JSONDecodeError(str(exc), src, 0) from None
-    except (RecursionError, MemoryError):
-        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", src, 0) from None
-    except ValueError as exc:  # e.g. int conversion limits
-        raise json.JSONDecodeError(str(exc).split(";")[0], src, 0) from None
-    if not _depth_ok(obj):
-        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", src, 0)
-    return obj
+        return decode_json(src, MAX_DEPTH, MAX_INT_DIGITS, finite=True)
+    except JSONLimitError as exc:
+        if exc.kind == "syntax":
+            raise json.JSONDecodeError(exc.msg, src, exc.pos) from None
+        why = {
+            "int": f"integer with {exc.digits} digits (at most {exc.limit})",
+            "constant": f"{exc.text} is not a valid JSON number",
+            "overflow": f"number {exc.text[:40]} is out of range",
+            "recursion": f"nested deeper than {MAX_DEPTH} levels",
+            "depth": f"nested deeper than {MAX_DEPTH} levels",
+        }.get(exc.kind, exc.msg)
+        raise json.JSONDecodeError(why, src, 0) from None
 
 
 class ToolCallParseError(ValueError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import itertools
 import json
 import marshal
 import math
@@ -44,6 +46,189 @@ class Frozen:
         return copy_json(self._value)
 
 
+_CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
+_is_container = _CONTAINERS.__contains__
+
+
+def _containers(value: Any) -> set[int]:
+    """ids of the containers reachable from ``value`` (itself included); the walk runs at C
+    speed level by level (``gc.get_referents``, filtered by type without a Python loop)."""
+    seen = {id(value)}
+    frontier = [value]
+    while frontier:
+        refs = gc.get_referents(*frontier)
+        frontier = list(itertools.compress(refs, map(_is_container, map(type, refs))))
+        seen.update(map(id, frontier))
+    return seen
+
+
+def _apart(parts: Iterable[Any]) -> bool:
+    """No container is reachable from two of ``parts`` (then copying them one by one gives
+    what one deep copy of all of them gives)."""
+    seen: set[int] = set()
+    total = 0
+    for part in parts:
+        ids = _containers(part)
+        total += len(ids)
+        seen |= ids
+        if len(seen) != total:
+            return False
+    return True
+
+
+class FrozenWorld:
+    """A task's initial world (``{table: records}``), kept for the many copies an episode makes
+    (the gold replay, each episode, each probe's replay).
+
+    ``lazy`` names the tables most episodes only read (the domain's ``read_mostly``, e.g. the
+    airline's flights, 80 % of its world). Each of those is serialised on its own and a
+    :meth:`copy` (a :class:`LazyWorld`) starts out sharing one read-only deserialised original
+    of it, deserialising its own copy the first time code reads the table; the other tables are
+    copied at once, as one. An episode that never touches the flights does not copy them, and
+    comparing two copies compares the shared table by identity. Without lazy tables, or when a
+    lazy table shares a dict or list with the rest of the world (or marshal cannot store the
+    world), the world is copied whole, as by :class:`Frozen`.
+    """
+
+    __slots__ = ("_blobs", "_keys", "_pristine", "_rest", "_whole")
+
+    def __init__(self, world: Any, lazy: Iterable[str] = ()):
+        self._whole: Frozen | None = None
+        self._blobs: dict[str, bytes] = {}
+        self._pristine: dict[str, Any] = {}
+        self._rest = b""
+        self._keys: tuple = ()
+        names = [k for k in lazy if type(world) is dict and k in world]
+        try:
+            if not names:
+                raise ValueError("no table to share")
+            rest = {k: v for k, v in world.items() if k not in names}
+            if not _apart([*(world[k] for k in names), rest]):
+                raise ValueError("tables share a container")
+            self._blobs = {k: marshal.dumps(world[k]) for k in names}
+            self._rest = marshal.dumps(rest)
+        except ValueError:
+            self._blobs, self._whole = {}, Frozen(world)
+            return
+        self._pristine = {k: marshal.loads(b) for k, b in self._blobs.items()}
+        self._keys = tuple(world)
+
+    def copy(self) -> Any:
+        """A fresh world equal to the frozen one; nothing done to it reaches any other copy."""
+        if self._whole is not None:
+            return self._whole.copy()
+        rest = marshal.loads(self._rest)
+        pristine = self._pristine
+        return LazyWorld({k: pristine[k] if k in pristine else rest[k] for k in self._keys},
+                         self._blobs)
+
+
+class LazyWorld(dict):
+    """A world dict whose tables are deserialised on first use (see :class:`FrozenWorld`).
+
+    Until then a table's entry is the shared original, which only C-level reads see (``==``,
+    ``len``); every Python-level way to reach a table's value (indexing, ``get``, ``values``,
+    ``items``, iteration into ``dict(...)``/``{**...}``, ``copy``, pickling) first replaces it
+    with the world's own copy, so the originals are never handed out and never written.
+    """
+
+    __slots__ = ("_blobs", "_pending")
+
+    def __init__(self, tables: Mapping[str, Any], blobs: Mapping[str, bytes]):
+        """``tables``: the world, its ``blobs`` tables still the shared originals."""
+        super().__init__(tables)
+        self._blobs = blobs
+        self._pending = set(blobs)
+
+    def _own(self, key: Any) -> None:
+        if key in self._pending:
+            self._pending.discard(key)
+            dict.__setitem__(self, key, marshal.loads(self._blobs[key]))
+
+    def _own_all(self) -> None:
+        if self._pending:
+            for key in list(self._pending):
+                self._own(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        if key in self._pending:
+            self._own(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self._pending:
+            self._own(key)
+        return dict.get(self, key, default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._own(key)
+        return dict.setdefault(self, key, default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._own(key)
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> tuple[Any, Any]:
+        self._own_all()
+        return dict.popitem(self)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._pending.discard(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._pending.discard(key)
+        dict.__delitem__(self, key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> LazyWorld:
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        self._pending.clear()
+        dict.clear(self)
+
+    def values(self) -> Any:
+        self._own_all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._own_all()
+        return dict.items(self)
+
+    def __iter__(self) -> Any:
+        # overriding __iter__ also keeps dict(self) / {**self} off the raw-storage fast path:
+        # they go through keys() and __getitem__
+        return iter(dict.keys(self))
+
+    def __reversed__(self) -> Any:
+        return reversed(dict.keys(self))
+
+    def copy(self) -> dict:
+        return dict(self.items())
+
+    def __or__(self, other: Any) -> dict:
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: Any) -> dict:
+        out = dict(other)
+        out.update(self.items())
+        return out
+
+    def __reduce__(self) -> tuple:
+        # deepcopy / pickle see a plain dict of the world's own tables
+        return (dict, (dict(self.items()),))
+
+    def __repr__(self) -> str:
+        return repr(self.copy())
+
+
 def same_json(a: Any, b: Any) -> bool:
     """Deep equality of JSON-like data where numbers compare with a 1e-6 tolerance.
 
@@ -52,7 +237,9 @@ def same_json(a: Any, b: Any) -> bool:
     if a == b:
         return True
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+        # dict.items: read the stored values as they are (a LazyWorld need not copy its tables)
+        return a.keys() == b.keys() and all(same_json(v, dict.__getitem__(b, k))
+                                            for k, v in dict.items(a))
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
@@ -141,7 +328,7 @@ def _canon(x: Any) -> Any:
         y = round(x, 6)
         return int(y) if y.is_integer() else y
     if isinstance(x, dict):
-        return {k: _canon(v) for k, v in x.items()}
+        return {k: _canon(v) for k, v in dict.items(x)}  # read only (a LazyWorld is not copied)
     if isinstance(x, (list, tuple)):
         return [_canon(v) for v in x]
     return x

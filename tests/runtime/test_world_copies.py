@@ -1,0 +1,126 @@
+"""Lazy world copies (FrozenWorld / LazyWorld): equal to deep copies, and nothing a tool does to
+one copy reaches another copy, the frozen original, another episode or another seed."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from tracec.checks import run_checks
+from tracec.compiler.api import compile_file
+from tracec.core.gcpause import old_objects_frozen
+from tracec.harness.resolve import env_class
+from tracec.runtime.toolcall import hermes
+from tracec.runtime.world import Frozen, FrozenWorld, LazyWorld, same_json, state_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+LAZY = ("flights", "users")  # shared until first use; reservations are copied at once
+
+
+def _world() -> dict:
+    return {
+        "flights": {"F1": {"dates": {"2024-05-20": {"seats": {"economy": 3}, "status": "available"}}}},
+        "users": {"u1": {"reservations": ["R1"], "cards": {"c": {"amount": 10}}}},
+        "reservations": {"R1": {"user_id": "u1", "bags": 1}},
+    }
+
+
+def test_copies_equal_the_world_and_start_out_sharing_tables() -> None:
+    w = _world()
+    frozen = FrozenWorld(w, LAZY)
+    a, b = frozen.copy(), frozen.copy()
+    assert isinstance(a, LazyWorld) and a == w and b == w and a == b and list(a) == list(w)
+    assert dict.__getitem__(a, "flights") is dict.__getitem__(b, "flights")  # shared until used
+    assert dict.__getitem__(a, "reservations") is not dict.__getitem__(b, "reservations")
+    assert a["flights"] is not dict.__getitem__(b, "flights")  # a read gives a its own copy
+    assert same_json(a, b) and state_hash(a) == state_hash(w)
+    assert json.dumps(frozen.copy(), sort_keys=True) == json.dumps(w, sort_keys=True)
+
+
+ACCESSES = {
+    "index": lambda c: c["flights"],
+    "get": lambda c: c.get("flights"),
+    "setdefault": lambda c: c.setdefault("flights", {}),
+    "values": lambda c: next(iter(c.values())),
+    "items": lambda c: dict(c.items())["flights"],
+    "dict()": lambda c: dict(c)["flights"],
+    "splat": lambda c: {**c}["flights"],
+    "copy": lambda c: c.copy()["flights"],
+    "or": lambda c: (c | {})["flights"],
+    "deepcopy": lambda c: copy.deepcopy(c)["flights"],
+    "pickle": lambda c: pickle.loads(pickle.dumps(c))["flights"],
+    "pop": lambda c: c.pop("flights"),
+}
+
+
+@pytest.mark.parametrize("how", ACCESSES)
+def test_a_mutation_through_any_access_stays_in_its_copy(how: str) -> None:
+    w = _world()
+    frozen = FrozenWorld(w, LAZY)
+    mine, other = frozen.copy(), frozen.copy()
+    table = ACCESSES[how](mine)
+    table["F1"]["dates"]["2024-05-20"]["seats"]["economy"] -= 1
+    table["F2"] = {"dates": {}}
+    assert other == _world() and frozen.copy() == _world() and w == _world()
+    assert other["flights"]["F1"]["dates"]["2024-05-20"]["seats"]["economy"] == 3
+
+
+def test_replacing_or_deleting_a_table_is_not_undone() -> None:
+    frozen = FrozenWorld(_world(), LAZY)
+    c = frozen.copy()
+    c["users"] = {}
+    del c["reservations"]
+    c.update(flights={"X": {}})
+    assert dict(c) == {"flights": {"X": {}}, "users": {}}
+    assert frozen.copy() == _world()
+
+
+def test_tables_that_share_a_container_are_copied_whole_keeping_the_link() -> None:
+    w = _world()
+    w["reservations"]["R1"]["cards"] = w["users"]["u1"]["cards"]  # one dict in two tables
+    c = FrozenWorld(w, LAZY).copy()
+    assert not isinstance(c, LazyWorld)
+    assert c["reservations"]["R1"]["cards"] is c["users"]["u1"]["cards"]  # as Frozen keeps it
+    assert c == Frozen(w).copy()
+    odd = {"flights": {1, 2}}  # not JSON: still a deep copy
+    assert FrozenWorld(odd, LAZY).copy() == odd
+    assert FrozenWorld(odd, LAZY).copy()["flights"] is not odd["flights"]
+    plain = FrozenWorld(_world())  # no lazy table: a whole copy
+    assert not isinstance(plain.copy(), LazyWorld) and plain.copy() == _world()
+
+
+def test_episodes_and_seeds_never_see_each_others_writes() -> None:
+    cls = env_class(compile_file(ROOT / "specs" / "multi_step_task_completion.tracec").module)
+    env = cls()
+    env.reset(seed=4, options={"task": cls.capability.tasks[0].name})
+    initial, gold = copy.deepcopy(env.initial_db), copy.deepcopy(env.gold_db)
+    # an episode that writes: a direct change to a shared table, then a tool call
+    fn = next(iter(env.db["flights"]))
+    env.db["flights"][fn]["dates"].clear()
+    rid = next(iter(env.db["reservations"]))
+    env.step(hermes("cancel_reservation", {"reservation_id": rid}))
+    assert env.db != initial
+    env.restart()
+    assert env.db == initial and env.gold_db == gold and env.initial_db == initial
+    assert env.initial_copy() == initial and env.matches_gold(gold)
+    # the next task of the same seed (the cached world) and a fresh env see the same worlds
+    env.reset(seed=4, options={"task": cls.capability.tasks[0].name})
+    assert env.initial_db == initial and env.gold_db == gold
+    fresh = cls()
+    fresh.reset(seed=4, options={"task": cls.capability.tasks[0].name})
+    assert fresh.initial_db == initial and fresh.gold_db == gold
+
+
+def test_gc_block_restores_the_collector() -> None:
+    before = gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()
+    with old_objects_frozen():
+        assert gc.get_freeze_count() > 0 and gc.get_threshold()[0] >= before[0][0]
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    cls = env_class(compile_file(ROOT / "specs" / "reservation_lookup_compact.tracec").module)
+    report = run_checks(cls, seeds=4)
+    assert report.passed and (gc.get_threshold(), gc.get_freeze_count()) == before[:2]
