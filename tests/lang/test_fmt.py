@@ -27,10 +27,13 @@ def _tokens(source: str):  # `use` lines are comments to the layout parser
 
 
 def _semantics(code: str) -> str:
-    """A generated module without what depends on the spec's bytes and columns (its sha256
-    and the SPEC_LINES position table)."""
+    """A generated module without what depends on the spec's bytes and lines (its sha256, the
+    `# spec:LINE` comments and the SPEC_LINES position table)."""
     code = re.sub(r"Spec sha256: [0-9a-f]+|spec_sha256=\"[0-9a-f]+\"", "", code)
-    return code.split("# spec positions of the code above")[0]
+    code = code.split("# spec positions of the code above")[0]
+    note = r"(spec|[\w./-]+\.tracec-frag):\d+"  # `# spec:LINE` / `# FRAGMENT:LINE` comments
+    code = re.sub(r"\n *# " + note + r"\n", "\n", code)
+    return re.sub(r"  # " + note + r"|(?<=# )" + note + " ", "", code)
 
 
 def _scramble(source: str, seed: int) -> str:
