@@ -32,6 +32,15 @@ class FragmentAt(IRModel):
 # The same shapes as the AST's (`tracec.lang.ast`), without spans; `node` names the kind.
 
 
+class Positioned(IRModel):
+    """A node generated code maps back to: its spec position (0: none) and, for code from a
+    shared fragment, its place in the fragment file."""
+
+    line: int = 0
+    column: int = 0
+    fragment: FragmentAt | None = None
+
+
 class Num(IRModel):
     node: Literal["num"] = "num"
     value: Union[int, float]
@@ -170,13 +179,10 @@ Expr = Annotated[
 ]
 
 
-class Text(IRModel):
+class Text(Positioned):
     """An interpolated text: literal strings and `{expr}` parts, in order."""
 
     parts: list[Union[str, Expr]] = []
-    line: int = 0  # spec position of the text (0: none)
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 # ------------------------------------------------------------------ statements
@@ -184,52 +190,37 @@ class Text(IRModel):
 # shared fragment, the spec's `use` line, with `fragment` its place in the fragment file.
 
 
-class FieldIR(IRModel):
+class FieldIR(Positioned):
     """`name = value` in a field block."""
 
     kind: Literal["field"] = "field"
     name: str
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class LetIR(IRModel):
+class LetIR(Positioned):
     """`let name = value` (tasks, field blocks, inline tool bodies)."""
 
     kind: Literal["let"] = "let"
     name: str
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class RequireIR(IRModel):
+class RequireIR(Positioned):
     kind: Literal["require"] = "require"
     cond: Expr
     message: str
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class SetIR(IRModel):
+class SetIR(Positioned):
     kind: Literal["set"] = "set"
     target: Expr
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class ReturnIR(IRModel):
+class ReturnIR(Positioned):
     kind: Literal["return"] = "return"
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 FieldItem = Annotated[Union[FieldIR, LetIR], Field(discriminator="kind")]
@@ -261,88 +252,61 @@ class SeedLet(IRModel):
 SeedStep = Annotated[Union[SeedSpawn, SeedLet], Field(discriminator="op")]
 
 
-class CallIR(IRModel):
+class CallIR(Positioned):
     tool: str
     args: list[KwArg] = []
     writes: bool = False
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class GoldForIR(IRModel):
+class GoldForIR(Positioned):
     """`for var in iter { calls }` in `gold`."""
 
     kind: Literal["for"] = "for"
     var: str
     iter: Expr
     calls: list[CallIR] = []
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class ForbidIR(IRModel):
+class ForbidIR(Positioned):
     tool: str
     args: list[KwArg] | None = None
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class CommunicateIR(IRModel):
+class CommunicateIR(Positioned):
     label: str  # the expression's source text
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class ReplyIR(IRModel):
+class ReplyIR(Positioned):
     text: Text
     keywords: list[str] = []
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class CloneOp(IRModel):
+class CloneOp(Positioned):
     op: Literal["clone"] = "clone"
     entity: str
     source: Expr
     fields: list[FieldIR] = []
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class AddOp(IRModel):
+class AddOp(Positioned):
     op: Literal["add"] = "add"
     entity: str
     fields: list[FieldIR] = []
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
-class SayOp(IRModel):
+class SayOp(Positioned):
     op: Literal["say"] = "say"
     text: Text
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 DistractorOp = Annotated[Union[CloneOp, AddOp, SayOp], Field(discriminator="op")]
 
 
-class SetOp(IRModel):
+class SetOp(Positioned):
     op: Literal["set"] = "set"
     target: Expr
     value: Expr
-    line: int = 0
-    column: int = 0
-    fragment: FragmentAt | None = None  # code from a fragment: its own position
 
 
 SetupStep = Annotated[Union[CloneOp, AddOp, SetOp], Field(discriminator="op")]
