@@ -7,19 +7,19 @@ training range; never held-out), once hint-free and once with every sample hinte
 trainer's own rollout code; prints one JSON line: episodes, both lookups made, successes, and
 groups with reward variance (the groups GRPO can learn from).
 """
-import importlib.util, inspect, json, sys
-import gymnasium as gym, torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+import json, sys
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM
 from peft import PeftModel
-from tracec.llm.local import resolve_model
+from tracec.harness.resolve import env_class, import_path
+from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.train.rollout import ChatRenderer, run_episodes, start_group
-from tracec.llm.local import stop_token_ids
 
 torch.manual_seed(0)
 adapter, n_seeds, G = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-spec = importlib.util.spec_from_file_location("fsc", "benchmarks/learning/generated/flight_status_compact.py")
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-Env = [v for v in vars(m).values() if inspect.isclass(v) and issubclass(v, gym.Env) and v.__module__ == m.__name__][0]
+Env = env_class(import_path(Path("benchmarks/learning/generated/flight_status_compact.py")))
 seeds, s = [], 800_000_000
 while len(seeds) < n_seeds:
     _, info = Env().reset(seed=s, options={"hint": False})
@@ -27,7 +27,7 @@ while len(seeds) < n_seeds:
         seeds.append(s)
     s += 1
 path = resolve_model("smollm2")
-tok = AutoTokenizer.from_pretrained(path)
+tok = load_tokenizer(path)  # the trainer's tokenizer setup
 model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32), adapter).eval()
 r = ChatRenderer(tok)
 out = {}
