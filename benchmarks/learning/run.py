@@ -10,6 +10,8 @@ Arms, all LoRA rank 8 on SmolLM2-135M-Instruct (CPU), trained on training seeds 
 * ``sft_grpo_long`` GRPO from ``sft`` for 10 steps at T=0.7 with G=8, DAPO resampling of dropped
   groups and a quarter of each group shown the hint (each task's own hint);
 * ``grpo``      GRPO from a fresh adapter;
+* ``sft8``      a lighter warm start: the first 8 of ``sft``'s 12 steps (same demos, same order);
+* ``sft8_grpo`` the ``sft_grpo_long`` recipe started from ``sft8``;
 * ``oracle``    the env's oracle (gold calls, then the report): the ceiling.
 
 Every stage is a ``tracec`` command (printed before it runs) and is skipped when its output
@@ -44,11 +46,13 @@ LORA = ["--lora-rank", "8", "--lora-alpha", "16"]
 GRPO = ["-G", "4", "--groups-per-step", "2", "--max-new-tokens", "64", "--lr", "1e-4",
         "--micro-batch", "1", "--checkpoint-every", "1"]
 LONG = ["--steps", "10", "--temperature", "0.7", "-G", "8", "--hint-share", "0.25", "--resample"]
-ARMS = ("base", "sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo")
-TRAINED = ("sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo")
+ARMS = ("base", "sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo", "sft8", "sft8_grpo")
+TRAINED = ("sft", "sft_grpo", "sft_grpo_t07", "sft_grpo_long", "grpo", "sft8", "sft8_grpo")
 PAIRS = (("sft", "sft_grpo"), ("sft", "sft_grpo_t07"), ("sft", "sft_grpo_long"),
          ("sft_grpo_t07", "sft_grpo_long"), ("base", "sft"), ("base", "sft_grpo"),
-         ("base", "grpo"), ("grpo", "sft_grpo"))
+         ("base", "grpo"), ("grpo", "sft_grpo"), ("sft8", "sft8_grpo"), ("base", "sft8"),
+         ("sft", "sft8_grpo"))
+LIGHT_SFT = 8  # the lighter warm start: the first 8 of the 12 SFT steps (same demos, same order)
 
 
 def tracec(*args: str, log: Path | None = None) -> float:
@@ -88,6 +92,14 @@ def train(out: Path, sft_steps: int, grpo_steps: int, seed: int) -> dict[str, fl
         times["sft_grpo_long"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft_grpo_long"),
                                         "--init-adapter", str(out / "sft"), *LORA, *GRPO, *LONG,
                                         "--seed", str(seed), "--json", log=out / "sft_grpo_long.log")
+    if not (out / "sft8" / "tracec.json").exists():  # a lighter warm start that leaves variance
+        times["sft8"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft8"), "--steps", "0",
+                               "--warmup-sft", str(LIGHT_SFT), "--sft-batch", "4", *LORA, *GRPO,
+                               "--seed", str(seed), "--json", log=out / "sft8.log")
+    if not (out / "sft8_grpo" / "tracec.json").exists():  # the long GRPO recipe from sft8
+        times["sft8_grpo"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "sft8_grpo"),
+                                    "--init-adapter", str(out / "sft8"), *LORA, *GRPO, *LONG,
+                                    "--seed", str(seed), "--json", log=out / "sft8_grpo.log")
     if not (out / "grpo" / "tracec.json").exists():
         times["grpo"] = tracec("train", ENV, "--model", "smollm2", "-o", str(out / "grpo"), "--steps",
                                str(grpo_steps), *LORA, *GRPO, "--seed", str(seed), "--json",
@@ -162,11 +174,12 @@ def plots(out: Path, res: dict) -> None:
         axes[0].plot([r["sft_step"] for r in rows], [r["sft_loss"] for r in rows], "o-", label="SFT loss")
         axes[0].plot([r["sft_step"] for r in rows], [r["sft_token_accuracy"] for r in rows], "s--",
                      label="SFT token accuracy")
+        axes[0].axvline(LIGHT_SFT, color="gray", ls=":", lw=1, label=f"sft8 stops (step {LIGHT_SFT})")
     axes[0].set_xlabel("SFT step")
     axes[0].set_title("warm start (assistant tokens only)")
     axes[0].legend(fontsize=8)
     for arm, style in (("sft_grpo", "o-"), ("sft_grpo_t07", "^-"), ("sft_grpo_long", "d-"),
-                       ("grpo", "s--")):
+                       ("grpo", "s--"), ("sft8_grpo", "v-")):
         path = out / arm / "metrics.jsonl"
         if path.exists():
             rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -174,7 +187,7 @@ def plots(out: Path, res: dict) -> None:
                          label=f"{arm}: rollout reward")
     axes[1].set_xlabel("GRPO step")
     axes[1].set_ylim(-0.05, 1.05)
-    axes[1].set_title("GRPO rollout reward (training seeds; T=1, _t07/_long T=0.7)", fontsize=9)
+    axes[1].set_title("GRPO rollout reward (training seeds; T=1; _t07, _long, sft8_grpo T=0.7)", fontsize=9)
     axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(HERE / "learning_curve.png", dpi=100)
@@ -245,7 +258,7 @@ def main() -> None:
             evaluate(out, arm, ENV, "flight_status_compact", args.eval_seeds)
     if "transfer" in stages:
         for name, env in TRANSFER.items():
-            for arm in ("base", "sft", "sft_grpo", "oracle"):
+            for arm in ("base", "sft", "sft_grpo", "sft8_grpo", "oracle"):
                 if arm in arms or arm == "oracle":
                     evaluate(out, arm, env, name, args.transfer_seeds)
     if "report" in stages:
