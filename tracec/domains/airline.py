@@ -386,7 +386,7 @@ def book_reservation(
         inst["available_seats"][cabin] -= len(passengers)
     db["reservations"][reservation_id] = reservation
     db["users"][user_id]["reservations"].append(reservation_id)
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def cancel_reservation(db: dict, reservation_id: str) -> dict:
@@ -397,7 +397,7 @@ def cancel_reservation(db: dict, reservation_id: str) -> dict:
     ]
     reservation["payment_history"].extend(refunds)
     reservation["status"] = "cancelled"
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def get_reservation_details(db: dict, reservation_id: str) -> dict:
@@ -453,7 +453,7 @@ def update_reservation_baggages(
         reservation["payment_history"].append(payment)
     reservation["total_baggages"] = total_baggages
     reservation["nonfree_baggages"] = nonfree_baggages
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def update_reservation_flights(
@@ -501,7 +501,7 @@ def update_reservation_flights(
         reservation["payment_history"].append(payment)
     reservation["flights"] = new_flights
     reservation["cabin"] = cabin
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def update_reservation_passengers(db: dict, reservation_id: str, passengers: list) -> dict:
@@ -512,7 +512,7 @@ def update_reservation_passengers(db: dict, reservation_id: str, passengers: lis
     reservation["passengers"] = [
         p.model_dump() if isinstance(p, BaseModel) else deep_copy(p) for p in passengers
     ]
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def get_flight_status(db: dict, flight_number: str, date: str) -> str:

@@ -173,6 +173,7 @@ class _Toolbox:
         if compact:
             self.schemas = [compact_schema(s) for s in self.schemas]
         self.policy = cap.policy_text()
+        self.prompts: dict[str | None, str] = {}  # system prompt by hint (``system_prompt``)
         self.writes = frozenset(n for n, t in self.tools.items() if t.writes)
         self.ends = frozenset(cap.domain.ends_episode)
         self.names = ", ".join(self.tools)
@@ -239,9 +240,14 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def system_prompt(self, hint: str | None = None) -> str:
         """The system prompt: instructions, the (excerpted) policy, and the hint when given."""
-        text = f"{INSTRUCTIONS}<policy>\n{self._box.policy}\n</policy>"
-        if hint:
-            text += f"\n<hint>\n{hint}\n</hint>"
+        prompts = self._box.prompts
+        text = prompts.get(hint)
+        if text is None:
+            text = f"{INSTRUCTIONS}<policy>\n{self._box.policy}\n</policy>"
+            if hint:
+                text += f"\n<hint>\n{hint}\n</hint>"
+            if len(prompts) < 256:  # one per hint text: the spec's and its tasks'
+                prompts[hint] = text
         return text
 
     @property

@@ -83,34 +83,49 @@ class FrozenWorld:
     ``lazy`` names the tables most episodes only read (the domain's ``read_mostly``, e.g. the
     airline's flights, 80 % of its world). Each of those is serialised on its own and a
     :meth:`copy` (a :class:`LazyWorld`) starts out sharing one read-only deserialised original
-    of it, deserialising its own copy the first time code reads the table; the other tables are
-    copied at once, as one. An episode that never touches the flights does not copy them, and
-    comparing two copies compares the shared table by identity. Without lazy tables, or when a
-    lazy table shares a dict or list with the rest of the world (or marshal cannot store the
-    world), the world is copied whole, as by :class:`Frozen`.
+    of it, deserialising its own copy the first time code reads the table. With ``records``,
+    every other table of records (``{id: {...}}``) is a :class:`LazyWorld` of its own in each
+    copy: the copy has its own table, whose records are the shared originals until code reads
+    one (an episode reads a few reservations and users, not all of them). The remaining tables
+    are copied at once, as one. Comparing two copies compares the untouched tables and records
+    by identity. When a lazy table or a record shares a dict or list with the rest of the
+    world (or marshal cannot store it), the world is copied whole, as by :class:`Frozen`.
     """
 
-    __slots__ = ("_blobs", "_keys", "_pristine", "_rest", "_whole")
+    __slots__ = ("_blobs", "_keys", "_pristine", "_record_blobs", "_record_pristine", "_rest",
+                 "_whole")
 
-    def __init__(self, world: Any, lazy: Iterable[str] = ()):
+    def __init__(self, world: Any, lazy: Iterable[str] = (), records: bool = True):
         self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
+        self._record_blobs: dict[str, dict[Any, bytes]] = {}
+        self._record_pristine: dict[str, dict[Any, Any]] = {}
         self._rest = b""
         self._keys: tuple = ()
-        names = [k for k in lazy if type(world) is dict and k in world]
+        plain = type(world) is dict
+        names = [k for k in lazy if plain and k in world]
+        tables = [k for k, v in world.items()
+                  if k not in names and type(v) is dict and v and all(type(r) is dict for r in v.values())
+                  ] if plain and records else []
         try:
-            if not names:
+            if not names and not tables:
                 raise ValueError("no table to share")
-            rest = {k: v for k, v in world.items() if k not in names}
-            if not _apart([*(world[k] for k in names), rest]):
+            rest = {k: v for k, v in world.items() if k not in names and k not in tables}
+            if not _apart([*(world[k] for k in names), *(r for k in tables for r in world[k].values()),
+                           rest]):
                 raise ValueError("tables share a container")
-            self._blobs = {k: marshal.dumps(world[k]) for k in names}
-            self._rest = marshal.dumps(rest)
+            dumps = marshal.dumps
+            self._blobs = {k: dumps(world[k]) for k in names}
+            self._record_blobs = {k: {i: dumps(r) for i, r in world[k].items()} for k in tables}
+            self._rest = dumps(rest)
         except ValueError:
-            self._blobs, self._whole = {}, Frozen(world)
+            self._blobs, self._record_blobs, self._whole = {}, {}, Frozen(world)
             return
-        self._pristine = {k: marshal.loads(b) for k, b in self._blobs.items()}
+        loads = marshal.loads
+        self._pristine = {k: loads(b) for k, b in self._blobs.items()}
+        self._record_pristine = {k: {i: loads(b) for i, b in blobs.items()}
+                                 for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
 
     def copy(self) -> Any:
@@ -118,13 +133,21 @@ class FrozenWorld:
         if self._whole is not None:
             return self._whole.copy()
         rest = marshal.loads(self._rest)
-        pristine = self._pristine
-        return LazyWorld({k: pristine[k] if k in pristine else rest[k] for k in self._keys},
-                         self._blobs)
+        pristine, records, blobs = self._pristine, self._record_pristine, self._record_blobs
+        out = {}
+        for k in self._keys:
+            if k in pristine:
+                out[k] = pristine[k]
+            elif k in records:
+                out[k] = LazyWorld(records[k], blobs[k])
+            else:
+                out[k] = rest[k]
+        return LazyWorld(out, self._blobs)
 
 
 class LazyWorld(dict):
-    """A world dict whose tables are deserialised on first use (see :class:`FrozenWorld`).
+    """A world (or table) dict whose tables (records) are deserialised on first use (see
+    :class:`FrozenWorld`).
 
     Until then a table's entry is the shared original, which only C-level reads see (``==``,
     ``len``); every Python-level way to reach a table's value (indexing, ``get``, ``values``,
