@@ -178,8 +178,10 @@ class _Toolbox:
         self.ends = frozenset(cap.domain.ends_episode)
         self.names = ", ".join(self.tools)
 
-    def run(self, db: dict, name: str, args: Mapping[str, Any]) -> tuple[str, bool, str | None]:
-        """(observation, success, domain bug message or None)."""
+    def run(self, db: dict, name: str, args: Mapping[str, Any],
+            observe: bool = True) -> tuple[str, bool, str | None]:
+        """(observation, success, domain bug message or None); without ``observe`` (a replay
+        that only needs the world) a success's observation is ``""``, its result not encoded."""
         tool = self.tools.get(name)
         if tool is None:
             return f"Error: unknown tool `{name}` (available: {self.names})", False, None
@@ -193,8 +195,8 @@ class _Toolbox:
         except Exception as exc:  # noqa: BLE001 - a domain/inline-tool bug: report, don't crash
             bug = f"tool `{name}` raised {type(exc).__name__}: {exc}"
             return f"Error: internal error in {bug}", False, bug
-        if isinstance(result, str):
-            return result, True, None
+        if isinstance(result, str) or not observe:
+            return result if observe else "", True, None
         return _encode(result), True, None
 
 
@@ -328,7 +330,7 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for call in inst.gold:
-            obs, ok, bug = self._box.run(db, call.name, call.arguments)
+            obs, ok, bug = self._box.run(db, call.name, call.arguments, observe=False)
             if not ok:
                 raise SpecRuntimeError(
                     f"{self.capability.name}: task `{inst.task}` at {where}: gold action "
@@ -405,8 +407,8 @@ class CapabilityEnv(gym.Env[str, str]):
 
     @property
     def db(self) -> dict:
-        """The episode's world: a private copy of the initial world, made on first use (an
-        episode without tool calls, such as a plain refusal, never copies it)."""
+        """The episode's world: a private copy of the initial world, made on first use (a lazy
+        copy: a table or record is deserialised when code first reads it)."""
         if self._db is None:
             self._db = self._frozen_initial.copy()
         return self._db
@@ -523,7 +525,9 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            state_matches=self.matches_gold(self._db if self._db is not None else self.initial_db),
+            # the episode's world (a lazy copy when no tool ran: it shares the unread tables and
+            # records with the gold world, so they compare by identity)
+            state_matches=self.matches_gold(self.db),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,

@@ -257,14 +257,28 @@ def same_json(a: Any, b: Any) -> bool:
 
     Equal subtrees are compared at C speed (``==``); only differing ones are walked.
     """
-    if a == b:
-        return True
+    return a == b or _same_unequal(a, b)
+
+
+def _same_unequal(a: Any, b: Any) -> bool:
+    """:func:`same_json` of two values that are not ``==``."""
     if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return False
         # dict.items: read the stored values as they are (a LazyWorld need not copy its tables)
-        return a.keys() == b.keys() and all(same_json(v, dict.__getitem__(b, k))
-                                            for k, v in dict.items(a))
+        get = dict.__getitem__
+        for k, v in dict.items(a):
+            w = get(b, k)
+            if not (v == w or _same_unequal(v, w)):
+                return False
+        return True
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not (x == y or _same_unequal(x, y)):
+                return False
+        return True
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
     return False
