@@ -70,15 +70,16 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     by seed, instead of one probe per forbid on every seed."""
     gold = tuple(inst.gold)
     report = report_text(inst)
+    seen: dict[int, str] = {}  # each gold call rendered once for all probes
     probes = [
-        Probe("oracle", gold, report, turns_of(gold, report, ends)),
+        Probe("oracle", gold, report, turns_of(gold, report, ends, seen)),
         Probe("noop", (), NOOP_TEXT, (NOOP_TEXT,)),
-        Probe("silent_gold", gold, SILENT_TEXT, turns_of(gold, SILENT_TEXT, ends)),
+        Probe("silent_gold", gold, SILENT_TEXT, turns_of(gold, SILENT_TEXT, ends, seen)),
     ]
     if gold:
         idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
         minus = gold[:idx] + gold[idx + 1:]
-        probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends)))
+        probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends, seen)))
     body = tuple(c for c in gold if c.name not in ends)
     made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
     if rotate is not None and made:
@@ -86,7 +87,7 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     for k, call in enumerate(made[:MAX_FORBID_PROBES]):
         calls = body + (call,)
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
-        probes.append(Probe(name, calls, report, turns_of(calls, report, ends)))
+        probes.append(Probe(name, calls, report, turns_of(calls, report, ends, seen)))
     return probes
 
 

@@ -638,6 +638,10 @@ def _clock_seconds(clock: str) -> int:
     return h * 3600 + m * 60 + sec + (86400 if clock.endswith("+1") else 0)
 
 
+_HOUR_MINUTE = tuple(f"T{m // 60:02d}:{m % 60:02d}:" for m in range(1440))
+_SECOND = tuple(f"{s:02d}" for s in range(60))
+
+
 def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
     """The flight's calendar: draws exactly what the plain loop over ``DATES`` with
     ``rng.randint``/``rng.choice`` draws (see fastrand), with timestamps by integer arithmetic
@@ -652,11 +656,11 @@ def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
     rand = rng.random
     days = _DAYS
 
+    hm, sec = _HOUR_MINUTE, _SECOND
+
     def stamp(day: int, base: int, shift_min: int) -> str:
         d, rem = divmod(day * 86400 + base + 60 * shift_min, 86400)
-        hh, rem = divmod(rem, 3600)
-        mm, ss = divmod(rem, 60)
-        return f"{days[d]}T{hh:02d}:{mm:02d}:{ss:02d}"
+        return days[d] + hm[rem // 60] + sec[rem % 60]  # f"{day}T{hh:02d}:{mm:02d}:{ss:02d}"
 
     def shift(lo: int, n: int, k: int) -> int:  # == rng.randint(lo, lo + n - 1)
         r = gb(k)
