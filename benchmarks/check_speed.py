@@ -19,7 +19,7 @@ median CPU seconds of each and the ratio of the minima.
 ``--ablate ROUNDS`` measures, in one process and alternating round by round (so every variant
 sees the same load), the checks as shipped against the checks without each of the speed-ups
 of issue 14 item 9 that can be switched off: records copied on first read
-(``FrozenWorld(records=True)``), lazy copies at all (``FrozenWorld``: read-mostly tables and
+(``FrozenWorld``'s ``records``: the domain's ``record_tables``), lazy copies at all (``FrozenWorld``: read-mostly tables and
 records), the frozen old objects for the garbage collector (``old_objects_frozen``), the
 per-state world cache; and without the last three. It prints the minimum CPU seconds of each.
 
@@ -53,9 +53,9 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
                 records: bool = True) -> Iterator[None]:
         saved = env_mod.FrozenWorld, checks_run.old_objects_frozen, env_mod.WORLD_CACHE
         if not copies:
-            env_mod.FrozenWorld = lambda world, lazy=(): Frozen(world)
+            env_mod.FrozenWorld = lambda world, lazy=(), records=(): Frozen(world)
         elif not records:
-            env_mod.FrozenWorld = lambda world, lazy=(): FrozenWorld(world, lazy, records=False)
+            env_mod.FrozenWorld = lambda world, lazy=(), records=(): FrozenWorld(world, lazy)
         if not gc_block:
             checks_run.old_objects_frozen = contextlib.nullcontext
         if not cache:

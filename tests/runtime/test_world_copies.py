@@ -80,28 +80,35 @@ def test_replacing_or_deleting_a_table_is_not_undone() -> None:
     assert frozen.copy() == _world()
 
 
-def test_tables_that_share_a_container_are_copied_whole_keeping_the_link() -> None:
+def test_tables_that_share_a_container_are_copied_together_keeping_the_link() -> None:
     w = _world()
     w["reservations"]["R1"]["cards"] = w["users"]["u1"]["cards"]  # one dict in two tables
-    c = FrozenWorld(w, LAZY).copy()
-    assert not isinstance(c, LazyWorld)
+    frozen = FrozenWorld(w, LAZY)
+    c, d = frozen.copy(), frozen.copy()
     assert c["reservations"]["R1"]["cards"] is c["users"]["u1"]["cards"]  # as Frozen keeps it
     assert c == Frozen(w).copy()
+    # users go back to the rest (copied at once with the reservations); flights stay shared
+    assert dict.__getitem__(c, "flights") is dict.__getitem__(d, "flights")
+    assert dict.__getitem__(c, "users") is not dict.__getitem__(d, "users")
+    w["flights"]["F1"]["cards"] = w["users"]["u1"]["cards"]  # now every lazy table shares it
+    c = FrozenWorld(w, LAZY).copy()
+    assert not isinstance(c, LazyWorld) and c["flights"]["F1"]["cards"] is c["users"]["u1"]["cards"]
     odd = {"flights": {1, 2}}  # not JSON: still a deep copy
     assert FrozenWorld(odd, LAZY).copy() == odd
     assert FrozenWorld(odd, LAZY).copy()["flights"] is not odd["flights"]
-    plain = FrozenWorld(_world(), records=False)  # no lazy table: a whole copy
+    plain = FrozenWorld(_world())  # no lazy table: a whole copy
     assert not isinstance(plain.copy(), LazyWorld) and plain.copy() == _world()
     w = _world()
     w["reservations"]["R2"] = {"user_id": "u1", "bags": w["reservations"]["R1"]}  # two records linked
-    c = FrozenWorld(w, LAZY).copy()
-    assert not isinstance(c, LazyWorld) and c["reservations"]["R2"]["bags"] is c["reservations"]["R1"]
+    c = FrozenWorld(w, ("flights",), ("reservations", "users")).copy()
+    assert c["reservations"]["R2"]["bags"] is c["reservations"]["R1"]
+    assert isinstance(c["users"], LazyWorld) and not isinstance(c["reservations"], LazyWorld)
 
 
 def test_records_start_out_shared_and_a_read_gives_the_copy_its_own() -> None:
     w = _world()
     w["reservations"]["R2"] = {"user_id": "u1", "bags": 0}
-    frozen = FrozenWorld(w, ("flights",))
+    frozen = FrozenWorld(w, ("flights",), ("reservations",))
     a, b = frozen.copy(), frozen.copy()
     ra, rb = a["reservations"], b["reservations"]
     assert isinstance(ra, LazyWorld) and ra is not rb and ra == rb == w["reservations"]
@@ -116,7 +123,7 @@ def test_a_record_mutation_through_any_access_stays_in_its_copy(how: str) -> Non
     w = _world()
     w["reservations"]["R2"] = {"user_id": "u1", "bags": 0}
     want = copy.deepcopy(w)
-    frozen = FrozenWorld(w, ("flights",))
+    frozen = FrozenWorld(w, ("flights",), ("reservations",))
     mine, other = frozen.copy(), frozen.copy()
     table = mine["reservations"]
     table["R1"]["bags"] += 5

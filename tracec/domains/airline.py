@@ -951,4 +951,5 @@ DOMAIN = Domain(
     ends_episode=frozenset({"transfer_to_human_agents"}),
     schema=SCHEMA,
     read_mostly=frozenset({"flights"}),  # 80 % of a world; only book_reservation writes them
+    record_tables=frozenset({"users", "reservations"}),  # an episode reads a few of each
 )

@@ -105,6 +105,9 @@ class Domain:
     # tables most episodes only read: episodes copy them on first use (a speed hint only;
     # writes to them are as safe as to any table)
     read_mostly: frozenset[str] = frozenset()
+    # tables of records that tools reach one by one, by id: episodes copy each record on first
+    # use (a speed hint only, like read_mostly)
+    record_tables: frozenset[str] = frozenset()
 
     def tool_schemas(self) -> list[dict]:
         return [t.openai_schema() for t in self.tools.values()]

@@ -634,4 +634,5 @@ DOMAIN = Domain(
     functions={"order_total": order_total, "db_hash": common.db_hash},
     ends_episode=frozenset({"transfer_to_human_agents"}),
     schema=SCHEMA,
+    record_tables=frozenset({"orders", "users", "products"}),  # tools read them by id
 )

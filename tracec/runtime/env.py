@@ -370,7 +370,8 @@ class CapabilityEnv(gym.Env[str, str]):
         tdef = self._choose_task(rng, options.get("task"))
         initial, inst = self._draw(rng, tdef, where, forced=options.get("task") is not None)
         # every (re)start copies the initial world (lazily: a table when first used)
-        self._frozen_initial = FrozenWorld(initial, lazy=self.capability.domain.read_mostly)
+        domain = self.capability.domain
+        self._frozen_initial = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables)
         gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)

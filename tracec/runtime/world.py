@@ -62,18 +62,31 @@ def _containers(value: Any) -> set[int]:
     return seen
 
 
-def _apart(parts: Iterable[Any]) -> bool:
-    """No container is reachable from two of ``parts`` (then copying them one by one gives
-    what one deep copy of all of them gives)."""
-    seen: set[int] = set()
-    total = 0
-    for part in parts:
-        ids = _containers(part)
-        total += len(ids)
-        seen |= ids
-        if len(seen) != total:
-            return False
-    return True
+def _apart_tables(world: dict, names: list[str], tables: list[str]) -> tuple[list[str], list[str]]:
+    """The lazy tables (``names``) and record tables (``tables``) that can be copied on their
+    own: no dict or list of such a table (of any one record of a record table) is reachable
+    from another table or record. A table that shares one goes back to the rest of the world,
+    copied at once with what it shares (keeping the link)."""
+    owner: list[str] = []
+    sets: list[set[int]] = []
+    for k in names:
+        owner.append(k)
+        sets.append(_containers(world[k]))
+    for k in tables:
+        for r in world[k].values():
+            owner.append(k)
+            sets.append(_containers(r))
+    rest = [v for k, v in world.items() if k not in names and k not in tables]
+    owner.append("")
+    sets.append(_containers(rest) - {id(rest)})
+    shared: set[str] = set()
+    for order in (range(len(sets)), range(len(sets) - 1, -1, -1)):  # overlap with earlier/later parts
+        seen: set[int] = set()
+        for i in order:
+            if not seen.isdisjoint(sets[i]):
+                shared.add(owner[i])
+            seen |= sets[i]
+    return [k for k in names if k not in shared], [k for k in tables if k not in shared]
 
 
 class FrozenWorld:
@@ -83,19 +96,21 @@ class FrozenWorld:
     ``lazy`` names the tables most episodes only read (the domain's ``read_mostly``, e.g. the
     airline's flights, 80 % of its world). Each of those is serialised on its own and a
     :meth:`copy` (a :class:`LazyWorld`) starts out sharing one read-only deserialised original
-    of it, deserialising its own copy the first time code reads the table. With ``records``,
-    every other table of records (``{id: {...}}``) is a :class:`LazyWorld` of its own in each
-    copy: the copy has its own table, whose records are the shared originals until code reads
-    one (an episode reads a few reservations and users, not all of them). The remaining tables
-    are copied at once, as one. Comparing two copies compares the untouched tables and records
-    by identity. When a lazy table or a record shares a dict or list with the rest of the
-    world (or marshal cannot store it), the world is copied whole, as by :class:`Frozen`.
+    of it, deserialising its own copy the first time code reads the table. ``records`` names
+    tables of records (``{id: {...}}``, the domain's ``record_tables``) that tools reach one
+    record at a time: each copy has its own such table, a :class:`LazyWorld` whose records
+    are the shared originals until code reads one (an episode reads a few reservations and
+    users, not all of them). The other tables are copied at once, as one. Comparing two copies
+    compares the untouched tables and records by identity. A lazy table or a record table that
+    shares a dict or list with another table or record is copied with the rest (keeping the
+    link); without any table left to share (or when marshal cannot store the world) the world
+    is copied whole, as by :class:`Frozen`.
     """
 
     __slots__ = ("_blobs", "_keys", "_pristine", "_record_blobs", "_record_pristine", "_rest",
                  "_whole")
 
-    def __init__(self, world: Any, lazy: Iterable[str] = (), records: bool = True):
+    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = ()):
         self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
@@ -105,16 +120,15 @@ class FrozenWorld:
         self._keys: tuple = ()
         plain = type(world) is dict
         names = [k for k in lazy if plain and k in world]
-        tables = [k for k, v in world.items()
-                  if k not in names and type(v) is dict and v and all(type(r) is dict for r in v.values())
-                  ] if plain and records else []
+        tables = [k for k in records if plain and k in world and k not in names
+                  and type(world[k]) is dict and world[k] and all(type(r) is dict for r in world[k].values())]
         try:
             if not names and not tables:
                 raise ValueError("no table to share")
-            rest = {k: v for k, v in world.items() if k not in names and k not in tables}
-            if not _apart([*(world[k] for k in names), *(r for k in tables for r in world[k].values()),
-                           rest]):
+            names, tables = _apart_tables(world, names, tables)
+            if not names and not tables:
                 raise ValueError("tables share a container")
+            rest = {k: v for k, v in world.items() if k not in names and k not in tables}
             dumps = marshal.dumps
             self._blobs = {k: dumps(world[k]) for k in names}
             self._record_blobs = {k: {i: dumps(r) for i, r in world[k].items()} for k in tables}
