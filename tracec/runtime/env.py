@@ -394,6 +394,14 @@ class CapabilityEnv(gym.Env[str, str]):
         """A fresh deep copy of the current task's initial world."""
         return self._frozen_initial.copy()
 
+    def _current_world(self) -> dict:
+        """The episode's world for comparing, without copying it when no tool ran: the initial
+        world itself, or a lazy copy when copies share tables and records with the gold world
+        (then the untouched ones compare by identity)."""
+        if self._db is not None:
+            return self._db
+        return self._frozen_initial.copy() if self._frozen_initial.shares else self.initial_db
+
     def matches_gold(self, db: dict) -> bool:
         """``db`` equals the gold world (numbers compared numerically: 100.0 == 100, 0.1+0.2 == 0.3)."""
         return same_json(db, self.gold_db)
@@ -408,8 +416,9 @@ class CapabilityEnv(gym.Env[str, str]):
 
     @property
     def db(self) -> dict:
-        """The episode's world: a private copy of the initial world, made on first use (a lazy
-        copy: a table or record is deserialised when code first reads it)."""
+        """The episode's world: a private copy of the initial world, made on first use (an
+        episode without tool calls, such as a plain refusal, never copies it; a lazy copy
+        deserialises a table or record when code first reads it)."""
         if self._db is None:
             self._db = self._frozen_initial.copy()
         return self._db
@@ -526,9 +535,7 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            # the episode's world (a lazy copy when no tool ran: it shares the unread tables and
-            # records with the gold world, so they compare by identity)
-            state_matches=self.matches_gold(self.db),
+            state_matches=self.matches_gold(self._current_world()),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,

@@ -142,6 +142,11 @@ class FrozenWorld:
                                  for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
 
+    @property
+    def shares(self) -> bool:
+        """Whether copies share tables or records until first read (a :class:`LazyWorld`)."""
+        return self._whole is None
+
     def copy(self) -> Any:
         """A fresh world equal to the frozen one; nothing done to it reaches any other copy."""
         if self._whole is not None:
