@@ -8,14 +8,20 @@ shared machine; wall seconds depend on the load, printed with each row.
     OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 256
     OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 256 --json > speed.json
 
-To compare with another checkout (e.g. ``git archive REV | tar -x -C /tmp/base``), run the same
-command there with ``PYTHONPATH=/tmp/base``, spec by spec, alternating, so both see one load.
+``--compare DIR`` measures another checkout (e.g. ``git archive REV | tar -x -C /tmp/base``)
+against this one in one run: each spec runs in a fresh process per tree (that tree's
+``benchmarks/check_speed.py`` on that tree's spec, with ``PYTHONPATH`` set to the tree),
+alternating the order round by round so both see the same load; it prints the minimum and
+median CPU seconds of each and the ratio of the minima.
+
+    OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 256 --compare /tmp/base --rounds 3
 
 ``--ablate ROUNDS`` measures, in one process and alternating round by round (so every variant
 sees the same load), the checks as shipped against the checks without each of the speed-ups
-of issue 14 item 9: lazy copies of read-mostly tables (``FrozenWorld``), the frozen old
-objects for the garbage collector (``old_objects_frozen``), the per-state world cache; and
-without all three (what the code did before them). It prints the minimum CPU seconds of each.
+of issue 14 item 9 that can be switched off: records copied on first read
+(``FrozenWorld``'s ``records``: the domain's ``record_tables``), lazy copies at all (``FrozenWorld``: read-mostly tables and
+records), the frozen old objects for the garbage collector (``old_objects_frozen``), the
+per-state world cache; and without the last three. It prints the minimum CPU seconds of each.
 
     OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 128 --ablate 3
 """
@@ -26,6 +32,9 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,13 +46,16 @@ from tracec.compiler.api import compile_file
 def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
     import tracec.checks.run as checks_run
     import tracec.runtime.env as env_mod
-    from tracec.runtime.world import Frozen
+    from tracec.runtime.world import Frozen, FrozenWorld
 
     @contextlib.contextmanager
-    def patched(copies: bool = True, gc_block: bool = True, cache: bool = True) -> Iterator[None]:
+    def patched(copies: bool = True, gc_block: bool = True, cache: bool = True,
+                records: bool = True) -> Iterator[None]:
         saved = env_mod.FrozenWorld, checks_run.old_objects_frozen, env_mod.WORLD_CACHE
         if not copies:
-            env_mod.FrozenWorld = lambda world, lazy=(): Frozen(world)
+            env_mod.FrozenWorld = lambda world, lazy=(), records=(): Frozen(world)
+        elif not records:
+            env_mod.FrozenWorld = lambda world, lazy=(), records=(): FrozenWorld(world, lazy)
         if not gc_block:
             checks_run.old_objects_frozen = contextlib.nullcontext
         if not cache:
@@ -55,6 +67,7 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
 
     return {
         "shipped": patched,
+        "no lazy records": lambda: patched(records=False),
         "no lazy copies": lambda: patched(copies=False),
         "no gc freeze": lambda: patched(gc_block=False),
         "no world cache": lambda: patched(cache=False),
@@ -82,6 +95,38 @@ def ablate(specs: list[Path], seeds: int, rounds: int) -> None:
               f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
+def _one(tree: Path, spec: Path, seeds: int) -> dict:
+    """CPU and wall seconds of ``spec`` in a fresh process running ``tree``'s code."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(tree / "benchmarks" / "check_speed.py"), "--seeds",
+                          str(seeds), "--json", str(tree / "specs" / spec.name)],
+                         cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)[0]
+
+
+def compare(specs: list[Path], seeds: int, base: Path, rounds: int) -> None:
+    here = Path(__file__).resolve().parents[1]
+    trees = {"before": base.resolve(), "after": here}
+    print(f"{'spec':38s} {'before min':>10s} {'after min':>10s} {'ratio':>6s} "
+          f"{'before med':>10s} {'after med':>10s}  load", flush=True)
+    for spec in specs:
+        if not (trees["before"] / "specs" / spec.name).exists():
+            print(f"{spec.stem:38s} (not in {base})")
+            continue
+        cpu: dict[str, list[float]] = {k: [] for k in trees}
+        loads = []
+        for r in range(rounds):
+            for name in (list(trees) if r % 2 == 0 else list(reversed(trees))):
+                row = _one(trees[name], spec, seeds)
+                if not row["passed"]:
+                    print(f"  {name}: {spec.stem} did not pass")
+                cpu[name].append(row["cpu_s"])
+                loads.append(row["load"])
+        b, a = min(cpu["before"]), min(cpu["after"])
+        print(f"{spec.stem:38s} {b:10.2f} {a:10.2f} {b / a:5.2f}x {statistics.median(cpu['before']):10.2f} "
+              f"{statistics.median(cpu['after']):10.2f}  {min(loads):.1f}-{max(loads):.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="*", type=Path, help="specs (default: specs/*.tracec)")
@@ -89,8 +134,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablate", type=int, metavar="ROUNDS", default=0,
                     help="compare the shipped checks with each speed-up turned off, in process")
+    ap.add_argument("--compare", type=Path, metavar="DIR",
+                    help="also run another checkout's code, alternating, and print both")
+    ap.add_argument("--rounds", type=int, default=2, help="runs per tree and spec with --compare")
     args = ap.parse_args()
     specs = args.specs or sorted(Path("specs").glob("*.tracec"))
+    if args.compare:
+        compare(specs, args.seeds, args.compare, args.rounds)
+        return
     if args.ablate:
         ablate(specs, args.seeds, args.ablate)
         return

@@ -143,7 +143,8 @@ def decode_json(text: str, max_depth: int, max_int_digits: int, finite: bool = F
         raise JSONLimitError("recursion", limit=max_depth) from None
     except ValueError as exc:  # e.g. Python's int-string conversion limit
         raise JSONLimitError("value", str(exc).split(";")[0]) from None
-    if too_deep(obj, max_depth):
+    # nesting needs an opening bracket per level: few brackets in the text, no walk needed
+    if text.count("[") + text.count("{") > max_depth and too_deep(obj, max_depth):
         raise JSONLimitError("depth", limit=max_depth)
     return obj
 

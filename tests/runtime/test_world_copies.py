@@ -80,18 +80,63 @@ def test_replacing_or_deleting_a_table_is_not_undone() -> None:
     assert frozen.copy() == _world()
 
 
-def test_tables_that_share_a_container_are_copied_whole_keeping_the_link() -> None:
+def test_tables_that_share_a_container_are_copied_together_keeping_the_link() -> None:
     w = _world()
     w["reservations"]["R1"]["cards"] = w["users"]["u1"]["cards"]  # one dict in two tables
-    c = FrozenWorld(w, LAZY).copy()
-    assert not isinstance(c, LazyWorld)
+    frozen = FrozenWorld(w, LAZY)
+    c, d = frozen.copy(), frozen.copy()
     assert c["reservations"]["R1"]["cards"] is c["users"]["u1"]["cards"]  # as Frozen keeps it
     assert c == Frozen(w).copy()
+    # users go back to the rest (copied at once with the reservations); flights stay shared
+    assert dict.__getitem__(c, "flights") is dict.__getitem__(d, "flights")
+    assert dict.__getitem__(c, "users") is not dict.__getitem__(d, "users")
+    w["flights"]["F1"]["cards"] = w["users"]["u1"]["cards"]  # now every lazy table shares it
+    c = FrozenWorld(w, LAZY).copy()
+    assert not isinstance(c, LazyWorld) and c["flights"]["F1"]["cards"] is c["users"]["u1"]["cards"]
     odd = {"flights": {1, 2}}  # not JSON: still a deep copy
     assert FrozenWorld(odd, LAZY).copy() == odd
     assert FrozenWorld(odd, LAZY).copy()["flights"] is not odd["flights"]
     plain = FrozenWorld(_world())  # no lazy table: a whole copy
     assert not isinstance(plain.copy(), LazyWorld) and plain.copy() == _world()
+    w = _world()
+    w["reservations"]["R2"] = {"user_id": "u1", "bags": w["reservations"]["R1"]}  # two records linked
+    c = FrozenWorld(w, ("flights",), ("reservations", "users")).copy()
+    assert c["reservations"]["R2"]["bags"] is c["reservations"]["R1"]
+    assert isinstance(c["users"], LazyWorld) and not isinstance(c["reservations"], LazyWorld)
+
+
+def test_records_start_out_shared_and_a_read_gives_the_copy_its_own() -> None:
+    w = _world()
+    w["reservations"]["R2"] = {"user_id": "u1", "bags": 0}
+    frozen = FrozenWorld(w, ("flights",), ("reservations",))
+    a, b = frozen.copy(), frozen.copy()
+    ra, rb = a["reservations"], b["reservations"]
+    assert isinstance(ra, LazyWorld) and ra is not rb and ra == rb == w["reservations"]
+    assert dict.__getitem__(ra, "R1") is dict.__getitem__(rb, "R1")  # shared until used
+    assert ra["R1"] is not dict.__getitem__(rb, "R1")
+    assert dict.__getitem__(ra, "R2") is dict.__getitem__(rb, "R2")  # only the record read
+    assert same_json(a, b) and state_hash(a) == state_hash(w) and a == b == w
+
+
+@pytest.mark.parametrize("how", ACCESSES)
+def test_a_record_mutation_through_any_access_stays_in_its_copy(how: str) -> None:
+    w = _world()
+    w["reservations"]["R2"] = {"user_id": "u1", "bags": 0}
+    want = copy.deepcopy(w)
+    frozen = FrozenWorld(w, ("flights",), ("reservations",))
+    mine, other = frozen.copy(), frozen.copy()
+    table = mine["reservations"]
+    table["R1"]["bags"] += 5
+    record = {"index": lambda t: t["R2"], "get": lambda t: t.get("R2"),
+              "setdefault": lambda t: t.setdefault("R2", {}), "values": lambda t: list(t.values())[1],
+              "items": lambda t: dict(t.items())["R2"], "dict()": lambda t: dict(t)["R2"],
+              "splat": lambda t: {**t}["R2"], "copy": lambda t: t.copy()["R2"],
+              "or": lambda t: (t | {})["R2"], "deepcopy": lambda t: copy.deepcopy(t)["R2"],
+              "pickle": lambda t: pickle.loads(pickle.dumps(t))["R2"], "pop": lambda t: t.pop("R2")}[how](table)
+    record["bags"] = 99
+    table["R3"] = {"user_id": "u2"}
+    assert other == want and frozen.copy() == want and w == want
+    assert other["reservations"]["R1"]["bags"] == 1 and other["reservations"]["R2"]["bags"] == 0
 
 
 def test_episodes_and_seeds_never_see_each_others_writes() -> None:

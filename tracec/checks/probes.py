@@ -70,15 +70,16 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     by seed, instead of one probe per forbid on every seed."""
     gold = tuple(inst.gold)
     report = report_text(inst)
+    seen: dict[int, str] = {}  # each gold call rendered once for all probes
     probes = [
-        Probe("oracle", gold, report, turns_of(gold, report, ends)),
+        Probe("oracle", gold, report, turns_of(gold, report, ends, seen)),
         Probe("noop", (), NOOP_TEXT, (NOOP_TEXT,)),
-        Probe("silent_gold", gold, SILENT_TEXT, turns_of(gold, SILENT_TEXT, ends)),
+        Probe("silent_gold", gold, SILENT_TEXT, turns_of(gold, SILENT_TEXT, ends, seen)),
     ]
     if gold:
         idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
         minus = gold[:idx] + gold[idx + 1:]
-        probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends)))
+        probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends, seen)))
     body = tuple(c for c in gold if c.name not in ends)
     made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
     if rotate is not None and made:
@@ -86,7 +87,7 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     for k, call in enumerate(made[:MAX_FORBID_PROBES]):
         calls = body + (call,)
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
-        probes.append(Probe(name, calls, report, turns_of(calls, report, ends)))
+        probes.append(Probe(name, calls, report, turns_of(calls, report, ends, seen)))
     return probes
 
 
@@ -95,9 +96,10 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     inst = env.instance
     box = env._box
     gold = tuple(inst.gold)
-    if not probe.calls:  # nothing runs: the initial world, uncopied
+    if not probe.calls:  # nothing runs: the initial world (a lazy copy if any: compares fast)
         done: list[Call] = []
-        matches = env.matches_gold(env.initial_db)
+        initial = env.initial_copy() if env._frozen_initial.shares else env.initial_db
+        matches = env.matches_gold(initial)
     elif probe.calls == gold and not any(c.name in box.ends for c in gold[:-1]):
         # the gold calls: reset() replayed them (each succeeded) into the gold world
         done = [Call(c.name, c.arguments) for c in gold]
@@ -106,7 +108,7 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
         db = env.initial_copy()
         done = []
         for c in probe.calls:
-            _, ok, _ = box.run(db, c.name, c.arguments)
+            _, ok, _ = box.run(db, c.name, c.arguments, observe=False)
             if ok:
                 done.append(Call(c.name, c.arguments))
                 if c.name in box.ends:

@@ -386,7 +386,7 @@ def book_reservation(
         inst["available_seats"][cabin] -= len(passengers)
     db["reservations"][reservation_id] = reservation
     db["users"][user_id]["reservations"].append(reservation_id)
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def cancel_reservation(db: dict, reservation_id: str) -> dict:
@@ -397,7 +397,7 @@ def cancel_reservation(db: dict, reservation_id: str) -> dict:
     ]
     reservation["payment_history"].extend(refunds)
     reservation["status"] = "cancelled"
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def get_reservation_details(db: dict, reservation_id: str) -> dict:
@@ -453,7 +453,7 @@ def update_reservation_baggages(
         reservation["payment_history"].append(payment)
     reservation["total_baggages"] = total_baggages
     reservation["nonfree_baggages"] = nonfree_baggages
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def update_reservation_flights(
@@ -501,7 +501,7 @@ def update_reservation_flights(
         reservation["payment_history"].append(payment)
     reservation["flights"] = new_flights
     reservation["cabin"] = cabin
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def update_reservation_passengers(db: dict, reservation_id: str, passengers: list) -> dict:
@@ -512,7 +512,7 @@ def update_reservation_passengers(db: dict, reservation_id: str, passengers: lis
     reservation["passengers"] = [
         p.model_dump() if isinstance(p, BaseModel) else deep_copy(p) for p in passengers
     ]
-    return deep_copy(reservation)
+    return reservation  # live: callers serialise it (see ToolFunc)
 
 
 def get_flight_status(db: dict, flight_number: str, date: str) -> str:
@@ -638,6 +638,10 @@ def _clock_seconds(clock: str) -> int:
     return h * 3600 + m * 60 + sec + (86400 if clock.endswith("+1") else 0)
 
 
+_HOUR_MINUTE = tuple(f"T{m // 60:02d}:{m % 60:02d}:" for m in range(1440))
+_SECOND = tuple(f"{s:02d}" for s in range(60))
+
+
 def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
     """The flight's calendar: draws exactly what the plain loop over ``DATES`` with
     ``rng.randint``/``rng.choice`` draws (see fastrand), with timestamps by integer arithmetic
@@ -652,11 +656,11 @@ def _flight_dates(rng: random.Random, dep: str, arr: str) -> dict:
     rand = rng.random
     days = _DAYS
 
+    hm, sec = _HOUR_MINUTE, _SECOND
+
     def stamp(day: int, base: int, shift_min: int) -> str:
         d, rem = divmod(day * 86400 + base + 60 * shift_min, 86400)
-        hh, rem = divmod(rem, 3600)
-        mm, ss = divmod(rem, 60)
-        return f"{days[d]}T{hh:02d}:{mm:02d}:{ss:02d}"
+        return days[d] + hm[rem // 60] + sec[rem % 60]  # f"{day}T{hh:02d}:{mm:02d}:{ss:02d}"
 
     def shift(lo: int, n: int, k: int) -> int:  # == rng.randint(lo, lo + n - 1)
         r = gb(k)
@@ -947,4 +951,5 @@ DOMAIN = Domain(
     ends_episode=frozenset({"transfer_to_human_agents"}),
     schema=SCHEMA,
     read_mostly=frozenset({"flights"}),  # 80 % of a world; only book_reservation writes them
+    record_tables=frozenset({"users", "reservations"}),  # an episode reads a few of each
 )

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, Callable, Mapping
 
 from tracec.core.types import T
+from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.schema import Schema
 
 
@@ -26,8 +27,9 @@ class ToolError(Exception):
 
 
 ToolFunc = Callable[..., Any]
-"""func(db, **arguments) -> JSON-serialisable result. Read tools may return live records of the
-db (no defensive copy, for speed): callers serialise a result before the db changes again."""
+"""func(db, **arguments) -> JSON-serialisable result. Tools may return live records of the db
+(no defensive copy, for speed; a write tool the record it changed): callers serialise a result
+before the db changes again, or use :meth:`Domain.call`, which returns a copy."""
 Generator = Callable[[random.Random, dict, Mapping[str, Any]], dict]
 """generate(rng, db, overrides) -> a new, consistent record (not yet inserted).
 
@@ -103,13 +105,17 @@ class Domain:
     # tables most episodes only read: episodes copy them on first use (a speed hint only;
     # writes to them are as safe as to any table)
     read_mostly: frozenset[str] = frozenset()
+    # tables of records that tools reach one by one, by id: episodes copy each record on first
+    # use (a speed hint only, like read_mostly)
+    record_tables: frozenset[str] = frozenset()
 
     def tool_schemas(self) -> list[dict]:
         return [t.openai_schema() for t in self.tools.values()]
 
     def call(self, db: dict, name: str, arguments: Mapping[str, Any]) -> Any:
-        """Run a tool (raises ToolError on a tool-level failure, KeyError if unknown)."""
-        return self.tools[name].func(db, **arguments)
+        """Run a tool and return a copy of its result, which later calls do not change (raises
+        ToolError on a tool-level failure, KeyError if unknown)."""
+        return deep_copy(self.tools[name].func(db, **arguments))
 
 
 def fresh_id(rng: random.Random, taken: Any, make: Callable[[random.Random], str]) -> str:

@@ -1,7 +1,7 @@
 """``deep_copy``: ``copy.deepcopy`` for JSON-like records, several times faster.
 
-Tools return copies of the records they change (as τ² does); ``marshal`` copies dicts, lists,
-strings and numbers at C speed and keeps shared references, like ``deepcopy``. Anything else
+Tools copy what they store from their arguments or from other records; ``marshal`` copies
+dicts, lists, strings and numbers at C speed and keeps shared references, like ``deepcopy``. Anything else
 (a pydantic model, a set) goes through ``deepcopy``.
 """
 

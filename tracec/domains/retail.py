@@ -198,7 +198,7 @@ def cancel_pending_order(db: dict, order_id: str, reason: str) -> dict:
     order["status"] = "cancelled"
     order["cancel_reason"] = reason
     order["payment_history"].extend(refunds)
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 def exchange_delivered_order_items(
@@ -228,7 +228,7 @@ def exchange_delivered_order_items(
     order["exchange_new_items"] = sorted(new_item_ids)
     order["exchange_payment_method_id"] = payment_method_id
     order["exchange_price_difference"] = diff_price
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str) -> str:  # noqa: A002
@@ -282,7 +282,7 @@ def modify_pending_order_address(
     order["address"] = _address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 def modify_pending_order_items(
@@ -327,7 +327,7 @@ def modify_pending_order_items(
         item["price"] = variant["price"]
         item["options"] = deep_copy(variant["options"])
     order["status"] = "pending (item modified)"
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 def modify_pending_order_payment(db: dict, order_id: str, payment_method_id: str) -> dict:
@@ -355,7 +355,7 @@ def modify_pending_order_payment(db: dict, order_id: str, payment_method_id: str
     old = _payment_method(db, order["user_id"], old_id)
     if _gift(old):
         old["balance"] = round(old["balance"] + amount, 2)
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 def modify_user_address(
@@ -366,7 +366,7 @@ def modify_user_address(
     user["address"] = _address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
-    return deep_copy(user)
+    return user  # live: callers serialise it (see ToolFunc)
 
 
 def return_delivered_order_items(
@@ -383,7 +383,7 @@ def return_delivered_order_items(
     order["status"] = "return requested"
     order["return_items"] = sorted(item_ids)
     order["return_payment_method_id"] = payment_method_id
-    return deep_copy(order)
+    return order  # live: callers serialise it (see ToolFunc)
 
 
 TOOL_FUNCS = {
@@ -634,4 +634,5 @@ DOMAIN = Domain(
     functions={"order_total": order_total, "db_hash": common.db_hash},
     ends_episode=frozenset({"transfer_to_human_agents"}),
     schema=SCHEMA,
+    record_tables=frozenset({"orders", "users", "products"}),  # tools read them by id
 )

@@ -173,12 +173,15 @@ class _Toolbox:
         if compact:
             self.schemas = [compact_schema(s) for s in self.schemas]
         self.policy = cap.policy_text()
+        self.prompts: dict[str | None, str] = {}  # system prompt by hint (``system_prompt``)
         self.writes = frozenset(n for n, t in self.tools.items() if t.writes)
         self.ends = frozenset(cap.domain.ends_episode)
         self.names = ", ".join(self.tools)
 
-    def run(self, db: dict, name: str, args: Mapping[str, Any]) -> tuple[str, bool, str | None]:
-        """(observation, success, domain bug message or None)."""
+    def run(self, db: dict, name: str, args: Mapping[str, Any],
+            observe: bool = True) -> tuple[str, bool, str | None]:
+        """(observation, success, domain bug message or None); without ``observe`` (a replay
+        that only needs the world) a success's observation is ``""``, its result not encoded."""
         tool = self.tools.get(name)
         if tool is None:
             return f"Error: unknown tool `{name}` (available: {self.names})", False, None
@@ -192,8 +195,8 @@ class _Toolbox:
         except Exception as exc:  # noqa: BLE001 - a domain/inline-tool bug: report, don't crash
             bug = f"tool `{name}` raised {type(exc).__name__}: {exc}"
             return f"Error: internal error in {bug}", False, bug
-        if isinstance(result, str):
-            return result, True, None
+        if isinstance(result, str) or not observe:
+            return result if observe else "", True, None
         return _encode(result), True, None
 
 
@@ -239,9 +242,14 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def system_prompt(self, hint: str | None = None) -> str:
         """The system prompt: instructions, the (excerpted) policy, and the hint when given."""
-        text = f"{INSTRUCTIONS}<policy>\n{self._box.policy}\n</policy>"
-        if hint:
-            text += f"\n<hint>\n{hint}\n</hint>"
+        prompts = self._box.prompts
+        text = prompts.get(hint)
+        if text is None:
+            text = f"{INSTRUCTIONS}<policy>\n{self._box.policy}\n</policy>"
+            if hint:
+                text += f"\n<hint>\n{hint}\n</hint>"
+            if len(prompts) < 256:  # one per hint text: the spec's and its tasks'
+                prompts[hint] = text
         return text
 
     @property
@@ -322,7 +330,7 @@ class CapabilityEnv(gym.Env[str, str]):
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for call in inst.gold:
-            obs, ok, bug = self._box.run(db, call.name, call.arguments)
+            obs, ok, bug = self._box.run(db, call.name, call.arguments, observe=False)
             if not ok:
                 raise SpecRuntimeError(
                     f"{self.capability.name}: task `{inst.task}` at {where}: gold action "
@@ -362,7 +370,8 @@ class CapabilityEnv(gym.Env[str, str]):
         tdef = self._choose_task(rng, options.get("task"))
         initial, inst = self._draw(rng, tdef, where, forced=options.get("task") is not None)
         # every (re)start copies the initial world (lazily: a table when first used)
-        self._frozen_initial = FrozenWorld(initial, lazy=self.capability.domain.read_mostly)
+        domain = self.capability.domain
+        self._frozen_initial = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables)
         gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)
@@ -385,6 +394,14 @@ class CapabilityEnv(gym.Env[str, str]):
         """A fresh deep copy of the current task's initial world."""
         return self._frozen_initial.copy()
 
+    def _current_world(self) -> dict:
+        """The episode's world for comparing, without copying it when no tool ran: the initial
+        world itself, or a lazy copy when copies share tables and records with the gold world
+        (then the untouched ones compare by identity)."""
+        if self._db is not None:
+            return self._db
+        return self._frozen_initial.copy() if self._frozen_initial.shares else self.initial_db
+
     def matches_gold(self, db: dict) -> bool:
         """``db`` equals the gold world (numbers compared numerically: 100.0 == 100, 0.1+0.2 == 0.3)."""
         return same_json(db, self.gold_db)
@@ -400,7 +417,8 @@ class CapabilityEnv(gym.Env[str, str]):
     @property
     def db(self) -> dict:
         """The episode's world: a private copy of the initial world, made on first use (an
-        episode without tool calls, such as a plain refusal, never copies it)."""
+        episode without tool calls, such as a plain refusal, never copies it; a lazy copy
+        deserialises a table or record when code first reads it)."""
         if self._db is None:
             self._db = self._frozen_initial.copy()
         return self._db
@@ -517,7 +535,7 @@ class CapabilityEnv(gym.Env[str, str]):
         """The outcome of the episode so far (what the rules are evaluated on)."""
         inst = self.instance
         return Outcome.from_calls(
-            state_matches=self.matches_gold(self._db if self._db is not None else self.initial_db),
+            state_matches=self.matches_gold(self._current_world()),
             gold=inst.gold,
             calls=self.calls,
             forbid=inst.forbid,

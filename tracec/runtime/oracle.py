@@ -23,8 +23,19 @@ def report_text(inst: TaskInstance) -> str:
     return "Here is what I found. " + "; ".join(parts) + "."
 
 
-def turns_of(calls: Sequence[Call], text: str, ends: frozenset[str]) -> tuple[str, ...]:
-    turns = [hermes(c.name, c.arguments) for c in calls]
+def turns_of(calls: Sequence[Call], text: str, ends: frozenset[str],
+             rendered: dict[int, str] | None = None) -> tuple[str, ...]:
+    """The turns that make ``calls`` (Hermes form) and then say ``text``. ``rendered`` (by the
+    ``id`` of a call that stays alive meanwhile) keeps each call's text for the next probe."""
+    if rendered is None:
+        turns = [hermes(c.name, c.arguments) for c in calls]
+    else:
+        turns = []
+        for c in calls:
+            turn = rendered.get(id(c))
+            if turn is None:
+                turn = rendered[id(c)] = hermes(c.name, c.arguments)
+            turns.append(turn)
     if turns and calls[-1].name in ends:  # the last call ends the episode: say it in that turn
         turns[-1] = f"{text}\n{turns[-1]}"
     else:

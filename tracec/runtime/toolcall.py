@@ -169,7 +169,10 @@ def _parse_bare(src: str) -> ParsedTurn:
     return ParsedTurn(src)
 
 
+_HERMES_JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(..., ensure_ascii=False)
+
+
 def hermes(name: str, arguments: dict | None = None) -> str:
     """Render a tool call in Hermes/Qwen form."""
-    payload = json.dumps({"name": name, "arguments": arguments or {}}, ensure_ascii=False)
+    payload = _HERMES_JSON({"name": name, "arguments": arguments or {}})
     return f"{OPEN}\n{payload}\n{CLOSE}"

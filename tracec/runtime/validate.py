@@ -94,36 +94,96 @@ def check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str,
     return None
 
 
-_SIMPLE = {"string": (str,), "boolean": (bool,), "object": (dict,), "array": (list,)}
+Accept = Callable[[Any], bool]
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str or isinstance(v, str),
+    "integer": lambda v: _type_ok(v, "integer"),
+    "number": lambda v: _type_ok(v, "number"),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
 
 
-def _fast_check(schema: Mapping[str, Any]) -> tuple | None:
-    """Python types for a schema that is a bare simple ``type`` (the common case), else None."""
-    if set(schema) - {"type", "description", "title"}:
-        return None
-    return _SIMPLE.get(schema.get("type"))  # type: ignore[arg-type]
+def _reject(value: Any) -> bool:
+    return False
+
+
+def _accepts(schema: Mapping[str, Any]) -> Accept:
+    """A predicate true exactly when :func:`check_value` finds no error in a value (built once
+    per schema: no key lookups and no path strings per checked value). A schema outside the
+    supported subset gets one that is always false: :func:`check_value` then decides."""
+    if not isinstance(schema, Mapping):
+        return _reject
+    checks: list[Accept] = []
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            alts = [_accepts(s) for s in schema[key]]
+            checks.append(lambda v, alts=alts: any(a(v) for a in alts))
+    t = schema.get("type")
+    if t is not None:
+        tests = [_TYPES.get(x, lambda v: True) for x in (t if isinstance(t, list) else [t])]
+        if len(tests) == 1:
+            checks.append(tests[0])
+        else:
+            checks.append(lambda v, tests=tests: any(f(v) for f in tests))
+    if "enum" in schema:
+        allowed = schema["enum"]
+        checks.append(lambda v: v in allowed)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        item_ok = _accepts(items)
+        checks.append(lambda v: not isinstance(v, list) or all(map(item_ok, v)))
+    if "properties" in schema or "required" in schema:
+        obj_ok = _object_accepts(schema, strict=schema.get("additionalProperties") is False)
+        checks.append(lambda v: not isinstance(v, dict) or obj_ok(v))
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    return lambda v: all(c(v) for c in checks)
+
+
+def _object_accepts(schema: Mapping[str, Any], strict: bool) -> Accept:
+    """The predicate of :func:`check_object` (``value`` a mapping)."""
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    subs = {name: _accepts(sub) for name, sub in props.items() if sub is not None}
+    required = tuple(schema.get("required") or ())
+
+    def accept(value: Mapping[str, Any]) -> bool:
+        for name in required:
+            if name not in value:
+                return False
+        for name, item in value.items():
+            sub = subs.get(name)
+            if sub is None:
+                if strict:
+                    return False
+                continue
+            if not sub(item):
+                return False
+        return True
+
+    return accept
 
 
 def compile_validator(tool_name: str, parameters: Mapping[str, Any]) -> Validator:
-    """A validator for a tool's top-level arguments (unknown arguments are errors)."""
+    """A validator for a tool's top-level arguments (unknown arguments are errors). Valid
+    arguments are accepted by a predicate compiled once from the schema; the message for
+    invalid ones comes from :func:`check_object`."""
     schema = parameters or {}
     strict = schema.get("additionalProperties", False) is not True
-    props: Mapping[str, Any] = schema.get("properties") or {}
-    required = tuple(schema.get("required") or ())
-    fast = {name: _fast_check(sub) for name, sub in props.items()}
-
-    def slow(args: Mapping[str, Any]) -> str | None:
-        err = check_object(schema, args, "", strict)
-        return f"{err} for tool `{tool_name}`" if err else None
+    try:
+        accept = _object_accepts(schema, strict)
+    except Exception:  # noqa: BLE001 - a malformed schema: every call takes check_object's way
+        accept = _reject
 
     def validate(args: Mapping[str, Any]) -> str | None:
-        for name in required:
-            if name not in args:
-                return slow(args)
-        for name, value in args.items():
-            types = fast.get(name)
-            if types is None or type(value) not in types:
-                return slow(args)  # unknown, complex or wrong: let the full checker decide/explain
-        return None
+        if accept(args):
+            return None
+        err = check_object(schema, args, "", strict)
+        return f"{err} for tool `{tool_name}`" if err else None
 
     return validate

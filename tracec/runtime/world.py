@@ -62,18 +62,31 @@ def _containers(value: Any) -> set[int]:
     return seen
 
 
-def _apart(parts: Iterable[Any]) -> bool:
-    """No container is reachable from two of ``parts`` (then copying them one by one gives
-    what one deep copy of all of them gives)."""
-    seen: set[int] = set()
-    total = 0
-    for part in parts:
-        ids = _containers(part)
-        total += len(ids)
-        seen |= ids
-        if len(seen) != total:
-            return False
-    return True
+def _apart_tables(world: dict, names: list[str], tables: list[str]) -> tuple[list[str], list[str]]:
+    """The lazy tables (``names``) and record tables (``tables``) that can be copied on their
+    own: no dict or list of such a table (of any one record of a record table) is reachable
+    from another table or record. A table that shares one goes back to the rest of the world,
+    copied at once with what it shares (keeping the link)."""
+    owner: list[str] = []
+    sets: list[set[int]] = []
+    for k in names:
+        owner.append(k)
+        sets.append(_containers(world[k]))
+    for k in tables:
+        for r in world[k].values():
+            owner.append(k)
+            sets.append(_containers(r))
+    rest = [v for k, v in world.items() if k not in names and k not in tables]
+    owner.append("")
+    sets.append(_containers(rest) - {id(rest)})
+    shared: set[str] = set()
+    for order in (range(len(sets)), range(len(sets) - 1, -1, -1)):  # overlap with earlier/later parts
+        seen: set[int] = set()
+        for i in order:
+            if not seen.isdisjoint(sets[i]):
+                shared.add(owner[i])
+            seen |= sets[i]
+    return [k for k in names if k not in shared], [k for k in tables if k not in shared]
 
 
 class FrozenWorld:
@@ -83,48 +96,77 @@ class FrozenWorld:
     ``lazy`` names the tables most episodes only read (the domain's ``read_mostly``, e.g. the
     airline's flights, 80 % of its world). Each of those is serialised on its own and a
     :meth:`copy` (a :class:`LazyWorld`) starts out sharing one read-only deserialised original
-    of it, deserialising its own copy the first time code reads the table; the other tables are
-    copied at once, as one. An episode that never touches the flights does not copy them, and
-    comparing two copies compares the shared table by identity. Without lazy tables, or when a
-    lazy table shares a dict or list with the rest of the world (or marshal cannot store the
-    world), the world is copied whole, as by :class:`Frozen`.
+    of it, deserialising its own copy the first time code reads the table. ``records`` names
+    tables of records (``{id: {...}}``, the domain's ``record_tables``) that tools reach one
+    record at a time: each copy has its own such table, a :class:`LazyWorld` whose records
+    are the shared originals until code reads one (an episode reads a few reservations and
+    users, not all of them). The other tables are copied at once, as one. Comparing two copies
+    compares the untouched tables and records by identity. A lazy table or a record table that
+    shares a dict or list with another table or record is copied with the rest (keeping the
+    link); without any table left to share (or when marshal cannot store the world) the world
+    is copied whole, as by :class:`Frozen`.
     """
 
-    __slots__ = ("_blobs", "_keys", "_pristine", "_rest", "_whole")
+    __slots__ = ("_blobs", "_keys", "_pristine", "_record_blobs", "_record_pristine", "_rest",
+                 "_whole")
 
-    def __init__(self, world: Any, lazy: Iterable[str] = ()):
+    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = ()):
         self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
+        self._record_blobs: dict[str, dict[Any, bytes]] = {}
+        self._record_pristine: dict[str, dict[Any, Any]] = {}
         self._rest = b""
         self._keys: tuple = ()
-        names = [k for k in lazy if type(world) is dict and k in world]
+        plain = type(world) is dict
+        names = [k for k in lazy if plain and k in world]
+        tables = [k for k in records if plain and k in world and k not in names
+                  and type(world[k]) is dict and world[k] and all(type(r) is dict for r in world[k].values())]
         try:
-            if not names:
+            if not names and not tables:
                 raise ValueError("no table to share")
-            rest = {k: v for k, v in world.items() if k not in names}
-            if not _apart([*(world[k] for k in names), rest]):
+            names, tables = _apart_tables(world, names, tables)
+            if not names and not tables:
                 raise ValueError("tables share a container")
-            self._blobs = {k: marshal.dumps(world[k]) for k in names}
-            self._rest = marshal.dumps(rest)
+            rest = {k: v for k, v in world.items() if k not in names and k not in tables}
+            dumps = marshal.dumps
+            self._blobs = {k: dumps(world[k]) for k in names}
+            self._record_blobs = {k: {i: dumps(r) for i, r in world[k].items()} for k in tables}
+            self._rest = dumps(rest)
         except ValueError:
-            self._blobs, self._whole = {}, Frozen(world)
+            self._blobs, self._record_blobs, self._whole = {}, {}, Frozen(world)
             return
-        self._pristine = {k: marshal.loads(b) for k, b in self._blobs.items()}
+        loads = marshal.loads
+        self._pristine = {k: loads(b) for k, b in self._blobs.items()}
+        self._record_pristine = {k: {i: loads(b) for i, b in blobs.items()}
+                                 for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
+
+    @property
+    def shares(self) -> bool:
+        """Whether copies share tables or records until first read (a :class:`LazyWorld`)."""
+        return self._whole is None
 
     def copy(self) -> Any:
         """A fresh world equal to the frozen one; nothing done to it reaches any other copy."""
         if self._whole is not None:
             return self._whole.copy()
         rest = marshal.loads(self._rest)
-        pristine = self._pristine
-        return LazyWorld({k: pristine[k] if k in pristine else rest[k] for k in self._keys},
-                         self._blobs)
+        pristine, records, blobs = self._pristine, self._record_pristine, self._record_blobs
+        out = {}
+        for k in self._keys:
+            if k in pristine:
+                out[k] = pristine[k]
+            elif k in records:
+                out[k] = LazyWorld(records[k], blobs[k])
+            else:
+                out[k] = rest[k]
+        return LazyWorld(out, self._blobs)
 
 
 class LazyWorld(dict):
-    """A world dict whose tables are deserialised on first use (see :class:`FrozenWorld`).
+    """A world (or table) dict whose tables (records) are deserialised on first use (see
+    :class:`FrozenWorld`).
 
     Until then a table's entry is the shared original, which only C-level reads see (``==``,
     ``len``); every Python-level way to reach a table's value (indexing, ``get``, ``values``,
@@ -234,14 +276,28 @@ def same_json(a: Any, b: Any) -> bool:
 
     Equal subtrees are compared at C speed (``==``); only differing ones are walked.
     """
-    if a == b:
-        return True
+    return a == b or _same_unequal(a, b)
+
+
+def _same_unequal(a: Any, b: Any) -> bool:
+    """:func:`same_json` of two values that are not ``==``."""
     if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return False
         # dict.items: read the stored values as they are (a LazyWorld need not copy its tables)
-        return a.keys() == b.keys() and all(same_json(v, dict.__getitem__(b, k))
-                                            for k, v in dict.items(a))
+        get = dict.__getitem__
+        for k, v in dict.items(a):
+            w = get(b, k)
+            if not (v == w or _same_unequal(v, w)):
+                return False
+        return True
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not (x == y or _same_unequal(x, y)):
+                return False
+        return True
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
     return False
