@@ -112,7 +112,7 @@ def main() -> None:
                       grad_checkpointing=False if args.legacy else None)
     if args.legacy:
         trainer_mod.token_logprobs = legacy_token_logprobs
-        trainer_mod.limit_heap_retention = lambda: False
+        trainer_mod.limit_heap_retention = lambda *_: False
     t0 = time.perf_counter()
     tr = trainer_mod.GRPOTrainer(cfg, env, ROOT / "runs" / "bench_grpo_step")
     record: dict = {"env": env.name, "engine": engine, "legacy_loss": args.legacy,

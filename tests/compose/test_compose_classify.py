@@ -157,3 +157,28 @@ def test_classifier_generation_uses_the_merged_choice(copy_world):
             expected = cm.generate_tokenwise([task], max_new_tokens=6)[0]
         assert out[[REFUND_TASK, BAGGAGE_TASK].index(task)] == expected
     assert generate_classified(cm, [REFUND_TASK], max_new_tokens=6, spec=spec) == out[:1]
+
+
+def test_generation_caches_the_shared_prompt_once_per_merge(world):
+    """Merged generation prefills the shared system prompt once per merge weights and reuses it:
+    the tokens equal uncached generation, also after switching merges back and forth."""
+    from tracec.llm.local import decode_completion, generate_ids
+
+    _, adapters = world
+    cm = build_composed(adapters)
+    system = {"role": "system", "content": "You are a careful airline agent. " * 8}
+    batch = [[system, {"role": "user", "content": u}] for u in ("Refund my order.", "Hi there")]
+
+    def uncached(weights):
+        with cm.merged(weights):
+            prompts = [cm.render(m) for m in batch]
+            outs = generate_ids(cm.model, cm.tokenizer, prompts, cm.stop_ids, 6, 0.0, None)
+        return [decode_completion(cm.tokenizer, ids, cm.stop_ids) for ids in outs]
+
+    a, b = [0.0, 1.0, 0.0], [0.0, 0.3, 0.7]
+    expected = {tuple(a): uncached(a), tuple(b): uncached(b)}
+    for weights in (a, b, a):
+        with cm.merged(weights):
+            assert cm.generate_tokenwise(batch, max_new_tokens=6) == expected[tuple(weights)]
+    keys = [k for k, _, _ in cm._prefix_cache.entries]
+    assert sorted(keys) == sorted([(0, tuple(a[1:])), (0, tuple(b[1:]))])  # one prefill per merge

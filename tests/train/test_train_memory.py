@@ -58,3 +58,24 @@ def test_train_cli_naive_engine_and_checkpointing(tiny_model_dir, tmp_path):
     assert cfg["rollout_engine"] == "naive" and cfg["grad_checkpointing"] is True
     bad = CliRunner().invoke(train_cmd, args[:-1] + ["--rollout-engine", "fast"])
     assert bad.exit_code == 2 and "fast" in bad.output
+
+
+def test_heap_threshold_follows_the_plans_headroom():
+    """A step that needs at most half its budget keeps freed memory for reuse (32 MiB mmap
+    threshold: no page faults per forward); a tight or unbounded plan returns it at once."""
+    from tracec.train.memory import (
+        GIB,
+        MMAP_THRESHOLD,
+        ROOMY_MMAP_THRESHOLD,
+        MemoryPlan,
+        heap_threshold_for,
+    )
+
+    def plan(update_gib: float, budget: float) -> MemoryPlan:
+        return MemoryPlan(weights=1.0 * GIB, rollout=0.1 * GIB, update=update_gib * GIB, kv_rows=4,
+                          grad_checkpointing=False, budget=budget)
+
+    assert heap_threshold_for(plan(0.5, 8 * GIB)) == ROOMY_MMAP_THRESHOLD  # 2.1 of 8 GiB
+    assert heap_threshold_for(plan(4.0, 8 * GIB)) == MMAP_THRESHOLD  # 5.6 of 8 GiB
+    assert heap_threshold_for(plan(0.5, float("inf"))) == MMAP_THRESHOLD
+    assert MMAP_THRESHOLD == 1 << 20 and ROOMY_MMAP_THRESHOLD == 32 << 20

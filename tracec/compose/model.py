@@ -375,6 +375,9 @@ class ComposedModel(nn.Module):
         self._layers = list(layers)
         self._checkpointing = False
         self._merged: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        self._merge_key: tuple[float, ...] | None = None
+        self._merge_backups: dict[str, torch.Tensor] = {}  # the adapted weights while merged
+        self._prefix_cache: Any = None  # shared-prompt KV of generate_tokenwise (fixed routings)
         layer_index = {id(m): i for i, m in enumerate(layers)}
         for li, layer in enumerate(layers):
             self._handles.append(layer.register_forward_pre_hook(self._make_gate_hook(li), with_kwargs=True))
@@ -520,12 +523,16 @@ class ComposedModel(nn.Module):
         w = torch.tensor([0.0] + [float(x) for x in weights[1:]])
         saved = []
         with torch.no_grad():
-            for experts in self.experts.values():
+            for name, experts in self.experts.items():
                 weight = experts.target.weight
-                saved.append((weight, weight.detach().clone()))
+                backup = self._merge_backups.get(name)  # reused: no fresh allocation per task
+                if backup is None or backup.shape != weight.shape or backup.dtype != weight.dtype:
+                    backup = self._merge_backups[name] = torch.empty_like(weight)
+                backup.copy_(weight)
+                saved.append((weight, backup))
                 rows = experts.rows(w.to(experts.a.device))
                 weight.add_(((experts.b * rows) @ experts.a).to(weight.dtype))
-        self._merged = saved
+        self._merged, self._merge_key = saved, tuple(float(x) for x in weights[1:])
         try:
             with self.forced(0):
                 yield
@@ -533,7 +540,7 @@ class ComposedModel(nn.Module):
             with torch.no_grad():
                 for weight, original in saved:
                     weight.copy_(original)
-            self._merged = None
+            self._merged, self._merge_key = None, None
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any):
         """The causal LM forward (returns the transformers output with ``.logits``)."""
@@ -588,9 +595,24 @@ class ComposedModel(nn.Module):
         tok = self._require_tokenizer()
         prompts = [self.render(m, tools) for m in batch_messages]
         device = str(next(self.gates.parameters()).device)
+        cache, key = self._prefix_cache_for_call()
         outs = generate_ids(self.model, tok, prompts, self.stop_ids, max_new_tokens, temperature,
-                            seed, device)
+                            seed, device, prefix_cache=cache, cache_key=key)
         return [decode_completion(tok, ids, self.stop_ids) for ids in outs]
+
+    def _prefix_cache_for_call(self) -> tuple[Any, Any]:
+        """``(prefix cache, key)`` for a generation under the routing in force when it is fixed
+        for the whole call (``forced`` or ``merged``: a prompt's keys/values then depend on its
+        tokens and the key only); ``(None, None)`` under per-token gate routing, whose gates may
+        be trained between calls."""
+        from tracec.llm.local import PrefixCache
+
+        force = self._state.force
+        if force is None:
+            return None, None
+        if self._prefix_cache is None:
+            self._prefix_cache = PrefixCache()
+        return self._prefix_cache, (tuple(force) if isinstance(force, list) else force, self._merge_key)
 
     def render(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
         """Prompt token ids for one conversation, ending with the assistant header."""

@@ -141,19 +141,29 @@ def decode_completion(tok, ids: list[int], stop_ids: list[int]) -> str:
 
 
 class PrefixCache:
-    """The KV cache of one prompt prefix shared by a batch (the system prompt and tools every
-    episode of an eval starts with), computed once and reused by later batches."""
+    """KV caches of prompt prefixes shared by a batch (the system prompt and tools every episode
+    of an eval starts with), each computed once and reused by later batches, turns and evals.
 
-    def __init__(self, min_tokens: int = 32) -> None:
+    Up to ``max_entries`` prefixes are kept (least recently used dropped first), so one model can
+    alternate between envs with different system prompts. ``key`` names the weights an entry was
+    computed with: a model whose weights change between calls (a composed model merging other
+    adapters per task) passes another key, and only entries of that key are reused."""
+
+    def __init__(self, min_tokens: int = 32, max_entries: int = 4) -> None:
         self.min_tokens = min_tokens
-        self.ids: tuple[int, ...] = ()
-        self.kv: Any = None
+        self.max_entries = max(1, max_entries)
+        self.entries: list[tuple[Any, tuple[int, ...], Any]] = []  # (key, ids, kv), newest last
 
-    def lookup(self, model, prompts: list[list[int]], device: str) -> tuple[int, Any]:
-        """``(P, a copy of the KV of the first P tokens, batched)``; ``(0, None)`` when the batch
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The most recently used prefix (``()`` when none is cached)."""
+        return self.entries[-1][1] if self.entries else ()
+
+    def lookup(self, model, prompts: list[list[int]], device: str, key: Any = None
+               ) -> tuple[int, Any]:
+        """``(P, the prefix's cache)``: the KV (batch 1, shared: callers copy it, never write to
+        it) of the first ``P`` tokens every prompt starts with; ``(0, None)`` when the batch
         shares fewer than ``min_tokens`` tokens."""
-        import copy
-
         import torch
 
         limit = min(len(p) for p in prompts) - 1  # every row keeps at least one token to feed
@@ -163,31 +173,61 @@ class PrefixCache:
             n += 1
         if n < self.min_tokens:
             return 0, None
-        cached = len(self.ids)
-        if not (self.kv is not None and self.min_tokens <= cached <= n and tuple(first[:cached]) == self.ids):
-            with torch.no_grad():
-                out = model(input_ids=torch.tensor([first[:n]], device=device), use_cache=True)
-            self.ids, self.kv, cached = tuple(first[:n]), out.past_key_values, n
-        kv = copy.deepcopy(self.kv)
-        if len(prompts) > 1:
-            kv.batch_repeat_interleave(len(prompts))
-        return cached, kv
+        best = None
+        for entry in self.entries:
+            k, ids, _ = entry
+            if k == key and self.min_tokens <= len(ids) <= n and tuple(first[: len(ids)]) == ids \
+                    and (best is None or len(ids) > len(best[1])):
+                best = entry
+        if best is None:
+            if len(self.entries) >= self.max_entries:  # free the oldest before computing anew
+                self.entries.pop(0)
+            with torch.no_grad():  # keys/values only: no logits for the prefix's positions
+                out = model(input_ids=torch.tensor([first[:n]], device=device), use_cache=True,
+                            logits_to_keep=1)
+            best = (key, tuple(first[:n]), out.past_key_values)
+        else:
+            self.entries.remove(best)
+        self.entries.append(best)
+        return len(best[1]), best[2]
+
+
+def _prefilled_cache(prefix_kv: Any, rows: int, capacity: int):
+    """A buffer cache of ``rows`` rows and ``capacity`` positions whose first positions hold the
+    prefix's keys/values (copied into every row); generation appends in place."""
+    import torch
+
+    from tracec.llm.kvbuffer import buffer_cache
+
+    keys, values = [], []
+    for layer in prefix_kv.layers:
+        for src, out in ((layer.keys, keys), (layer.values, values)):
+            buf = torch.empty(rows, src.shape[1], capacity, src.shape[3], dtype=src.dtype,
+                              device=src.device)
+            buf[:, :, : src.shape[2]] = src
+            out.append(buf)
+    return buffer_cache(keys, values, prefix_kv.layers[0].keys.shape[2])
 
 
 def generate_ids(model, tok, prompts: list[list[int]], stop_ids: list[int], max_new_tokens: int,
                  temperature: float, seed: int | None, device: str = "cpu",
-                 prefix_cache: PrefixCache | None = None) -> list[list[int]]:
+                 prefix_cache: PrefixCache | None = None, cache_key: Any = None
+                 ) -> list[list[int]]:
     """Batched sampling; each completion is cut after its first stop token.
 
     With ``prefix_cache`` the prompt tokens every row shares are prefilled once (and kept for
     later calls); the rows' own tokens follow, left-padded *after* the shared prefix, with the
-    padding masked (position ids follow the attention mask, so they match an unpadded prompt)."""
+    padding masked (position ids follow the attention mask, so they match an unpadded prompt).
+    Such a call's cache is one preallocated buffer per layer (the prefix copied into each row),
+    filled in place: the keys/values of a growing ``DynamicCache`` without copying it on every
+    decode step. ``cache_key`` names the model's current weights (see ``PrefixCache``)."""
     import torch
 
     if not prompts:
         return []
     pad = tok.pad_token_id
-    shared, kv = (0, None) if prefix_cache is None else prefix_cache.lookup(model, prompts, device)
+    shared, kv = ((0, None) if prefix_cache is None
+                  else prefix_cache.lookup(model, prompts, device, cache_key))
     head = prompts[0][:shared]
     rest = [p[shared:] for p in prompts]
     width = shared + max(len(r) for r in rest)
@@ -202,8 +242,8 @@ def generate_ids(model, tok, prompts: list[list[int]], stop_ids: list[int], max_
         kwargs.update(temperature=None, top_k=None, top_p=None)
     if seed is not None:
         torch.manual_seed(seed)
-    if kv is not None:
-        kwargs["past_key_values"] = kv  # renamed `cache` in transformers 5, still accepted
+    if kv is not None:  # renamed `cache` in transformers 5, still accepted
+        kwargs["past_key_values"] = _prefilled_cache(kv, len(prompts), width + max_new_tokens)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         out = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)

@@ -34,6 +34,7 @@ class RunContext:
     quiet: bool = False
     log: Callable[[str], None] = print
     outputs: dict[str, dict] = field(default_factory=dict)  # stage -> outputs of finished stages
+    agents: dict[str, Any] = field(default_factory=dict)  # agent spec -> agent built in this run
 
     def dir(self, stage: str) -> Path:
         return self.run_dir / stage
@@ -43,6 +44,14 @@ class RunContext:
 
 
 # ---------------------------------------------------------------------------- helpers
+def agent_for(ctx: RunContext, spec: str) -> Any:
+    """The run's agent for a spec, built once: the baseline, held-out and final evals reuse one
+    model (and its cached prompt prefixes: the τ² system prompt is prefilled once per model)."""
+    if spec not in ctx.agents:
+        ctx.agents[spec] = make_agent_for(ctx, spec)
+    return ctx.agents[spec]
+
+
 def make_agent_for(ctx: RunContext, spec: str) -> Any:
     """An agent from a spec, with the run's generation settings."""
     from tracec.harness.agents import make_agent, parse_agent_spec
@@ -67,7 +76,7 @@ def _eval(ctx: RunContext, agent_spec: str, out_dir: Path, split: str, num_tasks
         tau2_data=t.data_dir, max_turns=t.max_turns, max_errors=t.max_errors,
         batch_size=t.batch_size, seed=ctx.cfg.seed, out_dir=str(out_dir))
     summary = run_eval(ecfg, progress=not ctx.quiet,
-                       agent=agent if agent is not None else make_agent_for(ctx, agent_spec))
+                       agent=agent if agent is not None else agent_for(ctx, agent_spec))
     rows = summary["metrics"]
     overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
     return {"agent": summary["agent"], "episodes": summary["episodes"],
@@ -520,7 +529,7 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
                       max_errors=t.max_errors, batch_size=fe.env_batch_size, seed=ctx.cfg.seed,
                       env_seeds=fe.env_first_seed, max_new_tokens=ctx.cfg.model.max_new_tokens,
                       out_dir=str(ctx.dir("heldout_eval") / label))
-    summary = run_eval(ecfg, progress=not ctx.quiet, agent=make_agent_for(ctx, spec))
+    summary = run_eval(ecfg, progress=not ctx.quiet, agent=agent_for(ctx, spec))
     rows = summary["metrics"]
     overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
     return {"agent": summary["agent"], "episodes": summary["episodes"], "envs": env_files,
@@ -554,6 +563,7 @@ def run_final_eval(ctx: RunContext, resume: bool) -> dict:
     for label, spec in final_agents(ctx):
         ctx.log(f"final eval: {label}")
         results[label] = _eval(ctx, spec, ctx.dir("final_eval") / label, t.test_split, t.test_tasks)
+    ctx.agents.clear()  # the last stage that evaluates these models: free them
     if not results:
         raise StageSkipped("final_eval selects no model")
     return {"results": results}

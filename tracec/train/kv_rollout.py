@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
+
 PREFILL_CHUNK = 1024  # tokens per prefill forward: bounds the attention working set
 
 
@@ -40,34 +42,6 @@ def kv_bytes_per_token(model_config, dtype_bytes: int = 4) -> int:
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     return 2 * cfg.num_hidden_layers * heads * head_dim * dtype_bytes
-
-
-def _buffer_cache(keys: list[torch.Tensor], values: list[torch.Tensor], length: int):
-    """A transformers ``DynamicCache`` whose layers write into preallocated buffers in place."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer
-
-    class BufferLayer(DynamicLayer):
-        def __init__(self, kbuf: torch.Tensor, vbuf: torch.Tensor, n: int) -> None:
-            super().__init__()
-            self.kbuf, self.vbuf, self.n = kbuf, vbuf, n
-            self.device = kbuf.device
-            self.is_initialized = True
-            self.keys, self.values = kbuf[:, :, :n], vbuf[:, :, :n]
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            m = key_states.shape[-2]
-            self.kbuf[:, :, self.n: self.n + m] = key_states
-            self.vbuf[:, :, self.n: self.n + m] = value_states
-            self.n += m
-            self.keys, self.values = self.kbuf[:, :, :self.n], self.vbuf[:, :, :self.n]
-            return self.keys, self.values
-
-        def get_seq_length(self) -> int:
-            return self.n
-
-    cache = DynamicCache()
-    cache.layers = [BufferLayer(k, v, length) for k, v in zip(keys, values)]
-    return cache
 
 
 @dataclass

@@ -166,6 +166,9 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
                 continue
             rows.append((ids, mask))
             seeds_used.append(seed)
+        if trainer.device == "cpu":
+            trainer.tune_heap(min(m.index(1) if 1 in m else len(m) for _, m in rows),
+                              max(len(ids) for ids, _ in rows))
         model.train()
         opt.zero_grad(set_to_none=True)
         total_tokens = sum(sum(m) for _, m in rows)

@@ -29,6 +29,7 @@ from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpoin
 from tracec.train.memory import (
     MemoryBudgetError,
     MemoryPlan,
+    heap_threshold_for,
     limit_heap_retention,
     memory_budget_bytes,
     plan_step,
@@ -185,7 +186,7 @@ class GRPOTrainer:
         params = list(self.policy.parameters())
         dtype_bytes = params[0].element_size() if params else 4
         budget = memory_budget_bytes(cfg.memory_gb) if self.device == "cpu" else float("inf")
-        return plan_step(self.policy.config, sum(p.numel() for p in params),
+        plan = plan_step(self.policy.config, sum(p.numel() for p in params),
                          sum(p.numel() for p in params if p.requires_grad),
                          prompt_tokens=prompt_tokens, episode_tokens=episode_tokens,
                          distinct_prompts=distinct if cfg.rollout_engine == "kv" else 0,
@@ -193,6 +194,17 @@ class GRPOTrainer:
                          gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
                          grad_checkpointing=cfg.grad_checkpointing, budget=budget,
                          dtype_bytes=dtype_bytes)
+        if self.device == "cpu":  # a roomy step reuses freed heap memory (no page faults)
+            limit_heap_retention(heap_threshold_for(plan))
+        return plan
+
+    def tune_heap(self, prompt_tokens: int, tokens: int) -> None:
+        """Set the heap's mmap threshold for work on rows of ``tokens`` tokens (the SFT warm
+        start, which has no step plan of its own); a row that would not fit keeps 1 MiB."""
+        try:
+            self._plan(prompt_tokens, tokens, 0, 0)
+        except MemoryBudgetError:
+            limit_heap_retention()
 
     def _set_checkpointing(self, on: bool) -> None:
         if on == self._checkpointing:
