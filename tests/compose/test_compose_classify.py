@@ -157,3 +157,25 @@ def test_classifier_generation_uses_the_merged_choice(copy_world):
             expected = cm.generate_tokenwise([task], max_new_tokens=6)[0]
         assert out[[REFUND_TASK, BAGGAGE_TASK].index(task)] == expected
     assert generate_classified(cm, [REFUND_TASK], max_new_tokens=6, spec=spec) == out[:1]
+
+
+def test_classifier_generation_reuses_each_merges_prefix_cache(world):
+    """Later turns reuse the KV cache of the shared system prompt under the same merge, and
+    generate exactly what an uncached generation under that merge does."""
+    _, adapters = world
+    cm = build_composed(adapters)
+    spec = ClassifierSpec(scoring="likelihood", top_p=0.5)
+    cm.config = cm.config.model_copy(update={"routing": "classifier", "classifier": spec})
+    system = {"role": "system", "content": "You are an airline agent. " * 12}
+    tasks = [[system, {"role": "user", "content": f"What did I pay for reservation R{n}?"}]
+             for n in (101, 202, 303)]
+    first = cm.generate(tasks, max_new_tokens=5)
+    again = cm.generate(tasks, max_new_tokens=5)  # served from the cached prefixes
+    prefixes = cm._classifier_prefixes
+    assert prefixes and all(len(p.ids) >= p.min_tokens for p in prefixes.values())
+    assert again == first
+    for task, text in zip(tasks, first):
+        weights = classify(cm, task, spec).weights
+        ctx = cm.merged(weights) if any(weights[1:]) else cm.forced(0)
+        with ctx:
+            assert cm.generate_tokenwise([task], max_new_tokens=5)[0] == text

@@ -28,6 +28,7 @@ from tracec.compose.model import ClassifierSpec, ComposedModel, ComposeError
 
 NONE_DESCRIPTION = "None of these: the task needs no special capability."
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+MAX_PREFIX_CACHES = 8  # merges whose shared-prefix KV cache generate_classified keeps
 
 
 class ClassifierDecision(BaseModel):
@@ -181,9 +182,14 @@ def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
     """Like ``ComposedModel.generate``: each conversation runs on the adapters its task picks.
 
     Decisions are cached per task prompt (the router runs once per task, not per turn);
-    conversations with the same weights generate together under one merge.
+    conversations with the same weights generate together under one merge, and each merge keeps
+    its own KV cache of the prompt prefix its conversations share (the system prompt and tools),
+    so later turns and batches do not prefill it again (``MAX_PREFIX_CACHES`` merges at most).
     """
+    from tracec.llm.local import PrefixCache
+
     cache = cm.__dict__.setdefault("_classifier_cache", {})
+    prefixes: dict[tuple[float, ...], PrefixCache] = cm.__dict__.setdefault("_classifier_prefixes", {})
     groups: dict[tuple[float, ...], list[int]] = {}
     for i, messages in enumerate(batch_messages):
         key = hashlib.sha256(json.dumps([task_text(messages, 10**6), (spec or ClassifierSpec()).model_dump()],
@@ -196,12 +202,15 @@ def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
     out = [""] * len(batch_messages)
     for weights, idx in groups.items():
         batch = [batch_messages[i] for i in idx]
+        if weights not in prefixes and len(prefixes) >= MAX_PREFIX_CACHES:
+            prefixes.pop(next(iter(prefixes)))
+        prefix = prefixes.setdefault(weights, PrefixCache())
         if any(weights[1:]):
             with cm.merged(list(weights)):
-                texts = cm.generate_tokenwise(batch, tools, max_new_tokens, temperature, seed)
+                texts = cm.generate_tokenwise(batch, tools, max_new_tokens, temperature, seed, prefix)
         else:
             with cm.forced(0):
-                texts = cm.generate_tokenwise(batch, tools, max_new_tokens, temperature, seed)
+                texts = cm.generate_tokenwise(batch, tools, max_new_tokens, temperature, seed, prefix)
         for i, t in zip(idx, texts):
             out[i] = t
     return out

@@ -581,15 +581,20 @@ class ComposedModel(nn.Module):
 
     def generate_tokenwise(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
                            max_new_tokens: int = 256, temperature: float = 0.0,
-                           seed: int | None = None) -> list[str]:
-        """Generation with the routing currently in force (per token, or ``forced``)."""
+                           seed: int | None = None, prefix_cache: Any = None) -> list[str]:
+        """Generation with the routing currently in force (per token, or ``forced``).
+
+        ``prefix_cache`` (a :class:`tracec.llm.local.PrefixCache`) prefills the prompt prefix every
+        row shares once and keeps it for later calls; it is valid only for the weights and routing
+        it was filled under, so a caller keeps one per merge (see ``generate_classified``).
+        """
         from tracec.llm.local import decode_completion, generate_ids
 
         tok = self._require_tokenizer()
         prompts = [self.render(m, tools) for m in batch_messages]
         device = str(next(self.gates.parameters()).device)
         outs = generate_ids(self.model, tok, prompts, self.stop_ids, max_new_tokens, temperature,
-                            seed, device)
+                            seed, device, prefix_cache=prefix_cache)
         return [decode_completion(tok, ids, self.stop_ids) for ids in outs]
 
     def render(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
