@@ -179,3 +179,26 @@ def test_classifier_generation_reuses_each_merges_prefix_cache(world):
         ctx = cm.merged(weights) if any(weights[1:]) else cm.forced(0)
         with ctx:
             assert cm.generate_tokenwise([task], max_new_tokens=5)[0] == text
+
+
+def test_likelihood_scores_reuse_the_task_free_term(copy_world):
+    """The task-free log-likelihood of each description is computed once and reused; the scores
+    equal the PMI softmax computed from scratch."""
+    from tracec.compose.classify import _mean_logprob, descriptions, likelihood_scores
+
+    _, adapters = copy_world
+    cm = build_composed(adapters)
+    task = "Please refund the payment of my cancelled order."
+    first = likelihood_scores(cm, task)
+    assert len(cm._classifier_prior) == 3  # none + two descriptions
+    tok = cm.tokenizer
+    with_task = tok(f"Task: {task}\nCapability needed:", add_special_tokens=False)["input_ids"]
+    without = tok("Capability needed:", add_special_tokens=False)["input_ids"]
+    pmi = []
+    for desc in descriptions(cm):
+        cont = tok(" " + desc, add_special_tokens=False)["input_ids"]
+        pmi.append(_mean_logprob(cm, with_task, cont) - _mean_logprob(cm, without, cont))
+    expected = torch.softmax(torch.stack(pmi), -1).tolist()
+    assert first == pytest.approx(expected, abs=1e-6)
+    assert likelihood_scores(cm, BAGGAGE_TASK[0]["content"]) != pytest.approx(first)
+    assert len(cm._classifier_prior) == 3

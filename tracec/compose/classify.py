@@ -129,12 +129,17 @@ def likelihood_scores(cm: ComposedModel, task: str) -> list[float]:
     tok = cm._require_tokenizer()
     with_task = tok(f"Task: {task}\nCapability needed:", add_special_tokens=False)["input_ids"]
     without = tok("Capability needed:", add_special_tokens=False)["input_ids"]
+    # the task-free term depends on the description only: computed once per model, not per task
+    prior: dict[tuple[int, ...], torch.Tensor] = cm.__dict__.setdefault("_classifier_prior", {})
     scores = []
     for desc in descriptions(cm):
         cont = tok(" " + desc, add_special_tokens=False)["input_ids"]
         if not cont:
             raise ComposeError(f"empty description {desc!r}")
-        scores.append(_mean_logprob(cm, with_task, cont) - _mean_logprob(cm, without, cont))
+        key = tuple(without + [-1] + cont)
+        if key not in prior:
+            prior[key] = _mean_logprob(cm, without, cont)
+        scores.append(_mean_logprob(cm, with_task, cont) - prior[key])
     return torch.softmax(torch.stack(scores), -1).tolist()
 
 
