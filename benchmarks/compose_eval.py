@@ -1,14 +1,17 @@
 """Composed model vs each single adapter vs base, on the union of the adapters' held-out seeds.
 
     OMP_NUM_THREADS=1 python benchmarks/compose_eval.py ADAPTER_DIR... --composed DIR \
-        [--tasks 100] [--max-new-tokens 256] [--batch-size 25] [--out runs/compose_eval] [--base smollm2]
+        [--tasks 100] [--env-seeds heldout|START] [--max-new-tokens 256] [--batch-size 25] \
+        [--out runs/compose_eval] [--base smollm2] [--classifier-scoring likelihood --top-p 0.7]
 
 Every model is evaluated with ``tracec eval`` on the same compiled envs (each adapter's
 ``tracec.json`` names its training env; the union of them, or ``--env`` to choose) and the same
-held-out seeds (``--env-seeds heldout``: the range training never draws from), then every pair
+held-out seeds (``--env-seeds heldout``: the range training never draws from, from 10^9; or
+``--env-seeds START`` for fresh seeds from START, e.g. 2000000000), then every pair
 is compared with ``tracec compare``'s paired bootstrap (95 % CI of the difference, per env and
 over the union). ``--composed`` may be given several times (e.g. token routing and classifier
-routing); without it the script composes the adapters with classifier routing (no training).
+routing); without it the script composes the adapters with classifier routing (no training;
+``--classifier-scoring`` and ``--top-p`` choose its setting).
 
 Targets (issue 12): the composed model ≥ the best single adapter on the union (difference ≥ 0;
 say when the CI contains 0), and no worse than base on any env beyond its CI (upper end ≥ 0).
@@ -33,25 +36,35 @@ def adapter_env(adapter: Path) -> str | None:
     return str(env) if env else None
 
 
-def run_eval(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path,
-             batch_size: int = 25) -> Path:
-    if (out / "summary.json").is_file():
-        return out
+def eval_command(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path,
+                 batch_size: int = 25, env_seeds: str = "heldout") -> list[str]:
+    """The ``tracec eval`` command line of one model (``env_seeds``: ``heldout`` or a start seed)."""
     cmd = [sys.executable, "-m", "tracec.cli", "eval", "--agent", agent, "--tasks", str(tasks),
-           "--env-seeds", "heldout", "--max-new-tokens", str(max_new_tokens), "--out", str(out),
+           "--env-seeds", str(env_seeds), "--max-new-tokens", str(max_new_tokens), "--out", str(out),
            "--batch-size", str(batch_size), "--json"]
     for env in envs:
         cmd += ["--env", env]
+    return cmd
+
+
+def run_eval(agent: str, envs: list[str], tasks: int, max_new_tokens: int, out: Path,
+             batch_size: int = 25, env_seeds: str = "heldout") -> Path:
+    if (out / "summary.json").is_file():
+        return out
+    cmd = eval_command(agent, envs, tasks, max_new_tokens, out, batch_size, env_seeds)
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
 
 
-def compose_classifier(adapters: list[Path], out: Path) -> Path:
+def compose_classifier(adapters: list[Path], out: Path, scoring: str = "labels",
+                       top_p: float = 0.9) -> Path:
     if not (out / "moe.json").is_file():
-        subprocess.run([sys.executable, "-m", "tracec.cli", "compose", *map(str, adapters),
-                        "--routing", "classifier", "-o", str(out), "--json"], check=True,
-                       stdout=subprocess.DEVNULL)
+        cmd = [sys.executable, "-m", "tracec.cli", "compose", *map(str, adapters),
+               "--routing", "classifier", "--classifier-scoring", scoring, "--top-p", str(top_p),
+               "-o", str(out), "--json"]
+        print("$", " ".join(cmd), file=sys.stderr, flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
 
 
@@ -63,6 +76,12 @@ def main() -> None:
                     "adapters' training envs)")
     ap.add_argument("--base", default=None, help="base model (default: the adapters' base_model)")
     ap.add_argument("--tasks", type=int, default=100, help="held-out seeds per env")
+    ap.add_argument("--env-seeds", default="heldout", help="first held-out seed (task i uses it + i): "
+                    "`heldout` = 10^9, or e.g. 2000000000 for seeds no earlier run has seen")
+    ap.add_argument("--classifier-scoring", choices=["labels", "likelihood"], default="labels",
+                    help="scoring of the default classifier-routed composition (without --composed)")
+    ap.add_argument("--top-p", type=float, default=0.9,
+                    help="top-p of the default classifier-routed composition (without --composed)")
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--batch-size", type=int, default=25, help="episodes in flight per eval")
     ap.add_argument("--out", type=Path, default=Path("runs/compose_eval"))
@@ -79,7 +98,16 @@ def main() -> None:
     base = args.base or adapter_base_model(args.adapters[0])
     if not base:
         sys.exit("no base model: pass --base")
-    composed = args.composed or [compose_classifier(args.adapters, args.out / "composed_classifier")]
+    if args.env_seeds != "heldout":
+        try:
+            start = int(args.env_seeds.replace("_", ""))
+        except ValueError:
+            sys.exit(f"--env-seeds {args.env_seeds!r}: expected `heldout` or an integer start seed")
+        from tracec.targets.seeds import HELDOUT_START, SEED_LIMIT
+        if not HELDOUT_START <= start <= SEED_LIMIT - args.tasks:
+            sys.exit(f"--env-seeds {start}: held-out seeds lie in [{HELDOUT_START}, {SEED_LIMIT})")
+    composed = args.composed or [compose_classifier(args.adapters, args.out / "composed_classifier",
+                                                    args.classifier_scoring, args.top_p)]
     models = {"base": f"local:{base}"}
     for a in args.adapters:
         models[f"adapter {a.name}"] = f"local:{base}+adapter:{a}"
@@ -88,7 +116,7 @@ def main() -> None:
         models[f"composed {c.name} ({routing})"] = f"composed:{c}"
     runs = {name: run_eval(agent, envs, args.tasks, args.max_new_tokens,
                            args.out / name.replace(" ", "_").replace("(", "").replace(")", ""),
-                           args.batch_size)
+                           args.batch_size, args.env_seeds)
             for name, agent in models.items()}
     names = list(runs)
     pairs = {}
@@ -98,7 +126,8 @@ def main() -> None:
     singles = [n for n in names if n.startswith("adapter ")]
     first = pairs[f"{names[1]} − {names[0]}"]
     groups = [g["group"] for g in first["groups"]]  # the env ids the runs recorded
-    lines = [f"# Composition benchmark ({args.tasks} held-out seeds per env: {', '.join(envs)})", "",
+    seeds = "from 10^9" if args.env_seeds == "heldout" else f"from {args.env_seeds}"
+    lines = [f"# Composition benchmark ({args.tasks} held-out seeds per env, {seeds}: {', '.join(envs)})", "",
              "| model | " + " | ".join(groups) + " | union |", "|---|" + "---:|" * (len(groups) + 1)]
     rates = {names[0]: {g["group"]: g["pass_rate_a"] for g in first["groups"]} | {
         "all": first["overall"]["pass_rate_a"]}}
@@ -131,7 +160,8 @@ def main() -> None:
     lines += ["", *verdicts, ""]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.md").write_text("\n".join(lines))
-    (args.out / "report.json").write_text(json.dumps({"envs": envs, "tasks": args.tasks, "models": models,
+    (args.out / "report.json").write_text(json.dumps({"envs": envs, "tasks": args.tasks, "env_seeds": args.env_seeds,
+                                                      "models": models,
                                                       "rates": rates, "pairs": pairs}, indent=1))
     print("\n".join(lines))
 

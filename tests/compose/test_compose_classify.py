@@ -182,3 +182,47 @@ def test_generation_caches_the_shared_prompt_once_per_merge(world):
             assert cm.generate_tokenwise(batch, max_new_tokens=6) == expected[tuple(weights)]
     keys = [k for k, _, _ in cm._prefix_cache.entries]
     assert sorted(keys) == sorted([(0, tuple(a[1:])), (0, tuple(b[1:]))])  # one prefill per merge
+
+
+def test_classifier_generation_reuses_each_merges_prefix_cache(world):
+    """Later turns reuse the KV cache of the shared system prompt under the same merge, and
+    generate exactly what an uncached generation under that merge does."""
+    _, adapters = world
+    cm = build_composed(adapters)
+    spec = ClassifierSpec(scoring="likelihood", top_p=0.5)
+    cm.config = cm.config.model_copy(update={"routing": "classifier", "classifier": spec})
+    system = {"role": "system", "content": "You are an airline agent. " * 12}
+    tasks = [[system, {"role": "user", "content": f"What did I pay for reservation R{n}?"}]
+             for n in (101, 202, 303)]
+    first = cm.generate(tasks, max_new_tokens=5)
+    again = cm.generate(tasks, max_new_tokens=5)  # served from the cached prefixes
+    assert cm._prefix_cache.entries  # the shared prompt was cached under the chosen merges
+    assert again == first
+    for task, text in zip(tasks, first):
+        weights = classify(cm, task, spec).weights
+        ctx = cm.merged(weights) if any(weights[1:]) else cm.forced(0)
+        with ctx:
+            assert cm.generate_tokenwise([task], max_new_tokens=5)[0] == text
+
+
+def test_likelihood_scores_reuse_the_task_free_term(copy_world):
+    """The task-free log-likelihood of each description is computed once and reused; the scores
+    equal the PMI softmax computed from scratch."""
+    from tracec.compose.classify import _mean_logprob, descriptions, likelihood_scores
+
+    _, adapters = copy_world
+    cm = build_composed(adapters)
+    task = "Please refund the payment of my cancelled order."
+    first = likelihood_scores(cm, task)
+    assert len(cm._classifier_prior) == 3  # none + two descriptions
+    tok = cm.tokenizer
+    with_task = tok(f"Task: {task}\nCapability needed:", add_special_tokens=False)["input_ids"]
+    without = tok("Capability needed:", add_special_tokens=False)["input_ids"]
+    pmi = []
+    for desc in descriptions(cm):
+        cont = tok(" " + desc, add_special_tokens=False)["input_ids"]
+        pmi.append(_mean_logprob(cm, with_task, cont) - _mean_logprob(cm, without, cont))
+    expected = torch.softmax(torch.stack(pmi), -1).tolist()
+    assert first == pytest.approx(expected, abs=1e-6)
+    assert likelihood_scores(cm, BAGGAGE_TASK[0]["content"]) != pytest.approx(first)
+    assert len(cm._classifier_prior) == 3

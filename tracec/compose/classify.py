@@ -128,12 +128,17 @@ def likelihood_scores(cm: ComposedModel, task: str) -> list[float]:
     tok = cm._require_tokenizer()
     with_task = tok(f"Task: {task}\nCapability needed:", add_special_tokens=False)["input_ids"]
     without = tok("Capability needed:", add_special_tokens=False)["input_ids"]
+    # the task-free term depends on the description only: computed once per model, not per task
+    prior: dict[tuple[int, ...], torch.Tensor] = cm.__dict__.setdefault("_classifier_prior", {})
     scores = []
     for desc in descriptions(cm):
         cont = tok(" " + desc, add_special_tokens=False)["input_ids"]
         if not cont:
             raise ComposeError(f"empty description {desc!r}")
-        scores.append(_mean_logprob(cm, with_task, cont) - _mean_logprob(cm, without, cont))
+        key = tuple(without + [-1] + cont)
+        if key not in prior:
+            prior[key] = _mean_logprob(cm, without, cont)
+        scores.append(_mean_logprob(cm, with_task, cont) - prior[key])
     return torch.softmax(torch.stack(scores), -1).tolist()
 
 
@@ -181,7 +186,9 @@ def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
     """Like ``ComposedModel.generate``: each conversation runs on the adapters its task picks.
 
     Decisions are cached per task prompt (the router runs once per task, not per turn);
-    conversations with the same weights generate together under one merge.
+    conversations with the same weights generate together under one merge, and the composed
+    model keeps the KV cache of the prompt prefix they share per merge (the system prompt and
+    tools), so later turns and batches do not prefill it again.
     """
     cache = cm.__dict__.setdefault("_classifier_cache", {})
     groups: dict[tuple[float, ...], list[int]] = {}
