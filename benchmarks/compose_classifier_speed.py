@@ -55,7 +55,7 @@ def main() -> None:
 
     from tracec.compose.api import load_composed
     from tracec.compose.classify import classify, generate_classified
-    from tracec.llm.local import LocalChatModel
+    from tracec.llm.local import LocalChatModel, decode_completion, generate_ids
 
     torch.manual_seed(0)
     batch, tools = first_prompts(args.env, args.env_seeds, args.tasks)
@@ -85,9 +85,11 @@ def main() -> None:
         for w, idx in groups.items():
             sub = [batch[i] for i in idx]
             ctx = cm.merged(list(w)) if any(w[1:]) else cm.forced(0)
-            with ctx:
-                for i, t in zip(idx, cm.generate_tokenwise(sub, tools, n_new, 0.0, None)):
-                    out[i] = t
+            with ctx:  # generate_ids without a prefix cache: every prompt prefilled in full
+                ids = generate_ids(cm.model, cm.tokenizer, [cm.render(m, tools) for m in sub], cm.stop_ids,
+                                   n_new, 0.0, None)
+                for i, one in zip(idx, ids):
+                    out[i] = decode_completion(cm.tokenizer, one, cm.stop_ids)
         return out
 
     variants = {"classify": do_classify, "merge": do_merge, "composed_cached": composed_cached,
