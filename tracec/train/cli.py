@@ -10,6 +10,8 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
+
 
 def _config(env_name: str, opts: dict[str, Any]):
     from tracec.train.config import TrainConfig
@@ -79,10 +81,16 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             info = f"loss {m['sft_loss']:.3f} token acc {m['sft_token_accuracy']:.0%}"
             progress.update(sft_task, completed=m["sft_step"], info=info)
 
+        steps_seen: list[dict[str, Any]] = []
+
         def on_step(m: dict[str, Any]) -> None:
             info = (f"reward {m['reward_mean']:.3f}±{m['reward_std']:.3f} kept {m['kept_share']:.0%} "
                     f"loss {m['loss']:+.4f} {m['gen_tokens_per_s']:.0f} tok/s")
             progress.update(task, completed=m["step"], info=info)
+            steps_seen.append(m)
+            if silent_streak(steps_seen) == DEFAULT_STREAK:  # once per streak, not every step after
+                out_console = Console(stderr=True) if as_json else progress.console  # above the bar
+                out_console.print(f"[yellow]warning:[/] {no_signal_advice(steps_seen)}")
 
         try:
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
