@@ -150,3 +150,20 @@ def test_report_compares_every_pair_of_models_on_the_same_tasks(finished_run):
     # columns: pair, whose tasks (the one env here), tasks, success A → B, Δ, CI, Δ reward, noise
     assert any(ln.startswith("| composed − base | ") and ln.split(" | ")[2] == "1" for ln in pairs)
     assert all("within noise" in ln or "B better" in ln or "B worse" in ln for ln in pairs)
+
+
+def test_manifests_and_report_record_cpu_time_and_load(finished_run):
+    """Each stage records its CPU seconds and the load average around it; the report shows both,
+    so a wall time can be read against what else ran on the box."""
+    import os
+
+    run_dir, _ = finished_run
+    ms = {s: read_manifest(run_dir, s) for s in STAGE_NAMES}
+    train = ms["train"]
+    assert train.cpu_seconds is not None and 0 < train.cpu_seconds
+    if hasattr(os, "getloadavg"):
+        assert train.load_start is not None and train.load_end is not None and train.load_end >= 0
+    report = (run_dir / "report.md").read_text()
+    assert "| stage | status | seconds | CPU s | load start → end | attempts | note |" in report
+    assert f"| train | done | {train.seconds:.1f} | {train.cpu_seconds:.1f} |" in report
+    assert "CPU time" in report.split("Total stage time:")[1].splitlines()[0]

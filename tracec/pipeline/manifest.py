@@ -25,6 +25,9 @@ class StageManifest(BaseModel):
     started: str = ""
     finished: str = ""
     seconds: float = 0.0
+    cpu_seconds: float | None = None  # this process and its children, user + system
+    load_start: float | None = None  # 1-min load average when the stage started / finished
+    load_end: float | None = None
     attempts: int = 0
     error: str | None = None
     note: str | None = None
@@ -32,6 +35,20 @@ class StageManifest(BaseModel):
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def cpu_now() -> float:
+    """CPU seconds used so far by this process and its waited-for children (user + system)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def load_now() -> float | None:
+    """The 1-min load average, or None where the OS has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
 
 
 def hash_inputs(*parts: Any) -> str:

@@ -58,16 +58,30 @@ def _outputs(ms: dict[str, StageManifest | None], stage: str) -> dict:
 
 # ---------------------------------------------------------------------------- sections
 def _stages(ms: dict[str, StageManifest | None]) -> str:
+    def load(m: StageManifest) -> str:
+        if m.load_start is None or m.load_end is None:
+            return ""
+        return f"{m.load_start:.2f} → {m.load_end:.2f}"
+
     rows = []
     for s in STAGES:
         m = ms.get(s)
         if m is None:
-            rows.append([s, "not run", "", "", ""])
+            rows.append([s, "not run", "", "", "", "", ""])
         else:
-            rows.append([s, m.status, f"{m.seconds:.1f}", m.attempts, m.note or m.error or ""])
-    total = sum(m.seconds for m in ms.values() if m)
-    return _table(["stage", "status", "seconds", "attempts", "note"], rows) + \
-        f"\n\nTotal stage time: {total:.1f} s ({total / 60:.1f} min)."
+            cpu = "" if m.cpu_seconds is None else f"{m.cpu_seconds:.1f}"
+            rows.append([s, m.status, f"{m.seconds:.1f}", cpu, load(m), m.attempts, m.note or m.error or ""])
+    done = [m for m in ms.values() if m]
+    total = sum(m.seconds for m in done)
+    line = f"\n\nTotal stage time: {total:.1f} s ({total / 60:.1f} min)."
+    if done and all(m.cpu_seconds is not None for m in done):
+        cpu = sum(m.cpu_seconds or 0.0 for m in done)
+        loads = [x for m in done for x in (m.load_start, m.load_end) if x is not None]
+        line += f" CPU time {cpu:.1f} s ({cpu / 60:.1f} min)"
+        line += f"; 1-min load average {min(loads):.2f}–{max(loads):.2f}." if loads else "."
+        line += (" CPU time well below the stage time means the run waited: for its cores (see the load)"
+                 " or for a remote model.") if cpu < 0.8 * total else ""
+    return _table(["stage", "status", "seconds", "CPU s", "load start → end", "attempts", "note"], rows) + line
 
 
 def _capabilities(run_dir: Path, ms: dict) -> str:

@@ -13,7 +13,15 @@ from typing import Any
 
 from tracec.pipeline import stages as st
 from tracec.pipeline.config import RunConfig
-from tracec.pipeline.manifest import StageManifest, hash_inputs, now, read_manifest, write_manifest
+from tracec.pipeline.manifest import (
+    StageManifest,
+    cpu_now,
+    hash_inputs,
+    load_now,
+    now,
+    read_manifest,
+    write_manifest,
+)
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,12 @@ def run_pipeline(cfg: RunConfig, run_dir: Path, from_stage: str | None = None,
 def _run_stage(stage: Stage, ctx: st.RunContext, h: str, resume: bool,
                old: StageManifest | None, log: Callable[[str], None]) -> StageManifest:
     prior = old.seconds if old else 0.0  # time spent by earlier, unfinished attempts
+    prior_cpu = (old.cpu_seconds or 0.0) if old else 0.0
     m = StageManifest(stage=stage.name, status="running", inputs_hash=h, started=now(),
-                      attempts=(old.attempts if old else 0) + 1, seconds=prior)
+                      attempts=(old.attempts if old else 0) + 1, seconds=prior, load_start=load_now())
     write_manifest(ctx.run_dir, m)
     log(f"[{stage.name}] {stage.title}" + (" (resuming)" if resume else ""))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_now()
     try:
         outputs = stage.run(ctx, resume)
         m.status, m.outputs = "done", outputs
@@ -108,6 +117,8 @@ def _run_stage(stage: Stage, ctx: st.RunContext, h: str, resume: bool,
         (ctx.dir(stage.name) / "error.txt").write_text(traceback.format_exc())
     m.finished = now()
     m.seconds = round(prior + time.perf_counter() - t0, 2)
+    m.cpu_seconds = round(prior_cpu + cpu_now() - c0, 2)
+    m.load_end = load_now()
     write_manifest(ctx.run_dir, m)
     if m.status == "done":
         log(f"[{stage.name}] done in {m.seconds:.1f}s")
