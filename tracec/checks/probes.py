@@ -98,8 +98,7 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     gold = tuple(inst.gold)
     if not probe.calls:  # nothing runs: the initial world (a lazy copy if any: compares fast)
         done: list[Call] = []
-        initial = env.initial_copy() if env._frozen_initial.shares else env.initial_db
-        matches = env.matches_gold(initial)
+        matches = env.matches_gold(env.initial_for_compare())
     elif probe.calls == gold and not any(c.name in box.ends for c in gold[:-1]):
         # the gold calls: reset() replayed them (each succeeded) into the gold world
         done = [Call(c.name, c.arguments) for c in gold]

@@ -135,7 +135,7 @@ def likelihood_scores(cm: ComposedModel, task: str) -> list[float]:
         cont = tok(" " + desc, add_special_tokens=False)["input_ids"]
         if not cont:
             raise ComposeError(f"empty description {desc!r}")
-        key = tuple(without + [-1] + cont)
+        key = tuple(cont)  # the task-free prompt is the same for every description
         if key not in prior:
             prior[key] = _mean_logprob(cm, without, cont)
         scores.append(_mean_logprob(cm, with_task, cont) - prior[key])

@@ -77,13 +77,17 @@ def _eval(ctx: RunContext, agent_spec: str, out_dir: Path, split: str, num_tasks
         batch_size=t.batch_size, seed=ctx.cfg.seed, out_dir=str(out_dir))
     summary = run_eval(ecfg, progress=not ctx.quiet,
                        agent=agent if agent is not None else agent_for(ctx, agent_spec))
+    return {"agent": summary["agent"], "episodes": summary["episodes"],
+            "resumed": summary["resumed"], **_overall(summary),
+            "trajectories": summary["trajectories"], "tau2_results": summary["tau2_results"]}
+
+
+def _overall(summary: dict) -> dict:
+    """An eval summary's overall pass rate and mean reward (its "all" row; 0 when empty)."""
     rows = summary["metrics"]
     overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
-    return {"agent": summary["agent"], "episodes": summary["episodes"],
-            "resumed": summary["resumed"],
-            "pass_rate": overall["pass_rate"] if overall else 0.0,
-            "avg_reward": overall["avg_reward"] if overall else 0.0,
-            "trajectories": summary["trajectories"], "tau2_results": summary["tau2_results"]}
+    return {"pass_rate": overall["pass_rate"] if overall else 0.0,
+            "avg_reward": overall["avg_reward"] if overall else 0.0}
 
 
 def _api_key(env_name: str) -> str | None:
@@ -299,12 +303,20 @@ def train_config(ctx: RunContext, env_name: str, n_adapters: int, budget: int | 
     return cfg
 
 
+def _step_metrics(adapter_dir: Path) -> list[dict]:
+    """The GRPO steps of an adapter's metrics.jsonl (none when the file is absent or empty; a
+    line that is not JSON is an error naming ``path:line``)."""
+    from tracec.train.plots import read_metrics
+
+    path = adapter_dir / "metrics.jsonl"
+    if not path.is_file() or not path.read_text().strip():
+        return []
+    return read_metrics(adapter_dir)
+
+
 def rollouts_spent(adapter_dir: Path) -> int:
     """Training episodes recorded in an adapter's metrics.jsonl."""
-    path = adapter_dir / "metrics.jsonl"
-    if not path.is_file():
-        return 0
-    return sum(json.loads(ln).get("episodes", 0) for ln in path.read_text().splitlines() if ln.strip())
+    return sum(r.get("episodes", 0) for r in _step_metrics(adapter_dir))
 
 
 def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool) -> dict:
@@ -350,8 +362,7 @@ def _adapter_summary(cap: str, out: Path, meta: dict) -> dict:
 
 def grpo_summary(adapter_dir: Path) -> dict:
     """GRPO steps, sampled and kept groups (groups with reward variance), steps that updated."""
-    path = adapter_dir / "metrics.jsonl"
-    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
+    rows = _step_metrics(adapter_dir)
     return {"steps": len(rows), "groups": sum(r.get("groups", 0) for r in rows),
             "kept_groups": sum(r.get("kept_groups", 0) for r in rows),
             "updates": sum(1 for r in rows if r.get("kept_groups", 0) > 0),
@@ -530,11 +541,8 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
                       env_seeds=fe.env_first_seed, max_new_tokens=ctx.cfg.model.max_new_tokens,
                       out_dir=str(ctx.dir("heldout_eval") / label))
     summary = run_eval(ecfg, progress=not ctx.quiet, agent=agent_for(ctx, spec))
-    rows = summary["metrics"]
-    overall = next((r for r in rows if r["group"] == "all"), rows[0] if rows else None)
     return {"agent": summary["agent"], "episodes": summary["episodes"], "envs": env_files,
-            "first_seed": fe.env_first_seed, "pass_rate": overall["pass_rate"] if overall else 0.0,
-            "avg_reward": overall["avg_reward"] if overall else 0.0,
+            "first_seed": fe.env_first_seed, **_overall(summary),
             "trajectories": summary["trajectories"]}
 
 

@@ -394,13 +394,15 @@ class CapabilityEnv(gym.Env[str, str]):
         """A fresh deep copy of the current task's initial world."""
         return self._frozen_initial.copy()
 
-    def _current_world(self) -> dict:
-        """The episode's world for comparing, without copying it when no tool ran: the initial
-        world itself, or a lazy copy when copies share tables and records with the gold world
-        (then the untouched ones compare by identity)."""
-        if self._db is not None:
-            return self._db
+    def initial_for_compare(self) -> dict:
+        """The initial world for comparing with the gold world, not to be written to: a lazy
+        copy when copies share tables and records with the gold world (the untouched ones then
+        compare by identity), else the initial world itself, uncopied."""
         return self._frozen_initial.copy() if self._frozen_initial.shares else self.initial_db
+
+    def _current_world(self) -> dict:
+        """The episode's world for comparing, without copying it when no tool ran."""
+        return self._db if self._db is not None else self.initial_for_compare()
 
     def matches_gold(self, db: dict) -> bool:
         """``db`` equals the gold world (numbers compared numerically: 100.0 == 100, 0.1+0.2 == 0.3)."""

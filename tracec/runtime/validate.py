@@ -96,8 +96,8 @@ def check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str,
 
 Accept = Callable[[Any], bool]
 
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: type(v) is str or isinstance(v, str),
+_TYPES: dict[str, Accept] = {
+    "string": lambda v: isinstance(v, str),
     "integer": lambda v: _type_ok(v, "integer"),
     "number": lambda v: _type_ok(v, "number"),
     "boolean": lambda v: isinstance(v, bool),
