@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracec import files
-from tracec.targets.seeds import HELDOUT_START
+from tracec.core.seeds import HELDOUT_START, eval_range
 
 
 class ConfigError(ValueError):
@@ -145,6 +145,12 @@ class FinalEvalSettings(_Strict):
     env_cross: bool = Field(False, description="evaluate each adapter on every trained env, "
                             "not only its own")
     env_batch_size: int = Field(25, ge=1, description="env episodes in lockstep")
+
+    @model_validator(mode="after")
+    def _seeds_below_limit(self) -> FinalEvalSettings:
+        if self.env_tasks:  # refused here, before any stage, not in the held-out eval
+            eval_range(self.env_first_seed, self.env_tasks, "final_eval.env_first_seed")
+        return self
 
 
 class BaselineSettings(_Strict):

@@ -549,7 +549,7 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
 def run_heldout_eval(ctx: RunContext, resume: bool) -> dict:
     """Evaluate base, each adapter and the composed model on held-out seeds of the trained
     capability envs (``final_eval.env_tasks``; resumable per episode)."""
-    from tracec.targets.seeds import SeedRangeError
+    from tracec.core.seeds import SeedRangeError
 
     plan = env_eval_plan(ctx)
     if not plan:

@@ -87,16 +87,18 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
     from tracec.files import Locked, exclusive_lock
-    from tracec.targets.evaluate import LOCK
+    from tracec.targets.evaluate import ENV_TASKS, LOCK
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
     if trials < 1 or (num_tasks is not None and num_tasks < 1):
         raise click.ClickException("--trials and --tasks must be at least 1")
-    from tracec.targets.seeds import HELDOUT_START, SeedRangeError, parse_range
+    from tracec.core.seeds import HELDOUT_START, SeedRangeError, eval_range, parse_range
 
     try:
         first_seed = HELDOUT_START if env_seeds == "heldout" else parse_range(env_seeds, "--env-seeds").start
+        if envs:
+            eval_range(first_seed, num_tasks or ENV_TASKS)
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     out = Path(out_dir)

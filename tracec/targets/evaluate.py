@@ -19,9 +19,18 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds, composed_adapter_dirs
+from tracec.core.seeds import (
+    HELDOUT_START,
+    SeedRange,
+    check_eval_seeds,
+    composed_adapter_dirs,
+    eval_range,
+)
 
 TRAJECTORIES = "trajectories.jsonl"
+
+
+ENV_TASKS = 10  # compiled-env tasks (seeds) when --tasks is not given
 
 
 class EvalConfig(BaseModel):
@@ -44,7 +53,8 @@ class EvalConfig(BaseModel):
     out_dir: str = "runs/eval"
 
     def env_seed_range(self) -> SeedRange:
-        return SeedRange(start=self.env_seeds, stop=self.env_seeds + (self.num_tasks or 10))
+        """The seeds compiled envs are reset with (refused when past the maximum seed)."""
+        return eval_range(self.env_seeds, self.num_tasks or ENV_TASKS)
 
 
 def _tau2_domain(target: str) -> str:
@@ -89,9 +99,10 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         env = resolve_env(spec)
         name = env.gym_id
         makers[name] = env.factory
-        n = cfg.num_tasks or 10
+        span = cfg.env_seed_range()
+        seeds = range(span.start, span.stop)
         for trial in range(cfg.trials):
-            jobs += [Job(name, str(cfg.env_seeds + i), trial, cfg.env_seeds + i) for i in range(n)]
+            jobs += [Job(name, str(seed), trial, seed) for seed in seeds]
     return jobs, makers, worlds
 
 
@@ -123,6 +134,8 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
 
     if agent is None:
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
+    if cfg.envs:  # every agent kind: the same seeds, or none at all
+        cfg.env_seed_range()
     if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
         for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
             check_eval_seeds(cfg.env_seed_range(), adapter)

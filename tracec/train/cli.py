@@ -24,7 +24,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
         "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
-    from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
+    from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
 
     try:
         seeds = check_training_range(parse_range(opts["train_seeds"], "--train-seeds"))

@@ -71,7 +71,7 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _seeds_below_heldout(self) -> TrainConfig:
-        from tracec.targets.seeds import SeedRange, check_training_range
+        from tracec.core.seeds import SeedRange, check_training_range
 
         check_training_range(SeedRange(start=self.train_seeds[0], stop=self.train_seeds[1]))
         return self

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tracec.targets.seeds import SeedRange
+from tracec.core.seeds import SeedRange
 
 END_OF_TURN = "<|im_end|>"
 SFT_SEED_OFFSET = 500_000_000  # demos come from the upper half of the run's training seeds

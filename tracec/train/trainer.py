@@ -23,7 +23,7 @@ import torch
 
 from tracec.harness.resolve import EnvTarget
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
-from tracec.targets.seeds import HELDOUT_START
+from tracec.core.seeds import HELDOUT_START
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
 from tracec.train.memory import (
