@@ -19,6 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: files are not locked
+    fcntl = None
+
 __all__ = ["InputError", "JSONLimitError", "Locked", "decode_json", "exclusive_lock", "parse_json", "read_json",
            "read_jsonl", "read_text", "read_toml", "require_type", "too_deep"]
 
@@ -267,11 +272,8 @@ def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None
     fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
     try:
         try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX: no locking
-            pass
+            if fcntl is not None:  # not POSIX: no locking
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.seek(0)
             holder = fh.read().strip() or "?"

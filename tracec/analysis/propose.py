@@ -14,6 +14,10 @@ from typing import Callable
 from tracec.analysis.aggregate import Selection
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.prompts import load_prompt
+from tracec.checks import run_checks
+from tracec.compiler.api import compile_text
+from tracec.domains import get_domain
+from tracec.domains.describe import describe_text
 from tracec.llm.client import LLMError
 
 SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.S)
@@ -45,13 +49,10 @@ def load_language_reference(path: Path | None = None) -> str:
 
 def domain_tools_text(domain: str) -> str:
     """What `tracec describe DOMAIN` prints: tools, entities, references, enums, generators."""
-    from tracec.domains import get_domain
-
     try:
         dom = get_domain(domain)
     except (KeyError, ModuleNotFoundError):
         raise AnalysisError(f"unknown domain {domain!r}") from None
-    from tracec.domains.describe import describe_text
 
     return describe_text(dom)
 
@@ -62,14 +63,10 @@ def extract_spec(reply: str) -> str:
 
 
 def _default_compile(text: str, path: str):
-    from tracec.compiler.api import compile_text
-
     return compile_text(text, path)
 
 
 def _default_check(capability, seeds: int):
-    from tracec.checks import run_checks
-
     return run_checks(capability, seeds=seeds)
 
 

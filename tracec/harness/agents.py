@@ -20,6 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
+from tracec.llm.client import ChatClient
+from tracec.llm.local import LocalChatModel
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -49,8 +51,6 @@ class OpenAIAgent:
                  temperature: float = 0.0, max_tokens: int = 1024, concurrency: int = 4,
                  client: Any = None) -> None:
         if client is None:
-            from tracec.llm.client import ChatClient
-
             client = ChatClient(base_url, model, api_key=api_key)
         self.client = client
         self.name = f"openai:{model}@{base_url}"
@@ -78,8 +78,6 @@ class LocalAgent:
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None) -> None:
         if chat_model is None:
-            from tracec.llm.local import LocalChatModel
-
             chat_model = LocalChatModel(model, adapter=adapter)
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")

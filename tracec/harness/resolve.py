@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+from tracec.compiler.api import CompileFailed, build_modules
 from tracec.runtime.env import Capability, CapabilityEnv
 
 EnvClass = type[CapabilityEnv]
@@ -106,10 +109,6 @@ def is_env_module(path: Path) -> bool:
 def compile_specs(paths: list[Path]) -> list[types.ModuleType]:
     """Compile .tracec specs into modules with the compiler (``LoadError`` with its diagnostics)."""
     try:
-        from tracec.compiler.api import CompileFailed, build_modules
-    except ImportError as exc:
-        raise LoadError(f"cannot compile specs: the compiler is unavailable ({exc})") from exc
-    try:
         return list(build_modules([Path(p) for p in paths]))
     except CompileFailed as exc:
         raise LoadError(str(exc)) from exc
@@ -170,8 +169,6 @@ def _pick_class(module: types.ModuleType, cls_name: str | None, label: str) -> t
         return env_class(module)
     except LoadError:
         pass
-    import gymnasium as gym
-
     found = [v for v in vars(module).values()
              if isinstance(v, type) and issubclass(v, gym.Env) and v.__module__ == module.__name__]
     if len(found) != 1:
@@ -234,8 +231,6 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
         return _target(ref, env_class(compile_specs([path])[0]))
     envs = import_registry(envs_dir)
     if ref.startswith("tracec/") or ref.endswith("-v0"):
-        import gymnasium as gym
-
         try:
             spec = gym.spec(ref)
         except Exception as exc:  # noqa: BLE001 - gymnasium raises several kinds

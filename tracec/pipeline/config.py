@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from tracec import files
 from tracec.core.seeds import HELDOUT_START, eval_range
+from tracec.train.config import TrainConfig
 
 
 class ConfigError(ValueError):
@@ -103,8 +104,6 @@ class TrainSettings(_Strict):
 
     @model_validator(mode="after")
     def _valid(self) -> TrainSettings:
-        from tracec.train.config import TrainConfig  # pydantic only, no torch
-
         bad = {"model", "env"} & set(self.settings)
         if bad:
             raise ValueError(f"train.settings may not set {sorted(bad)} (use model.base)")

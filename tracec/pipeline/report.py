@@ -7,10 +7,13 @@ folder, :func:`write_report` writes the report and returns its path.
 from __future__ import annotations
 
 import json
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from tracec.harness.results import ResultsError
 from tracec.pipeline.manifest import StageManifest, read_manifest
+from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
 
 REPORT = "report.md"
 CONFIG_COPY = "run_config.json"
@@ -207,8 +210,6 @@ def _classifier_routing(out: dict) -> str:
 
 def success_ci(path: str | Path, resamples: int = 2000) -> tuple[float, float, float, int]:
     """Success rate of one eval run over its tasks (trials averaged) with a bootstrap 95 % CI."""
-    from tracec.targets.compare import load_run, paired_bootstrap
-
     _, episodes = load_run(path)
     acc: dict[tuple[str, str], list[float]] = {}
     for e in episodes:
@@ -219,8 +220,6 @@ def success_ci(path: str | Path, resamples: int = 2000) -> tuple[float, float, f
 
 
 def _ci_cell(path: str | None) -> str:
-    from tracec.harness.results import ResultsError
-
     if not path:
         return "–"
     try:
@@ -330,11 +329,6 @@ def _paired_table(runs: dict[str, str | None], common: bool = False, per_env: bo
     """B − A for every pair of runs (paired bootstrap over tasks). ``common``: only the tasks both
     runs hold (an adapter evaluated on its own env against a model evaluated on all envs);
     ``per_env``: a row per env as well as the overall one when the pair shares several envs."""
-    from itertools import combinations
-
-    from tracec.harness.results import ResultsError
-    from tracec.targets.compare import UnpairedRuns, compare_runs
-
     runs = {k: v for k, v in runs.items() if v}
     rows, skipped, verdicts = [], [], []
     for (la, pa), (lb, pb) in combinations(runs.items(), 2):

@@ -8,7 +8,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec.core.seeds import (
+    HELDOUT_START,
+    SeedRange,
+    check_eval_seeds,
+    composed_adapter_dirs,
+    eval_range,
+)
 from tracec.files import exclusive_lock
+from tracec.harness.agents import AgentSpecError, make_agent, parse_agent_spec
+from tracec.harness.resolve import resolve_env
 from tracec.harness.results import (
     EpisodeWriter,
     build_tau2_results,
@@ -19,13 +28,9 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.core.seeds import (
-    HELDOUT_START,
-    SeedRange,
-    check_eval_seeds,
-    composed_adapter_dirs,
-    eval_range,
-)
+from tracec.targets.tau2 import Tau2Env
+from tracec.targets.users import make_user_factory
+from tracec.targets.world import load_world
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -74,11 +79,6 @@ def _tau2_reward_info(env: Any, info: dict) -> dict:
 
 def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
     """``(jobs, env constructors by env name, τ² worlds by env name)``."""
-    from tracec.harness.resolve import resolve_env
-    from tracec.targets.tau2 import Tau2Env
-    from tracec.targets.users import make_user_factory
-    from tracec.targets.world import load_world
-
     jobs: list[Job] = []
     makers: dict[str, Callable[[], Any]] = {}
     worlds: dict[str, Any] = {}
@@ -113,8 +113,6 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
     """The adapter folders behind an agent spec: ``local:M+adapter:DIR`` gives DIR,
     ``composed:DIR`` every adapter its ``moe.json`` lists; others none. ``strict=False``: a string
     that is not an agent spec (a prebuilt agent's label) has none."""
-    from tracec.harness.agents import AgentSpecError, parse_agent_spec
-
     try:
         kind, params = parse_agent_spec(spec)
     except AgentSpecError:
@@ -130,8 +128,6 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
 
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
-    from tracec.harness.agents import parse_agent_spec
-
     if agent is None:
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
     if cfg.envs:  # every agent kind: the same seeds, or none at all
@@ -147,8 +143,6 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
 
 def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
               progress: bool) -> dict:
-    from tracec.harness.agents import make_agent, parse_agent_spec
-
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]

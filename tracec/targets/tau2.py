@@ -18,7 +18,7 @@ import gymnasium as gym
 
 from tracec.core.messages import STOP, has_user_stop, openai_tool_call
 from tracec.runtime.spaces import UnicodeText
-from tracec.targets.data import Task
+from tracec.targets.data import Task, load_split, resolve_data_dir
 from tracec.targets.grading import Judge, grade
 from tracec.targets.toolparse import parse_turn
 from tracec.targets.users import UserFactory, make_user_factory
@@ -52,8 +52,6 @@ class Tau2Env(gym.Env):
         judge: Judge | None = None,
         world: Tau2World | None = None,
     ) -> None:
-        from tracec.targets.data import load_split, resolve_data_dir
-
         self.world = world or load_world(domain, data_dir)
         if task_ids is None:
             ids = None

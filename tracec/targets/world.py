@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 import marshal
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tracec.domains import DOMAIN_MODULES, get_domain
 from tracec.domains.base import Domain
 from tracec.targets import data as tdata
 
@@ -262,8 +264,6 @@ def load_world(
 
 @lru_cache(maxsize=4)
 def _load_world(domain_name: str, data_dir: str, tasks_file: str) -> Tau2World:
-    from tracec.domains import get_domain
-
     if domain_name not in tdata.DOMAINS:
         raise tdata.DataError(
             f"unknown τ² domain {domain_name!r} (have: {', '.join(tdata.DOMAINS)})"
@@ -278,10 +278,6 @@ def _load_world(domain_name: str, data_dir: str, tasks_file: str) -> Tau2World:
 
 
 def _domain_module(domain_name: str):
-    import importlib
-
-    from tracec.domains import DOMAIN_MODULES
-
     try:
         return importlib.import_module(DOMAIN_MODULES[domain_name])
     except ModuleNotFoundError as exc:

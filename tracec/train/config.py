@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tracec.core.seeds import SeedRange, check_training_range
+
 # a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
 SEED_STRIDE = 1_000_003
 
@@ -71,7 +73,5 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _seeds_below_heldout(self) -> TrainConfig:
-        from tracec.core.seeds import SeedRange, check_training_range
-
         check_training_range(SeedRange(start=self.train_seeds[0], stop=self.train_seeds[1]))
         return self

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
+from tracec.core.seeds import HELDOUT_START
 from tracec.harness.resolve import EnvTarget
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
-from tracec.core.seeds import HELDOUT_START
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
 from tracec.train.memory import (
