@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from tracec.pipeline.registry import STAGE_NAMES
 from tracec.pipeline.report import is_run_dir, write_report
-from tracec.pipeline.runner import STAGE_NAMES
 
 
 @click.command("run")

@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tracec.harness.results import ResultsError
-from tracec.pipeline.manifest import StageManifest, read_manifest
+from tracec.pipeline.manifest import CONFIG_COPY, MANIFEST, StageManifest, read_manifest
+from tracec.pipeline.registry import STAGE_NAMES
 from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
 
 REPORT = "report.md"
-CONFIG_COPY = "run_config.json"
-STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "heldout_eval", "final_eval",
-          "grpo_target")
 SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "Training",
             "Routing", "Held-out env seeds", "Pass rates", "Rollouts spent", "What failed and why")
 
@@ -26,7 +24,7 @@ SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "T
 def is_run_dir(path: str | Path) -> bool:
     """Whether ``path`` is a ``tracec run`` folder (its config copy or a stage manifest)."""
     p = Path(path)
-    return (p / CONFIG_COPY).is_file() or any((p / s / "manifest.json").is_file() for s in STAGES)
+    return (p / CONFIG_COPY).is_file() or any((p / s / MANIFEST).is_file() for s in STAGE_NAMES)
 
 
 def _load_json(path: Path) -> Any:
@@ -67,7 +65,7 @@ def _stages(ms: dict[str, StageManifest | None]) -> str:
         return f"{m.load_start:.2f} → {m.load_end:.2f}"
 
     rows = []
-    for s in STAGES:
+    for s in STAGE_NAMES:
         m = ms.get(s)
         if m is None:
             rows.append([s, "not run", "", "", "", "", ""])
@@ -382,7 +380,7 @@ def _rollouts(ms: dict) -> str:
 
 def _failures(run_dir: Path, ms: dict) -> str:
     lines = []
-    for s in STAGES:
+    for s in STAGE_NAMES:
         m = ms.get(s)
         if m is None:
             lines.append(f"- **{s}**: not run yet.")
@@ -432,7 +430,7 @@ def _bar_plot(path: Path, labels: list[str], values: list[float], title: str, yl
 def render_report(run_dir: str | Path) -> str:
     """The report's Markdown text (writes the PNG plots it links to)."""
     run_dir = Path(run_dir)
-    ms = {s: read_manifest(run_dir, s) for s in STAGES}
+    ms = {s: read_manifest(run_dir, s) for s in STAGE_NAMES}
     cfg = _load_json(run_dir / CONFIG_COPY) or {}
     model = (cfg.get("model") or {}).get("base", "?")
     target = cfg.get("target") or {}

@@ -25,8 +25,8 @@ from tracec.analysis.propose import domain_tools_text, load_language_reference, 
 from tracec.analysis.report import coverage_plot
 from tracec.analysis.runs import write_run
 from tracec.checks import run_checks
-from tracec.compiler.api import compile_file, find_specs
 from tracec.compiler import build as env_build
+from tracec.compiler.api import compile_file, find_specs
 from tracec.core.seeds import SeedRangeError
 from tracec.harness.agents import make_agent, parse_agent_spec
 from tracec.harness.resolve import EnvTarget, resolve_env
