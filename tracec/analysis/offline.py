@@ -103,11 +103,6 @@ class Evidence:
         self.tool_text = [(i, m.content or "") for i, m in enumerate(t.messages) if m.role == "tool"]
         self.assistant_text = [m.content for m in t.messages if m.role == "assistant" and m.content]
 
-    def matched_gold(self) -> list[bool]:
-        """Per gold write: did the agent make that call (name and arguments)?"""
-        return [any(n == g.name and _args_match(g.arguments, a) for _, n, a in self.writes)
-                for g in self.gold_writes]
-
 
 def executes_required_actions(e: Evidence) -> Label:
     """Missing write calls: the task needed state changes and the agent made none of them."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -706,11 +705,3 @@ def _check_adapter_config(path: Path) -> None:
         raise ComposeError(f"{path}: DoRA adapters are not supported")
     if cfg.get("modules_to_save"):
         raise ComposeError(f"{path}: adapters with modules_to_save are not supported")
-
-
-_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def safe_name(text: str) -> str:
-    """A file-/module-safe version of an adapter name."""
-    return _SAFE.sub("_", text).strip("_") or "adapter"
