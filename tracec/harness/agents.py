@@ -21,7 +21,6 @@ from typing import Any, Protocol, runtime_checkable
 from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
 from tracec.llm.client import ChatClient
-from tracec.llm.local import LocalChatModel
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -78,6 +77,9 @@ class LocalAgent:
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None) -> None:
         if chat_model is None:
+            # the local engine may load torch at its top: only a local agent pays for it
+            from tracec.llm.local import LocalChatModel  # noqa: PLC0415
+
             chat_model = LocalChatModel(model, adapter=adapter)
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")
