@@ -100,8 +100,8 @@ def _composed(tmp_path, adapter):
 
 
 def test_composed_agents_name_their_adapters(tmp_path):
-    from tracec.targets.evaluate import spec_adapter_dirs
     from tracec.core.seeds import composed_adapter_dirs
+    from tracec.targets.evaluate import spec_adapter_dirs
 
     d = _adapter(tmp_path, [0, 5000])
     c = _composed(tmp_path, d)
