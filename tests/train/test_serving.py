@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from fake_server import BASE_NAME, FakeServer
 from train_helpers import TOY_ENV, small_config
 
+from tracec.llm.local import generate_ids
 from tracec.llm.serving import ServingEngine, ServingError, cut_at_stop, merged_named_params
 from tracec.train.cli import train_cmd
 from tracec.train.trainer import GRPOTrainer
@@ -80,8 +81,6 @@ def test_lora_hot_load_by_name_serves_the_policy_exactly(engine, server, tiny_mo
     assert float((ours - theirs).abs().max()) < 1e-5  # the server samples from the policy
     prompts = [[5, 9, 30, 41], [7, 12, 3]]
     outs = eng.generate([0, 1], prompts, [6, 6], temperature=0.0)
-    from tracec.llm.local import generate_ids
-
     with torch.no_grad():
         local = generate_ids(policy, trainer.tokenizer, prompts, trainer.stop_ids, 6, 0.0, None)
     assert outs == local  # greedy tokens equal the trainer's own
@@ -147,6 +146,11 @@ def test_nccl_route_streams_out_of_place_merges_and_leaves_the_base_exact(server
     eng.generate([0], [[5, 9, 30]], [4], 0.0)
     assert server.generations[-1][0] == BASE_NAME  # nccl mode samples from the served base
     assert len(list(merged_named_params(policy))) == len(base_names)
+    with torch.no_grad():  # the check catches the old route: in-place merge + unmerge drifts
+        for _ in range(10):
+            policy.merge_adapter()
+            policy.unmerge_adapter()
+    assert _max_diff(before, policy) > 0.0
 
 
 def test_two_training_steps_on_the_server_keep_the_base_bit_exact(server, tiny_model_dir, toy_env,

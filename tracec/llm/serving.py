@@ -218,8 +218,14 @@ class ServingEngine:
         if weight_sync == "nccl" and is_main and self.client is None:
             from trl.generation.vllm_client import VLLMClient
 
-            self.client = VLLMClient(base_url=self.http.base, connection_timeout=timeout)
-            self.client.init_communicator(device=device)
+            try:
+                self.client = VLLMClient(base_url=self.http.base, connection_timeout=timeout)
+                self.client.init_communicator(device=device)
+            except Exception as exc:  # noqa: BLE001 - TRL's client raises bare Exceptions
+                raise ServingError(f"NCCL weight transfer with the vllm server at {self.http.base} "
+                                   f"did not start: {_one_line(str(exc))} (serve with "
+                                   "VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --weight-transfer-config "
+                                   "'{\"backend\": \"nccl\"}', train with --device cuda)") from None
 
     # ------------------------------------------------------------------ policy updates
     def update_policy(self, peft_model, step: int) -> None:
@@ -245,8 +251,12 @@ class ServingEngine:
         with torch.no_grad():
             named = list(merged_named_params(peft_model))
         meta = [(n, str(t.dtype).removeprefix("torch."), list(t.shape)) for n, t in named]
-        self.client.update_named_params(meta, iter(named))
-        self.client.reset_prefix_cache()
+        try:
+            self.client.update_named_params(meta, iter(named))
+            self.client.reset_prefix_cache()
+        except Exception as exc:  # noqa: BLE001 - TRL's client raises bare Exceptions
+            raise ServingError(f"streaming weights to the vllm server at {self.http.base} failed: "
+                               f"{_one_line(str(exc))}") from None
         return len(named)
 
     def _load_adapter(self, peft_model, name: str) -> None:
