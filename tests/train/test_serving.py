@@ -251,3 +251,26 @@ def test_server_errors_during_generation_are_serving_errors(server, tiny_model_d
     eng.adapter = "never-loaded"
     with pytest.raises(ServingError, match="HTTP 404: The model `never-loaded` does not exist"):
         eng.generate([0], [[5, 9]], [3], 1.0)
+
+
+def test_resume_on_another_server_and_from_a_checkpoint_older_than_these_settings(
+        server, tiny_model_dir, toy_env, tmp_path):
+    out = tmp_path / "res"
+    first = small_config(tiny_model_dir, steps=1, server="http://127.0.0.1:1")  # unreachable
+    GRPOTrainer(first.model_copy(update={"server": server.url}), toy_env, out).fit()
+    other = FakeServer(tiny_model_dir)  # the server came back at another address
+    try:
+        again = GRPOTrainer(first.model_copy(update={"server": other.url, "steps": 2}), toy_env, out)
+        assert again.fit(resume=True)["step"] == 2
+        assert [n.rsplit("-", 1)[1] for n, _ in other.loads] == ["step1"]
+    finally:
+        other.close()
+    local = tmp_path / "old"
+    GRPOTrainer(small_config(tiny_model_dir, steps=1), toy_env, local).fit()
+    state_path = local / "checkpoints" / "last" / "state.json"
+    state = json.loads(state_path.read_text())
+    for key in ("serving_engine", "server", "server_timeout", "weight_sync"):
+        del state["config"][key]  # as written before these settings existed
+    state_path.write_text(json.dumps(state))
+    resumed = GRPOTrainer(small_config(tiny_model_dir, steps=2), toy_env, local)
+    assert resumed.fit(resume=True)["step"] == 2

@@ -379,7 +379,8 @@ class GRPOTrainer:
         if not (ckpt / "state.json").exists():
             return False
         state = json.loads((ckpt / "state.json").read_text())
-        saved = {k: v for k, v in state["config"].items() if k not in RESUME_MAY_CHANGE}
+        recorded = {**TrainConfig().model_dump(mode="json"), **state["config"]}  # later settings: defaults
+        saved = {k: v for k, v in recorded.items() if k not in RESUME_MAY_CHANGE}
         now = {k: v for k, v in self.config.model_dump(mode="json").items()
                if k not in RESUME_MAY_CHANGE}
         diff = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
