@@ -77,7 +77,7 @@ def served_run(model_dir: Path, work: Path, steps: int) -> None:
         changed, total, top = _diff(before, trainer.policy)
         print(f"{steps} GRPO steps on the fake vLLM server: base max abs diff {top} over "
               f"{len(before)} tensors ({total} values, {changed} changed); adapter loads "
-              f"{len(server.loads)}, unloads {len(server.unloads)}; rollout requests by model: "
+              f"{len(server.loads)}, unloads {len(server.unloads)} (the last at the end); rollout requests by model: "
               f"{sorted({m for m, _ in server.generations})}; trained tokens per step "
               f"{[r['trained_tokens'] for r in rows]}")
     finally:

@@ -166,7 +166,7 @@ def test_two_training_steps_on_the_server_keep_the_base_bit_exact(server, tiny_m
     names = [n for n, _ in server.loads]
     assert len(names) == 2 and names[0].endswith("-step0") and names[1].endswith("-step1")
     assert {m for m, _ in server.generations} == set(names)  # every rollout named an adapter
-    assert server.unloads == [names[0]]
+    assert server.unloads == names and not (tmp_path / "s" / "serving").exists()  # closed at the end
     now = dict(trainer.policy.named_parameters())
     moved = max(float((now[n].detach() - t).abs().max()) for n, t in lora0.items())
     assert (moved > 0) == any(r["trained_tokens"] > 0 for r in rows)  # trained where it could
@@ -180,7 +180,7 @@ def test_tracec_train_against_the_fake_server(server, tiny_model_dir, tmp_path):
     result = CliRunner().invoke(train_cmd, _train_args(tiny_model_dir, out, "--serving-engine", "vllm",
                                                        "--server", server.url))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["steps"] == 2
+    assert json.loads(result.stdout)["steps"] == 2 and not (out / "serving").exists()
     assert len(server.loads) == 2 and {m for m, _ in server.generations} == {n for n, _ in server.loads}
     PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), str(out))
     saved = json.loads((out / "tracec.json").read_text())["config"]

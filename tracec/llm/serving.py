@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def wait_until_up(http: HTTP, engine: str, timeout: float, log: Callable[[str], 
                     data = json.loads(text).get("data") or [{}]
                     return str(data[0].get("id", ""))
             last = f"HTTP {status}: {_one_line(text, 120)}"
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, HTTPException) as exc:
             last = _one_line(str(getattr(exc, "reason", exc)), 120)
         elapsed = time.monotonic() - start
         if elapsed >= timeout:
@@ -210,7 +211,8 @@ class ServingEngine:
         self.barrier = barrier or (lambda: None)
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self.routes = ROUTES[engine]
-        self.base_model = wait_until_up(self.http, engine, timeout, self.log)
+        self.base_model = wait_until_up(self.http, engine, timeout,  # one waiting line per run
+                                        self.log if is_main else (lambda s: None))
         self.adapter: str | None = None  # the adapter rollouts name (lora mode)
         self.synced_step: int | None = None
         self.loads = 0
@@ -244,6 +246,17 @@ class ServingEngine:
             self.barrier()
             self.adapter = name
         self.synced_step = step
+
+    def close(self) -> None:
+        """After training: unload the last adapter and delete the folders served from (main)."""
+        if self.is_main and self.weight_sync == "lora" and self.adapter is not None:
+            status, text = self._post(self.routes["unload"], {"lora_name": self.adapter})
+            if status != 200:
+                self.log(f"warning: the {self.engine} server did not unload adapter "
+                         f"{self.adapter!r}: HTTP {status}: {_one_line(text)}")
+            shutil.rmtree(self.adapter_dir, ignore_errors=True)
+        self.adapter = None
+        self.synced_step = None
 
     def _stream_merged(self, peft_model) -> int:
         import torch
@@ -284,7 +297,7 @@ class ServingEngine:
     def _post(self, path: str, body: Any) -> tuple[int, str]:
         try:
             return self.http.request("POST", path, body, timeout=REQUEST_TIMEOUT)
-        except OSError as exc:
+        except (OSError, HTTPException) as exc:
             raise ServingError(f"the {self.engine} server at {self.http.base} stopped answering "
                                f"({_one_line(str(getattr(exc, 'reason', exc)), 120)})") from None
 

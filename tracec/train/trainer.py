@@ -433,6 +433,8 @@ class GRPOTrainer:
                     self.save_checkpoint()
             if on_step:
                 on_step(last)
+        if self.serving is not None:  # the server forgets this run's adapter
+            self.serving.close()
         if is_main:
             self.save_adapter(last)
         return last
