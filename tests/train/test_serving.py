@@ -219,7 +219,7 @@ def test_refused_adapter_load_is_one_line(tiny_model_dir, tmp_path):
     assert result.exit_code == 1
     (line,) = _error_lines(result.output)
     assert "refused to load adapter" in line
-    assert "HTTP 400: LoRA rank 4 is greater than max_lora_rank 2." in line and "--enable-lora" in line
+    assert "HTTP 400: LoRA rank 4 is greater than max_lora_rank 2;" in line and "--enable-lora" in line
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")

@@ -145,8 +145,8 @@ def wait_until_up(http: HTTP, engine: str, timeout: float, log: Callable[[str], 
         if elapsed >= timeout:
             raise ServingError(
                 f"the {engine} server at {http.base} did not answer within --server-timeout "
-                f"{timeout:g} s (last: {last}); start it first (docs/training.md, 'Serving engine') "
-                "or raise --server-timeout")
+                f"{timeout:g} s (last: {last}); start it first (docs/training.md, 'Rollouts on a "
+                "serving engine') or raise --server-timeout")
         if not waited:
             log(f"waiting for the {engine} server at {http.base} (up to {timeout:g} s; {last})…")
             waited = True
@@ -284,7 +284,7 @@ class ServingEngine:
         if status != 200:
             hint = f"; {LORA_HINT[self.engine]}" if status in (404, 405) or "lora" in text.lower() else ""
             raise ServingError(f"the {self.engine} server at {self.http.base} refused to load adapter "
-                               f"{name!r} from {path}: HTTP {status}: {_one_line(text)}{hint}")
+                               f"{name!r} from {path}: HTTP {status}: {_one_line(text).rstrip('.')}{hint}")
         self.loads += 1
         old, self.adapter = self.adapter, name
         if old is not None and old != name:

@@ -35,7 +35,8 @@ def _config(env_name: str, opts: dict[str, Any]):
         config = TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
                              resample_dropped=opts["resample"], **fields)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        msgs = "; ".join((f"{'.'.join(map(str, e['loc']))}: " if e["loc"] else "")
+                         + e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise click.ClickException(f"bad training settings: {msgs}") from None
     if config.server:  # a missing client is refused here, before any model loads
         from tracec.llm.serving import ServingError, check_client
