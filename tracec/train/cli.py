@@ -22,7 +22,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
-        "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
+        "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
     from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
 
@@ -32,11 +32,20 @@ def _config(env_name: str, opts: dict[str, Any]):
         raise click.ClickException(str(exc)) from None
     fields["train_seeds"] = (seeds.start, seeds.stop)
     try:
-        return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
-                           resample_dropped=opts["resample"], **fields)
+        config = TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
+                             resample_dropped=opts["resample"], **fields)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        msgs = "; ".join((f"{'.'.join(map(str, e['loc']))}: " if e["loc"] else "")
+                         + e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise click.ClickException(f"bad training settings: {msgs}") from None
+    if config.server:  # a missing client is refused here, before any model loads
+        from tracec.llm.serving import ServingError, check_client
+
+        try:
+            check_client(config.serving_engine, config.weight_sync)
+        except ServingError as exc:
+            raise click.ClickException(str(exc)) from None
+    return config
 
 
 def _accelerator(mode: str):
@@ -54,6 +63,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 
     from tracec.harness.resolve import LoadError, resolve_env
     from tracec.llm.local import ModelNotPrepared
+    from tracec.llm.serving import ServingError
     from tracec.train.sft import SFTError
     from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 
@@ -64,7 +74,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     config = _config(env.name, opts)
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
-    except (ModelNotPrepared, SFTError) as exc:
+    except (ModelNotPrepared, SFTError, ServingError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
@@ -96,7 +106,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError) as exc:
             raise click.ClickException(str(exc)) from None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
             "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
@@ -150,7 +160,17 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--memory-gb", type=float, default=8.0, show_default=True,
               help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
                    "before the step runs.")
-@click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
+@click.option("--serving-engine", type=click.Choice(["vllm", "sglang"]), default=None,
+              help="Generate rollouts on this serving engine at --server (default: locally).")
+@click.option("--server", default=None, help="The serving engine's URL, e.g. http://localhost:8000 "
+              "(alone: --serving-engine vllm).")
+@click.option("--server-timeout", type=float, default=240.0, show_default=True,
+              help="Seconds to wait for the server to answer before giving up.")
+@click.option("--weight-sync", type=click.Choice(["lora", "nccl"]), default="lora", show_default=True,
+              help="lora: hot-load the adapter by name after each step (base never merged); "
+                   "nccl: stream merged weights (vLLM --weight-transfer-config).")
+@click.option("--vllm-server", default=None, hidden=True,
+              help="Deprecated: --serving-engine vllm --server URL.")
 @click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Use accelerate (auto: when started by `accelerate launch`).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoints/last.")
@@ -162,6 +182,9 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
     path (generated_envs/foo.py) or MODULE:Class.
     """
     opts["resume"] = opts.get("resume", False)
+    if opts.get("vllm_server"):
+        click.echo("warning: --vllm-server is deprecated; use --serving-engine vllm --server URL "
+                   "(weight sync: --weight-sync lora, the default, or nccl)", err=True)
     if all_dir:
         if env:
             raise click.ClickException("give either ENV or --all DIR, not both")

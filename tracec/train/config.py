@@ -63,13 +63,37 @@ class TrainConfig(BaseModel):
     checkpoint_every: int = Field(10, ge=1)
     seed: int = 0
     device: str = "cpu"
-    vllm_server: str | None = Field(None, description="trl vllm-serve URL; generate there")
+    serving_engine: Literal["vllm", "sglang"] | None = Field(
+        None, description="generate rollouts on this serving engine at `server` (None: locally)")
+    server: str | None = Field(None, description="the serving engine's URL (implies vllm if no engine)")
+    server_timeout: float = Field(240.0, gt=0, description="seconds to wait for the server to answer")
+    weight_sync: Literal["lora", "nccl"] = Field(
+        "lora", description="lora: hot-load the adapter by name each step; nccl: stream merged "
+        "weights (vLLM --weight-transfer-config)")
+    vllm_server: str | None = Field(None, description="deprecated: serving_engine='vllm', server=URL")
     train_seeds: tuple[int, int] = Field((0, 10**9), description="env seeds [start, stop) training "
                                          "draws from; must stay below the held-out 10^9")
     warmup_sft: int = Field(0, ge=0, description="behaviour-cloning steps on oracle demos before GRPO")
     sft_batch: int = Field(4, ge=1, description="oracle demonstrations per SFT step")
     sft_lr: float = Field(2e-4, gt=0, description="SFT learning rate")
     init_adapter: str | None = Field(None, description="start from this adapter's weights")
+
+    @model_validator(mode="after")
+    def _serving(self) -> TrainConfig:
+        if self.vllm_server:  # the deprecated spelling, recorded as the new one
+            if self.server and self.server != self.vllm_server:
+                raise ValueError("give --server or the deprecated --vllm-server, not both")
+            self.server, self.vllm_server = self.vllm_server, None
+            self.serving_engine = self.serving_engine or "vllm"
+        if self.server and not self.server.startswith(("http://", "https://")):
+            raise ValueError(f"server {self.server!r} is not an http:// or https:// URL")
+        if self.serving_engine and not self.server:
+            raise ValueError(f"serving engine {self.serving_engine} needs the server's URL (--server URL)")
+        if self.server and not self.serving_engine:
+            self.serving_engine = "vllm"
+        if self.weight_sync == "nccl" and self.serving_engine == "sglang":
+            raise ValueError("weight sync nccl is implemented for vLLM only; use --weight-sync lora")
+        return self
 
     @model_validator(mode="after")
     def _seeds_below_heldout(self) -> TrainConfig:
