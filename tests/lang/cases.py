@@ -100,4 +100,34 @@ BROKEN: dict[str, str] = {
     "record_in_user_text": mutate("reservation {r.reservation_id} cost", "reservation {r} cost"),
     "record_communicated": mutate("communicate total", "communicate total, r.passengers"),
     "reference_in_reward": mutate("communicated(total)", "communicated(total) and r.user.user_id == \"x\""),
+    # types flow through lets, parameters, lists, pick and comprehensions (issue 22)
+    "enum_through_let": mutate("let r = pick(reservations)",
+                               'let cc = "buisness"\n    let r = pick(x for x in reservations if x.cabin == cc)'),
+    "enum_through_parameter": BASE.replace(
+        "task look weight 2 {\n    let r = pick(reservations)",
+        'task look(c) for "economy", "buisness" weight 2 {\n'
+        '    let r = pick(x for x in reservations if x.cabin == c)'),
+    "enum_compared_with_other_enum": mutate(
+        "let r = pick(reservations)",
+        "let u = pick(users)\n    let r = pick(x for x in reservations if x.cabin == u.membership)"),
+    "enum_other_enum_assigned": mutate("{ user_id = pick(users).user_id }",
+                                       "{ user_id = pick(users).user_id, cabin = pick(users).membership }"),
+    "enum_through_pick_list": mutate(
+        "reservations = reservation[3..4] { user_id = pick(users).user_id }",
+        'cabin = pick(["basic_economy", "buisness"])\n'
+        "    reservations = reservation[3..4] { user_id = pick(users).user_id, cabin = cabin }"),
+    "enum_through_seed_list": mutate(
+        "reservations = reservation[3..4] { user_id = pick(users).user_id }",
+        'cabins = ["basic_economy", "buisness"]\n'
+        "    reservations = reservation[3..4] { user_id = pick(users).user_id, cabin = pick(cabins) }"),
+    "enum_through_comprehension": mutate(
+        "let r = pick(reservations)",
+        'let cs = [c for c in ["economy", "busines"]]\n'
+        "    let r = pick(x for x in reservations if x.cabin in cs)"),
+    "enum_map_key_through_let": mutate(
+        "let total = sum(f.price for f in r.flights)",
+        'let c = "buisness"\n    let total = sum(f.flight.dates[f.date].prices[c] for f in r.flights)'),
+    "fmt_of_record": mutate("reservation {r.reservation_id} cost", "reservation {fmt(r)} cost"),
+    "str_of_map": mutate("reservation {r.reservation_id} cost",
+                         "reservation {str(r.flights[0].flight.dates)} cost"),
 }

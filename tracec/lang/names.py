@@ -22,6 +22,16 @@ class Scope:
         self.parent = parent
         self.names: dict[str, T] = {}
         self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
+        self.flows: dict[str, Any] = {}  # name -> its `flow.Flow` (literals, enum), if known
+
+    def flow(self, name: str) -> Any:
+        """The `flow.Flow` of the binding ``name`` refers to here (None: nothing known)."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.flows.get(name)
+            scope = scope.parent
+        return None
 
     def lookup(self, name: str) -> T | None:
         scope: Scope | None = self

@@ -10,7 +10,7 @@ from tracec.core.types import ANY, INT, STR, EntityT, ListT, MapT, RangeT, assig
 from tracec.lang import ast as A
 from tracec.lang.checkbase import MAX_SPAWN, MAX_WORLD_RECORDS, mentions
 from tracec.lang.checked import SeedFacts, TaskFacts, ToolFacts
-from tracec.lang.domain_types import is_record, literal_strings, record_hint
+from tracec.lang.domain_types import is_record, record_hint
 from tracec.lang.names import Scope
 from tracec.lang.rewards import RewardAnalysis
 
@@ -66,6 +66,7 @@ class StatementChecks(RewardAnalysis):
                 if isinstance(st, A.Let):
                     self.check_binding(st.name, st.span, "variable")
                     scope.names[st.name] = self.expr(st.value, scope)
+                    self.bind_flow(scope, st.name, st.value)
                 elif isinstance(st, A.Require):
                     self.expr(st.cond, scope)
                 elif isinstance(st, A.SetStmt):
@@ -122,6 +123,7 @@ class StatementChecks(RewardAnalysis):
                 t = self.expr(st.value, scope)
                 steps.append(SeedFacts(st))
                 scope.names[st.name] = t
+                self.bind_flow(scope, st.name, st.value)
             self.seed_types[st.name] = scope.names[st.name]
         return steps, scope
 
@@ -171,6 +173,7 @@ class StatementChecks(RewardAnalysis):
                     self.error(f"`{f.name}` hides the variable of the same name", f.span,
                                "choose another name", code="E191")
                 local.names[f.name] = self.expr(f.value, local)
+                self.bind_flow(local, f.name, f.value)
                 continue
             t = self.expr(f.value, local)
             if f.name in seen:
@@ -183,8 +186,7 @@ class StatementChecks(RewardAnalysis):
                            did_you_mean(f.name, known) or f"{kind} has: {', '.join(sorted(known))}",
                            code="E110")
                 continue
-            self.check_enum_literals(self.dtypes.entity_enum(kind, f.name),
-                                     literal_strings(f.value))
+            self.check_flow(self.dtypes.entity_enum(kind, f.name), f.value, local)
             if not assignable(t, known[f.name]):
                 self.error(f"field `{f.name}` of {kind} is {known[f.name]}, got {t}", f.value.span,
                            code="E185")
@@ -242,6 +244,9 @@ class StatementChecks(RewardAnalysis):
                        loop.span, "choose another name", code="E191")
         it = self.expr(loop.iter, scope)
         inner = Scope("comp", scope)
+        items = self.flow(loop.iter, scope).items
+        if items.lits or items.enum is not None:
+            inner.flows[loop.var] = items
         if isinstance(it, ListT):
             inner.names[loop.var] = it.elem
         elif isinstance(it, MapT) or it in (STR, ANY):
@@ -264,6 +269,7 @@ class StatementChecks(RewardAnalysis):
             self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
+        self.bind_flow(scope, let.name, let.value)
         const = self.const_of(let.value, scope)
         if const is not None:
             scope.consts[let.name] = const
