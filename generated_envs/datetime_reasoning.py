@@ -30,21 +30,21 @@ HINT = (
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    def phone_fields() -> dict:  # spec:13
+    def _phone_fields() -> dict:  # spec:13
         return {"low_battery_mode": False, "cellular": True, "wifi": True, "location_service": True}
 
-    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
+    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, _phone_fields)
     people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))  # spec:14
     chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 10, 16))  # spec:15
 
-    def notes_fields() -> dict:  # spec:16
+    def _notes_fields() -> dict:  # spec:16
         return {
             "reminder_timestamp": phone[0]["now"] + rt.randint(rng, 2, 240) * 3600,
             "latitude": None,
             "longitude": None,
         }
 
-    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 5, 8), notes_fields)
+    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 5, 8), _notes_fields)
     # spec:22
     weekdays = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"]
     return {"phone": phone, "people": people, "chats": chats, "notes": notes, "weekdays": weekdays}

@@ -34,10 +34,10 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))  # spec:11
 
-    def me_fields() -> dict:  # spec:12
+    def _me_fields() -> dict:  # spec:12
         return {"membership": rt.pick(rng, ["regular", "regular", "silver", "silver", "gold"])}
 
-    me = rt.spawn(rng, DOMAIN, db, "user", 1, me_fields)
+    me = rt.spawn(rng, DOMAIN, db, "user", 1, _me_fields)
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:13
     booked = [  # spec:15
         "2024-05-14T16",
@@ -50,7 +50,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def eco_fields() -> dict:  # spec:17
+    def _eco_fields() -> dict:  # spec:17
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "economy"  # spec:19
         _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
@@ -77,9 +77,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:21
         return _fields
 
-    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), eco_fields)
+    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), _eco_fields)
 
-    def biz_fields() -> dict:  # spec:23
+    def _biz_fields() -> dict:  # spec:23
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "business"  # spec:25
         _fields["flight_type"] = "one_way"
@@ -105,9 +105,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:27
         return _fields
 
-    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
+    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), _biz_fields)
 
-    def basic_fields() -> dict:  # spec:29
+    def _basic_fields() -> dict:  # spec:29
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "basic_economy"  # spec:31
         _fields["flight_type"] = "one_way"
@@ -133,13 +133,13 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:33
         return _fields
 
-    basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, basic_fields)
+    basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, _basic_fields)
     mine = rt.shuffle(rng, eco + biz + basic)  # spec:35
 
-    def others_fields() -> dict:  # spec:36
+    def _others_fields() -> dict:  # spec:36
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
-    others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), others_fields)
+    others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), _others_fields)
     allow = {  # spec:38
         "regular": {"basic_economy": 0, "economy": 1, "business": 2},
         "silver": {"basic_economy": 1, "economy": 2, "business": 3},

@@ -34,10 +34,10 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 1, 2))  # spec:18
 
-    def me_fields() -> dict:  # spec:19
+    def _me_fields() -> dict:  # spec:19
         return {"membership": rt.pick(rng, ["regular", "regular", "silver", "silver", "gold"])}
 
-    me = rt.spawn(rng, DOMAIN, db, "user", 1, me_fields)
+    me = rt.spawn(rng, DOMAIN, db, "user", 1, _me_fields)
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:20
     booked = [  # spec:22
         "2024-05-14T16",
@@ -50,7 +50,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def eco_fields() -> dict:  # spec:24
+    def _eco_fields() -> dict:  # spec:24
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "economy"  # spec:26
         _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
@@ -77,9 +77,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:28
         return _fields
 
-    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), eco_fields)
+    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), _eco_fields)
 
-    def biz_fields() -> dict:  # spec:30
+    def _biz_fields() -> dict:  # spec:30
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "business"  # spec:32
         _fields["flight_type"] = "one_way"
@@ -105,9 +105,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:34
         return _fields
 
-    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
+    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), _biz_fields)
 
-    def basic_fields() -> dict:  # spec:36
+    def _basic_fields() -> dict:  # spec:36
         _fields = {"user_id": rt.pick(rng, me)["user_id"]}
         trip_cabin = "basic_economy"  # spec:38
         _fields["flight_type"] = "one_way"
@@ -133,13 +133,13 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         _fields["total_baggages"] = rt.randint(rng, 0, 4)  # spec:40
         return _fields
 
-    basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, basic_fields)
+    basic = rt.spawn(rng, DOMAIN, db, "reservation", 1, _basic_fields)
     mine = rt.shuffle(rng, eco + biz + basic)  # spec:42
 
-    def others_fields() -> dict:  # spec:43
+    def _others_fields() -> dict:  # spec:43
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
-    others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), others_fields)
+    others = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), _others_fields)
     allow = {  # spec:45
         "regular": {"basic_economy": 0, "economy": 1, "business": 2},
         "silver": {"basic_economy": 1, "economy": 2, "business": 3},

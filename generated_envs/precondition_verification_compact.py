@@ -45,7 +45,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def basic_fields() -> dict:  # spec:24
+    def _basic_fields() -> dict:  # spec:24
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "basic_economy"  # spec:26
         _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
@@ -71,9 +71,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         )
         return _fields
 
-    basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), basic_fields)
+    basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), _basic_fields)
 
-    def eco_fields() -> dict:  # spec:29
+    def _eco_fields() -> dict:  # spec:29
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "economy"  # spec:31
         _fields["flight_type"] = "one_way"
@@ -98,9 +98,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         )
         return _fields
 
-    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), eco_fields)
+    eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), _eco_fields)
 
-    def biz_fields() -> dict:  # spec:34
+    def _biz_fields() -> dict:  # spec:34
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "business"  # spec:36
         _fields["flight_type"] = "one_way"
@@ -125,7 +125,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         )
         return _fields
 
-    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), biz_fields)
+    biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), _biz_fields)
     trips = rt.shuffle(rng, basic + eco + biz)  # spec:39
     covered = [  # spec:40
         "I have come down with a bad flu and my doctor says I cannot travel",

@@ -29,7 +29,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))  # spec:10
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))  # spec:11
 
-    def reservations_fields() -> dict:  # spec:12
+    def _reservations_fields() -> dict:  # spec:12
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -38,7 +38,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         db,
         "reservation",
         rt.randint(rng, 8, 12),
-        reservations_fields,
+        _reservations_fields,
     )
     return {"users": users, "flights": flights, "reservations": reservations}
 

@@ -33,10 +33,10 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     products = rt.spawn(rng, DOMAIN, db, "product", rt.randint(rng, 4, 6))  # spec:12
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 4))  # spec:13
 
-    def orders_fields() -> dict:  # spec:14
+    def _orders_fields() -> dict:  # spec:14
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
-    orders = rt.spawn(rng, DOMAIN, db, "order", rt.randint(rng, 8, 11), orders_fields)
+    orders = rt.spawn(rng, DOMAIN, db, "order", rt.randint(rng, 8, 11), _orders_fields)
     return {"products": products, "users": users, "orders": orders}
 
 

@@ -130,4 +130,21 @@ BROKEN: dict[str, str] = {
     "fmt_of_record": mutate("reservation {r.reservation_id} cost", "reservation {fmt(r)} cost"),
     "str_of_map": mutate("reservation {r.reservation_id} cost",
                          "reservation {str(r.flights[0].flight.dates)} cost"),
+    # parameterised tasks, generated names and gold loops (issue 22)
+    "task_tuple_twice": BASE.replace(
+        "task look weight 2 {\n    let r = pick(reservations)",
+        'task look(c) for "economy", "business", "economy" weight 2 {\n'
+        "    let r = pick(x for x in reservations if x.cabin == c)"),
+    "task_parameter_mixed_kinds": BASE.replace("task look weight 2 {", 'task look(n) for 2, "!" weight 2 {')
+    .replace('user "Hi, what', 'user "Hi {n}, what'),
+    "generated_name_hint": mutate("let total = sum", "let HINT = \"Read it.\"\n    let total = sum")
+    .replace("communicate total", "communicate total, HINT"),
+    "generated_name_distractor_function": mutate("let total = sum", "let distractor_d = 1\n    let total = sum")
+    .replace("communicate total", "communicate total, distractor_d")
+    .replace("  reward {", "  distractor d { say \"I think it was cheap.\" }\n  reward {"),
+    "gold_for_over_text": mutate("gold { get_reservation_details(reservation_id = r.reservation_id) }",
+                                 'gold {\n      for c in r.reservation_id { get_reservation_details(reservation_id = c) }\n    }'),
+    "gold_for_too_many_calls": mutate("reservation[3..4]", "reservation[300..400]").replace(
+        "gold { get_reservation_details(reservation_id = r.reservation_id) }",
+        "gold {\n      for x in reservations { get_reservation_details(reservation_id = x.reservation_id) }\n    }"),
 }

@@ -36,7 +36,7 @@ KINDS: list[tuple[str, str]] = [
     (r"^rt\.add\(", r"\badd\b"),
     (r"^hint=", r"\bhint\b"),
     (r"^for (\w+) in ", r"\bfor\s+\1\s+in\b"),
-    (r"^def (\w+)_fields\(", r"^\s*\1\s*="),
+    (r"^def _(\w+)_fields\(", r"^\s*\1\s*="),
     (r'^_fields\["(\w+)"\] = ', r"\b\1\s*="),
     (r"^return ", r"\breturn\b"),
     (r'^\w+\["\w+"\] = ', r"\bset\b"),

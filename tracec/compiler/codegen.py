@@ -194,7 +194,7 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 count_code = gen.gen(count)
             args = ["rng", "DOMAIN", "db", pystr(step.entity), count_code]
             if step.fields:
-                fn = f"{step.name}_fields"
+                fn = f"_{step.name}_fields"  # `_`: no spec name can be the same
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
                 w(f"def {fn}() -> dict:", 1)

@@ -210,5 +210,6 @@ PREDICATE_FUNCS = {"communicated", "called", "fraction"}
 RESERVED = {
     "rng", "db", "v", "o", "rt", "DOMAIN", "RULES", "TOOLS", "CAPABILITY", "Call", "Capability",
     "CapabilityEnv", "Outcome", "Reply", "Rule", "TaskDef", "TaskInstance", "Tool", "user_text",
-    "annotations", "next", "iter", "list", "dict",
+    "annotations", "next", "iter", "list", "dict", "HINT", "SPEC_LINES", "Any", "build_world",
+    "get_domain", "bool", "object",
 }

@@ -18,6 +18,7 @@ MAX_NAME_LEN = 64  # names become module, file and function names
 MAX_SPAWN = 1000  # records one `kind[count]` may generate
 MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
 MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
+MAX_GOLD_CALLS = 200  # gold calls one task may make (`for` loops counted at their bound)
 
 
 def source_slice(source: str, span: Span) -> str:

@@ -23,6 +23,16 @@ class Scope:
         self.names: dict[str, T] = {}
         self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
         self.flows: dict[str, Any] = {}  # name -> its `flow.Flow` (literals, enum), if known
+        self.sizes: dict[str, int] = {}  # list names -> the most elements they can hold
+
+    def size(self, name: str) -> int | None:
+        """The most elements the list ``name`` refers to can hold (None: not known)."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.sizes.get(name)
+            scope = scope.parent
+        return None
 
     def flow(self, name: str) -> Any:
         """The `flow.Flow` of the binding ``name`` refers to here (None: nothing known)."""
@@ -63,10 +73,19 @@ class NameResolution(CheckerBase):
         if len(name) > MAX_NAME_LEN:
             self.error(f"{what} name is {len(name)} characters long (at most {MAX_NAME_LEN})",
                        span, "choose a shorter name", code="E102")
-        elif keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
+        elif name in RESERVED:
+            self.error(f"`{name}` cannot be used as a {what} name", span,
+                       f"`{name}` is one of the generated code's own names (rng, db, v, o, rt, "
+                       "HINT, DOMAIN, ...): choose another name", code="E101")
+        elif keyword.iskeyword(name) or name.startswith("_"):
             self.error(f"`{name}` cannot be used as a {what} name", span,
                        "names may not be Python keywords, start with `_`, or be one of the "
                        "generated code's own names (rng, db, v, o, rt, ...)", code="E101")
+        elif name.startswith("distractor_") and any(
+                d.name == name[len("distractor_"):] for d in self.cap.distractors):
+            self.error(f"`{name}` is the name of distractor `{name[len('distractor_'):]}`'s "
+                       "function in the generated code", span, "choose another name",
+                       code="E101")
         elif name in BUILTINS:
             self.error(f"{what} `{name}` would hide the built-in function `{name}`", span,
                        "choose another name", code="E101")

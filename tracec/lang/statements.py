@@ -8,7 +8,7 @@ from typing import Any
 from tracec.core.diagnostics import did_you_mean
 from tracec.core.types import ANY, INT, STR, EntityT, ListT, MapT, RangeT, assignable
 from tracec.lang import ast as A
-from tracec.lang.checkbase import MAX_SPAWN, MAX_WORLD_RECORDS, mentions
+from tracec.lang.checkbase import MAX_GOLD_CALLS, MAX_SPAWN, MAX_WORLD_RECORDS, mentions
 from tracec.lang.checked import SeedFacts, TaskFacts, ToolFacts
 from tracec.lang.domain_types import is_record, record_hint
 from tracec.lang.names import Scope
@@ -116,6 +116,11 @@ class StatementChecks(RewardAnalysis):
                 self.record_fields(kind, st.fields or [], scope, allow_lets=True)
                 steps.append(SeedFacts(st, entity=kind, count=count))
                 scope.names[st.name] = ListT(EntityT(kind))
+                if isinstance(count, (A.Num, A.Range)):
+                    ends = [count.lo, count.hi] if isinstance(count, A.Range) else [count]
+                    values = [self.const_of(x, scope) for x in ends]
+                    if all(isinstance(v, int) for v in values):
+                        scope.sizes[st.name] = max(values)
             else:
                 if st.fields is not None:
                     self.error("a `{ field = ... }` block only follows an entity such as "
@@ -214,10 +219,21 @@ class StatementChecks(RewardAnalysis):
                        "add the user's opening line: user \"Hi, ...\"", code="E192")
         else:
             self.text(t.user, scope)
+        calls = 0
         for call in t.gold:
             if isinstance(call, A.GoldFor):
                 self.gold_for(call, scope)
+                n = self.size_of(call.iter, scope)
+                if n is not None and call.calls:
+                    calls += n * len(call.calls)
+                    if calls > MAX_GOLD_CALLS:
+                        self.error(f"the gold calls may number {calls} here (at most "
+                                   f"{MAX_GOLD_CALLS} per task): `{self.text_of(call.iter)}` "
+                                   f"holds up to {n} element{'s' if n != 1 else ''}",
+                                   call.iter.span, "loop over fewer elements, e.g. "
+                                   "sample(xs, 1..3)", code="E194")
                 continue
+            calls += 1
             self.tool_args(call.name, call.span, call.args, scope, require_all=True)
         for c in t.communicate:
             ct = self.expr(c, scope)
@@ -249,7 +265,11 @@ class StatementChecks(RewardAnalysis):
             inner.flows[loop.var] = items
         if isinstance(it, ListT):
             inner.names[loop.var] = it.elem
-        elif isinstance(it, MapT) or it in (STR, ANY):
+        elif it == STR:
+            self.error("a `for` in `gold` over text would repeat its calls once per character",
+                       loop.iter.span, "loop over a list: for x in [a, b] { ... }", code="E130")
+            inner.names[loop.var] = ANY
+        elif isinstance(it, MapT) or it == ANY:
             inner.names[loop.var] = STR if it != ANY else ANY
         else:
             self.error(f"cannot iterate over {it}", loop.iter.span,

@@ -211,10 +211,32 @@ class TypeChecking(NameResolution):
         return NOTHING
 
     def bind_flow(self, scope: Scope, name: str, value: Any) -> None:
-        """Record what the value bound to ``name`` holds (after typing it)."""
+        """Record what the value bound to ``name`` holds (after typing it), and its size."""
         f = self.flow(value, scope)
         if f != NOTHING:
             scope.flows[name] = f
+        n = self.size_of(value, scope)
+        if n is not None:
+            scope.sizes[name] = n
+
+    def size_of(self, e: Any, scope: Scope) -> int | None:
+        """The most elements the list ``e`` can hold, where the spec bounds it (a literal, a
+        seed spawn, what is drawn or filtered from them); None when it cannot tell."""
+        if isinstance(e, A.ListLit):
+            return len(e.items)
+        if isinstance(e, A.Name):
+            return scope.size(e.id)
+        if isinstance(e, A.ListComp):
+            return self.size_of(e.comp.iter, scope)
+        if isinstance(e, A.IfElse):
+            a, b = self.size_of(e.body, scope), self.size_of(e.orelse, scope)
+            return None if a is None or b is None else max(a, b)
+        if isinstance(e, A.BinOp) and e.op == "+":
+            a, b = self.size_of(e.left, scope), self.size_of(e.right, scope)
+            return None if a is None or b is None else a + b
+        if isinstance(e, A.Call) and e.args and e.func in ("sample", "shuffle", "sorted"):
+            return self.size_of(e.args[0], scope)
+        return None
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
