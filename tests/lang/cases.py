@@ -147,4 +147,10 @@ BROKEN: dict[str, str] = {
     "gold_for_too_many_calls": mutate("reservation[3..4]", "reservation[300..400]").replace(
         "gold { get_reservation_details(reservation_id = r.reservation_id) }",
         "gold {\n      for x in reservations { get_reservation_details(reservation_id = x.reservation_id) }\n    }"),
+    # spec variants (issue 22)
+    "variant_declared_twice": mutate("domain airline", "domain airline\n  variant compact { compact_tools }\n"
+                                     "  variant compact { tools [get_reservation_details] }"),
+    "variant_changes_nothing": mutate("domain airline", "domain airline\n  variant compact { }"),
+    "variant_tools_gold_not_listed": mutate("domain airline",
+                                            "domain airline\n  variant small { tools [get_user_details] }"),
 }

@@ -154,7 +154,8 @@ class NameResolution(CheckerBase):
         if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
             return  # (after a wrong `tools` entry, its fix decides what is shown)
         line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
-        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+        whose = f"variant `{self.cap.variant_of}`'s" if self.cap.variant_of else "this capability's"
+        self.error(f"tool `{tool}` is not in {whose} `tools` list", span,
                    f"the agent is only shown the tools listed on line {line}; add `{tool}` "
                    "there", code="E167")
 

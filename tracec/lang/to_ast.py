@@ -205,6 +205,11 @@ class ToAst(Transformer):
             span=self._span(meta))
         return _Once("policy", self._span(meta), {"policy": policy})
 
+    def variant_decl(self, meta: Meta, name: Token, *parts: _Once) -> _Many:
+        variant = A.Variant.model_construct(name=str(name), span=self._span(name))
+        self._errors += _fill(variant, list(parts), f"variant `{variant.name}`")
+        return _Many("variants", [variant])
+
     def compact_decl(self, meta: Meta) -> _Once:
         return _Once("compact_tools", self._span(meta), {"compact_tools": True})
 
