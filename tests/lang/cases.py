@@ -153,4 +153,12 @@ BROKEN: dict[str, str] = {
     "variant_changes_nothing": mutate("domain airline", "domain airline\n  variant compact { }"),
     "variant_tools_gold_not_listed": mutate("domain airline",
                                             "domain airline\n  variant small { tools [get_user_details] }"),
+    # join, min_by, max_by (issue 22)
+    "min_by_without_generator": mutate("let total = sum(f.price for f in r.flights)",
+                                       "let total = min_by(r.flights).price"),
+    "min_by_key_not_comparable": mutate("let total = sum(f.price for f in r.flights)",
+                                        "let total = max_by(f for f in r.flights).price"),
+    "join_of_records": mutate("reservation {r.reservation_id} cost", "reservation {join(r.flights)} cost"),
+    "join_separator_not_text": mutate("reservation {r.reservation_id} cost",
+                                      "reservation {join([f.flight_number for f in r.flights], 1)} cost"),
 }

@@ -141,6 +141,8 @@ class ExprGen:
             return f"next(({elt} {comp}), None)", PREC["atom"]
         if e.func == "count":
             return f"sum(1 {comp})", PREC["atom"]
+        if e.func in ("min_by", "max_by"):  # (key, element) pairs
+            return f"rt.{e.func}([({elt}, {e.comp.var}) {comp}])", PREC["atom"]
         b = BUILTINS[e.func]
         if b.needs_rng:
             return f"{b.runtime}(rng, [{elt} {comp}])", PREC["atom"]

@@ -24,7 +24,7 @@ from tracec.core.types import (
     json_type_ok,
 )
 from tracec.lang import ast as A
-from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS
+from tracec.lang.builtins import BUILTINS, GENERATOR_ONLY, PREDICATE_FUNCS
 from tracec.lang.checkbase import MAX_ID_DIGITS
 from tracec.lang.domain_types import EnumUse, enum_error, is_record, record_hint
 from tracec.lang.flow import NOTHING, ONE_OF, SOME_OF, Flow, disjoint
@@ -394,9 +394,16 @@ class TypeChecking(NameResolution):
         if b is None or not b.accepts_generator:
             self.unknown_function(e.func, e.span, scope, generator=True)
             return ANY
+        if e.func == "join" and is_record(elt):
+            self.error(f"`join` of whole {elt} records: the user would read Python dicts",
+                       e.elt.span, record_hint(elt, list(self.dtypes.fields_of(elt))),
+                       code="E252")
+            return STR
         result, err = b.check([ListT(elt)])
         if err:
             self.error(err, e.span, code="E150")
+        if e.func in GENERATOR_ONLY:
+            return inner.names.get(e.comp.var, ANY)  # the element whose key is least/greatest
         return result
 
     def unknown_function(self, name: str, span: Span, scope: Scope, generator: bool = False) -> None:
@@ -426,6 +433,12 @@ class TypeChecking(NameResolution):
             return ANY
         if e.kwargs:
             self.error(f"`{e.func}` takes no keyword arguments", e.kwargs[0].span, code="E153")
+        if e.func in GENERATOR_ONLY:
+            for a in e.args:
+                self.expr(a, scope)
+            self.error(f"`{e.func}` takes a generator: the key of each element", e.span,
+                       b.doc, code="E157")
+            return ANY
         types = [self.expr(a, scope) for a in e.args]
         n = sum(2 if isinstance(t, RangeT) else 1 for t in types)
         if isinstance(types[-1:] and types[-1], RangeT) and b.max_args >= 1:
