@@ -368,11 +368,7 @@ RULES = (
     Rule(  # spec:111
         1.0,
         "1.0 when state_matches and communicated() and not forbidden_called",
-        lambda o: (
-            o.state_matches
-            and o.communicated(*o.v["_communicate"])
-            and not o.forbidden_called
-        ),
+        lambda o: o.state_matches and o.communicated_all() and not o.forbidden_called,
     ),
     Rule(  # spec:112
         0.5,
@@ -382,7 +378,7 @@ RULES = (
     Rule(  # spec:113
         0.25,
         "0.25 when communicated() and not forbidden_called",
-        lambda o: o.communicated(*o.v["_communicate"]) and not o.forbidden_called,
+        lambda o: o.communicated_all() and not o.forbidden_called,
     ),
     Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:114
 )
@@ -473,6 +469,6 @@ SPEC_LINES = (
     (307, 92, 9), (315, 93, 9), (316, 94, 9), (317, 95, 9), (318, 96, 9), (319, 97, 10),
     (328, 107, 0), (329, 107, 36), (334, 91, 0), (338, 99, 7), (339, 100, 7), (344, 101, 7),
     (348, 102, 7), (349, 91, 0), (352, 105, 12), (356, 91, 0), (357, 106, 10), (362, 91, 0),
-    (365, 0, 0), (368, 111, 14), (377, 112, 14), (382, 113, 15), (387, 114, 0), (388, 0, 0),
-    (400, 25, 0), (401, 52, 0), (402, 70, 0), (403, 91, 0), (404, 0, 0),
+    (365, 0, 0), (368, 111, 14), (373, 112, 14), (378, 113, 15), (383, 114, 0), (384, 0, 0),
+    (396, 25, 0), (397, 52, 0), (398, 70, 0), (399, 91, 0), (400, 0, 0),
 )

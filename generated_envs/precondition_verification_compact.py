@@ -412,7 +412,7 @@ RULES = (
     Rule(  # spec:119
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
-        lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
+        lambda o: o.state_matches and o.progress == 1 and o.communicated_all(),
     ),
     Rule(  # spec:120
         0.4,

@@ -206,7 +206,7 @@ RULES = (
     Rule(  # spec:74
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
-        lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
+        lambda o: o.state_matches and o.progress == 1 and o.communicated_all(),
     ),
     Rule(  # spec:75
         0.3,

@@ -339,7 +339,7 @@ RULES = (
     Rule(  # spec:97
         1.0,
         "1.0 when state_matches and communicated()",
-        lambda o: o.state_matches and o.communicated(*o.v["_communicate"]),
+        lambda o: o.state_matches and o.communicated_all(),
     ),
     Rule(0.6, "0.6 when state_matches", lambda o: o.state_matches),  # spec:98
     Rule(  # spec:99

@@ -107,7 +107,7 @@ class ExprGen:
         if e.func == "communicated":
             vals = ", ".join(self.gen(a) for a in e.args)
             if not vals:  # every value the task lists under `communicate`
-                return 'o.communicated(*o.v["_communicate"])', PREC["atom"]
+                return "o.communicated_all()", PREC["atom"]
             return f"o.communicated({vals})", PREC["atom"]
         if e.func == "called":
             tool = e.args[0].id  # type: ignore[union-attr]
