@@ -7,6 +7,8 @@ Regenerate: tracec compile specs/
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracec.domains import get_domain
 from tracec.runtime import lib as rt
 from tracec.runtime.env import (
@@ -45,11 +47,9 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         "2024-05-03T15",
     ]
 
-    def _basic_fields() -> dict:  # spec:26
-        _fields = {"user_id": rt.pick(rng, users)["user_id"]}
-        trip_cabin = "basic_economy"  # spec:28
-        _fields["flight_type"] = "one_way"  # common/airline_one_way_trip.tracec-frag:4
-        _fields["cabin"] = trip_cabin  # common/airline_one_way_trip.tracec-frag:5
+    def _frag_airline_one_way_trip(trip_cabin: Any) -> dict:
+        """The fields of `use common/airline_one_way_trip.tracec-frag` (spec lines 29, 34, 39)."""
+        _fields = {"flight_type": "one_way", "cabin": trip_cabin}
         f = rt.pick(rng, flights)  # common/airline_one_way_trip.tracec-frag:6
         # common/airline_one_way_trip.tracec-frag:7
         d = rt.date_between(rng, "2024-05-16", "2024-05-29")
@@ -71,31 +71,18 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         )
         return _fields
 
+    def _basic_fields() -> dict:  # spec:26
+        _fields = {"user_id": rt.pick(rng, users)["user_id"]}
+        trip_cabin = "basic_economy"  # spec:28
+        _fields.update(_frag_airline_one_way_trip(trip_cabin))  # spec:29
+        return _fields
+
     basic = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 3), _basic_fields)
 
     def _eco_fields() -> dict:  # spec:31
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "economy"  # spec:33
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
-        d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
-            {
-                "flight_number": f["flight_number"],
-                "origin": f["origin"],
-                "destination": f["destination"],
-                "date": d,
-                "price": f["dates"][d]["prices"][trip_cabin],
-            },
-        ]
-        _fields["created_at"] = (
-            rt.pick(rng, booked)
-            + ":"
-            + str(rt.randint(rng, 10, 59))
-            + ":"
-            + str(rt.randint(rng, 10, 59))
-        )
+        _fields.update(_frag_airline_one_way_trip(trip_cabin))  # spec:34
         return _fields
 
     eco = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 2, 4), _eco_fields)
@@ -103,26 +90,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     def _biz_fields() -> dict:  # spec:36
         _fields = {"user_id": rt.pick(rng, users)["user_id"]}
         trip_cabin = "business"  # spec:38
-        _fields["flight_type"] = "one_way"
-        _fields["cabin"] = trip_cabin
-        f = rt.pick(rng, flights)
-        d = rt.date_between(rng, "2024-05-16", "2024-05-29")
-        _fields["flights"] = [
-            {
-                "flight_number": f["flight_number"],
-                "origin": f["origin"],
-                "destination": f["destination"],
-                "date": d,
-                "price": f["dates"][d]["prices"][trip_cabin],
-            },
-        ]
-        _fields["created_at"] = (
-            rt.pick(rng, booked)
-            + ":"
-            + str(rt.randint(rng, 10, 59))
-            + ":"
-            + str(rt.randint(rng, 10, 59))
-        )
+        _fields.update(_frag_airline_one_way_trip(trip_cabin))  # spec:39
         return _fields
 
     biz = rt.spawn(rng, DOMAIN, db, "reservation", rt.randint(rng, 1, 2), _biz_fields)
@@ -505,23 +473,20 @@ class PreconditionVerificationCompactEnv(CapabilityEnv):
 # code from a shared fragment adds (SPEC_FRAGMENTS index, fragment line, column)
 SPEC_FRAGMENTS = ("common/airline_one_way_trip.tracec-frag",)
 SPEC_LINES = (
-    (34, 21, 0), (35, 22, 0), (36, 24, 0), (47, 26, 0), (50, 28, 11), (51, 29, 7, 0, 4, 1),
-    (52, 29, 7, 0, 5, 1), (53, 29, 7, 0, 6, 5), (54, 29, 7, 0, 7, 5), (56, 29, 7, 0, 8, 1),
-    (65, 29, 7, 0, 9, 1), (75, 31, 0), (78, 33, 11), (79, 34, 7, 0, 4, 1), (80, 34, 7, 0, 5, 1),
-    (81, 34, 7, 0, 6, 5), (82, 34, 7, 0, 7, 5), (83, 34, 7, 0, 8, 1), (92, 34, 7, 0, 9, 1),
-    (102, 36, 0), (105, 38, 11), (106, 39, 7, 0, 4, 1), (107, 39, 7, 0, 5, 1),
-    (108, 39, 7, 0, 6, 5), (109, 39, 7, 0, 7, 5), (110, 39, 7, 0, 8, 1), (119, 39, 7, 0, 9, 1),
-    (129, 41, 0), (130, 42, 0), (136, 44, 0), (141, 45, 0), (146, 46, 0), (151, 47, 0),
-    (157, 0, 0), (179, 51, 9), (191, 52, 9), (192, 53, 9), (193, 54, 9), (194, 55, 10),
-    (203, 64, 0), (204, 64, 28), (205, 50, 0), (209, 57, 7), (210, 58, 7), (211, 50, 0),
-    (215, 62, 5), (219, 50, 0), (220, 63, 10), (225, 50, 0), (228, 0, 0), (236, 68, 9),
-    (244, 69, 9), (246, 70, 9), (247, 71, 10), (256, 79, 0), (257, 79, 35), (258, 80, 0),
-    (259, 80, 29), (267, 67, 0), (274, 77, 5), (278, 67, 0), (279, 78, 10), (283, 67, 0),
-    (286, 0, 0), (292, 84, 9), (293, 85, 9), (294, 86, 9), (295, 87, 9), (296, 88, 10),
-    (309, 96, 0), (310, 96, 34), (311, 83, 0), (318, 94, 5), (322, 83, 0), (323, 95, 10),
-    (327, 83, 0), (330, 0, 0), (335, 100, 9), (336, 101, 9), (337, 102, 9), (338, 103, 9),
-    (350, 104, 9), (351, 105, 9), (359, 106, 9), (361, 107, 10), (374, 99, 0), (378, 109, 7),
-    (379, 110, 7), (385, 99, 0), (388, 113, 5), (392, 99, 0), (393, 114, 10), (398, 99, 0),
-    (408, 0, 0), (411, 118, 14), (412, 119, 14), (417, 120, 14), (422, 121, 0), (423, 0, 0),
-    (435, 50, 0), (436, 67, 0), (437, 83, 0), (438, 99, 0), (439, 0, 0),
+    (36, 21, 0), (37, 22, 0), (38, 24, 0), (49, 26, 0), (50, 0, 0), (53, 29, 7, 0, 6, 5),
+    (54, 29, 7, 0, 7, 5), (56, 29, 7, 0, 8, 1), (65, 29, 7, 0, 9, 1), (73, 0, 0), (74, 26, 0),
+    (76, 28, 11), (77, 29, 0), (81, 31, 0), (84, 33, 11), (85, 34, 0), (89, 36, 0), (92, 38, 11),
+    (93, 39, 0), (97, 41, 0), (98, 42, 0), (104, 44, 0), (109, 45, 0), (114, 46, 0), (119, 47, 0),
+    (125, 0, 0), (147, 51, 9), (159, 52, 9), (160, 53, 9), (161, 54, 9), (162, 55, 10),
+    (171, 64, 0), (172, 64, 28), (173, 50, 0), (177, 57, 7), (178, 58, 7), (179, 50, 0),
+    (183, 62, 5), (187, 50, 0), (188, 63, 10), (193, 50, 0), (196, 0, 0), (204, 68, 9),
+    (212, 69, 9), (214, 70, 9), (215, 71, 10), (224, 79, 0), (225, 79, 35), (226, 80, 0),
+    (227, 80, 29), (235, 67, 0), (242, 77, 5), (246, 67, 0), (247, 78, 10), (251, 67, 0),
+    (254, 0, 0), (260, 84, 9), (261, 85, 9), (262, 86, 9), (263, 87, 9), (264, 88, 10),
+    (277, 96, 0), (278, 96, 34), (279, 83, 0), (286, 94, 5), (290, 83, 0), (291, 95, 10),
+    (295, 83, 0), (298, 0, 0), (303, 100, 9), (304, 101, 9), (305, 102, 9), (306, 103, 9),
+    (318, 104, 9), (319, 105, 9), (327, 106, 9), (329, 107, 10), (342, 99, 0), (346, 109, 7),
+    (347, 110, 7), (353, 99, 0), (356, 113, 5), (360, 99, 0), (361, 114, 10), (366, 99, 0),
+    (376, 0, 0), (379, 118, 14), (380, 119, 14), (385, 120, 14), (390, 121, 0), (391, 0, 0),
+    (403, 50, 0), (404, 67, 0), (405, 83, 0), (406, 99, 0), (407, 0, 0),
 )

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from tracec.cli import cli
 from tracec.compiler.api import compile_file, compile_text
 from tracec.lang.fmt import format_source
+from tracec.harness.resolve import env_class
 
 SPEC = """capability frag_demo {
   description "x"
@@ -185,3 +186,27 @@ def test_a_run_time_error_in_fragment_code_points_at_the_fragment_line(tmp_path:
     assert lines[0].startswith(f"{shown}:4:5: error: ")
     assert "ZeroDivisionError" in lines[0] and f"(in the fragment used at {path}:9)" in lines[0]
     assert lines[2] == "4 | let z = 1 // (len(flights) - len(flights))"
+
+
+TWICE = SPEC.replace("    trips   = reservation[2..3] {", "    more    = reservation[1..2] {\n"
+                     "      user_id = pick(users).user_id\n"
+                     '      use "common/trip.tracec-frag"\n    }\n'
+                     "    trips   = reservation[2..3] {")
+
+
+def test_a_fragment_used_twice_is_one_helper_with_the_same_worlds(tmp_path: Path) -> None:
+    """Its field items are generated once, as a function each field block calls."""
+    res = compile_file(_tree(tmp_path, spec=TWICE))
+    assert res.ok, res.rendered
+    assert res.code.count("def _frag_trip() -> dict:") == 1
+    assert res.code.count("_fields.update(_frag_trip())") == 2
+    inline = TWICE.replace('      use "common/trip.tracec-frag"\n',
+                           '      flight_type = "one_way"\n      let f = pick(flights)\n')
+    expanded = compile_text(inline, str(tmp_path / "specs" / "inline.tracec"))
+    assert expanded.ok, expanded.rendered
+    assert "_frag_" not in expanded.code
+    a, b = env_class(res.module)(), env_class(expanded.module)()
+    for seed in range(8):
+        a.reset(seed=seed)
+        b.reset(seed=seed)
+        assert a.db == b.db and a.instance.user == b.instance.user

@@ -84,7 +84,8 @@ def generate_module(cap: IR.CapabilityIR) -> str:
     w("from __future__ import annotations")
     w()
     shared = shared_distractors(cap)
-    if any(params for _, params in shared.values()):
+    helpers = fragment_helpers(cap)
+    if any(params for _, params in shared.values()) or any(h.params for h in helpers.values()):
         w("from typing import Any")
         w()
     if cap.tools:
@@ -104,7 +105,7 @@ def generate_module(cap: IR.CapabilityIR) -> str:
         w.emit("HINT = ", wrap_str(cap.hint, 0, extra=7), 0)
     w()
     w()
-    _gen_world(w, cap)
+    _gen_world(w, cap, helpers)
     for name, (dist, params) in shared.items():
         w()
         w()
@@ -185,12 +186,101 @@ def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
         w("compact_tools=True,", 1)
 
 
-def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
+class FragmentHelper:
+    """A field-block fragment used in several field blocks, generated once as a function."""
+
+    def __init__(self, name: str, path: str, items: list[Any], params: list[str]):
+        self.name = name
+        self.path = path
+        self.items = items  # the first use's field items (every use generates the same code)
+        self.params = params  # lets of the field block before the `use` that it reads
+        self.lines: list[int] = []  # the spec's `use` lines
+        self.written = False
+
+
+def _fragment_runs(fields: list[Any]) -> list[tuple[int, int, str]]:
+    """(start, end, fragment path) of each run of field items that one `use` line put there
+    (a fragment without nested `use`s)."""
+    runs: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(fields):
+        frag = fields[i].fragment
+        if frag is None:
+            i += 1
+            continue
+        j = i
+        while j < len(fields) and fields[j].fragment is not None \
+                and fields[j].fragment.path == frag.path and fields[j].line == fields[i].line:
+            j += 1
+        runs.append((i, j, frag.path))
+        i = j
+    return runs
+
+
+def _helper_body(items: list[Any]) -> str:
+    probe = Writer()
+    _gen_fields_with_lets(probe, ExprGen("seed"), items)
+    return probe.text()
+
+
+def fragment_helpers(cap: IR.CapabilityIR) -> dict[tuple[int, int], FragmentHelper]:
+    """(seed step index, run start) -> its helper, for fragments `use`d in several field
+    blocks whose uses generate the same code (the others stay inline)."""
+    uses: dict[str, list[tuple[int, int, int, list[str]]]] = {}
+    for si, step in enumerate(cap.seed):
+        if not isinstance(step, IR.SeedSpawn):
+            continue
+        for start, end, path in _fragment_runs(step.fields):
+            run = step.fields[start:end]
+            own = {f.name for f in run if isinstance(f, IR.LetIR)}
+            later = _names_used(step.fields[end:])
+            if own & later:  # the block reads the fragment's lets after it: keep it inline
+                uses.setdefault(path, []).append((-1, 0, 0, []))
+                continue
+            before = {f.name for f in step.fields[:start] if isinstance(f, IR.LetIR)}
+            uses.setdefault(path, []).append((si, start, end, sorted(_names_used(run) & before)))
+    out: dict[tuple[int, int], FragmentHelper] = {}
+    taken: set[str] = set()
+    for path, found in uses.items():
+        if len(found) < 2 or any(si < 0 for si, *_ in found):
+            continue
+        bodies = {_helper_body(cap.seed[si].fields[a:b]) for si, a, b, _ in found}
+        params = {tuple(p) for *_, p in found}
+        if len(bodies) != 1 or len(params) != 1:
+            continue
+        stem = re.sub(r"\W+", "_", path.rsplit("/", 1)[-1].removesuffix(".tracec-frag")).strip("_")
+        name = f"_frag_{stem or 'fragment'}"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        si, a, b, p = found[0]
+        helper = FragmentHelper(name, path, cap.seed[si].fields[a:b], p)
+        for si, a, _, _ in found:
+            helper.lines.append(cap.seed[si].fields[a].line)
+            out[(si, a)] = helper
+    return out
+
+
+def _gen_helper(w: Writer, helper: FragmentHelper) -> None:
+    params = ", ".join(f"{p}: Any" for p in helper.params)
+    w.at = None
+    w(f"def {helper.name}({params}) -> dict:", 1)
+    lines = ", ".join(map(str, helper.lines))
+    w(docstring(f"The fields of `use {helper.path}` (spec lines {lines})."), 2)
+    _gen_fields_with_lets(w, ExprGen("seed"), helper.items)
+    w.at = None
+    w()
+    helper.written = True
+
+
+def _gen_world(w: Writer, cap: IR.CapabilityIR,
+               helpers: dict[tuple[int, int], FragmentHelper] | None = None) -> None:
     w("def build_world(rng: rt.Rng, db: dict) -> dict:")
     w('"""The `seed` block: generate the world; returns the seed variables."""', 1)
     gen = ExprGen("seed")
     names = []
-    for step in cap.seed:
+    helpers = helpers or {}
+    for si, step in enumerate(cap.seed):
         w.at = spec_at(step, column=False)
         if isinstance(step, IR.SeedSpawn):
             count = step.count
@@ -203,9 +293,14 @@ def _gen_world(w: Writer, cap: IR.CapabilityIR) -> None:
                 fn = f"_{step.name}_fields"  # `_`: no spec name can be the same
                 if w.lines and w.lines[-1].strip() and not w.lines[-1].rstrip().endswith('"""'):
                     w()
+                calls = {a: h for (i, a), h in helpers.items() if i == si}
+                for h in calls.values():
+                    if not h.written:
+                        _gen_helper(w, h)
+                w.at = spec_at(step, column=False)
                 w(f"def {fn}() -> dict:", 1)
-                if any(isinstance(f, IR.LetIR) for f in step.fields):
-                    _gen_fields_with_lets(w, gen, step.fields)
+                if calls or any(isinstance(f, IR.LetIR) for f in step.fields):
+                    _gen_fields_with_lets(w, gen, step.fields, calls)
                 else:
                     w.emit("return ", fields_lines(gen, step.fields, LINE - 15), 2)
                 w()
@@ -367,13 +462,25 @@ def _gen_task(w: Writer, cap: IR.CapabilityIR, task: IR.TaskIR,
     w.at = None
 
 
-def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any]) -> None:
-    """A field function whose block has `let`s: values in spec order, then the dict."""
+def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any],
+                          calls: dict[int, FragmentHelper] | None = None) -> None:
+    """A field function whose block has `let`s (or `use`s a fragment helper): values in spec
+    order, then the dict."""
+    calls = calls or {}
     first = 0
-    while first < len(fields) and not isinstance(fields[first], IR.LetIR):
+    while first < len(fields) and not isinstance(fields[first], IR.LetIR) and first not in calls:
         first += 1
     w.emit("_fields = ", fields_lines(gen, fields[:first], LINE - 15), 2)
-    for f in fields[first:]:
+    skip_to = first
+    for i, f in enumerate(fields[first:], start=first):
+        if i < skip_to:
+            continue
+        if i in calls:
+            helper = calls[i]
+            skip_to = i + len(helper.items)
+            w.at = (f.line, 0)  # the spec's `use` line
+            w(f"_fields.update({helper.name}({', '.join(helper.params)}))", 2)
+            continue
         w.at = spec_at(f)
         if isinstance(f, IR.LetIR):
             w.emit(f"{f.name} = ", pretty(gen, f.value, LINE - 12 - len(f.name)), 2)
