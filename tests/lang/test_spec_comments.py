@@ -37,6 +37,7 @@ KINDS: list[tuple[str, str]] = [
     (r"^hint=", r"\bhint\b"),
     (r"^for (\w+) in ", r"\bfor\s+\1\s+in\b"),
     (r"^def _(\w+)_fields\(", r"^\s*\1\s*="),
+    (r"^_fields\.update\(_frag_\w+\(", r"^\s*use\s+\""),
     (r'^_fields\["(\w+)"\] = ', r"\b\1\s*="),
     (r"^return ", r"\breturn\b"),
     (r'^\w+\["\w+"\] = ', r"\bset\b"),
