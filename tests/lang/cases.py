@@ -70,36 +70,6 @@ BROKEN: dict[str, str] = {
     "true_lowercase": mutate("let r = pick(reservations)", "let r = pick(x for x in reservations if true)"),
     "spawn_unknown_kind": mutate("users = user[2..3]", "users = passenger[2..3]"),
     "empty_range": mutate("user[2..3]", "user[3..2]"),
-    # prompt budget: `tools [...]`, `policy ...`, `compact_tools`
-    "tools_unknown_name": mutate("domain airline", "domain airline\n  tools [get_reservation_detail]"),
-    "tools_gold_not_listed": mutate("domain airline", "domain airline\n  tools [get_user_details]"),
-    "tools_called_not_listed": mutate("domain airline",
-                                      "domain airline\n  tools [get_reservation_details]")
-    .replace("1.0 when progress == 1", "1.0 when called(cancel_reservation) and progress == 1"),
-    "tools_forbid_not_listed": mutate("domain airline",
-                                      "domain airline\n  tools [get_reservation_details]")
-    .replace("communicate total", "communicate total\n    forbid send_certificate"),
-    "tools_listed_twice": mutate("domain airline", "domain airline\n  tools [get_reservation_details, "
-                                 "get_reservation_details]"),
-    "tools_empty": mutate("domain airline", "domain airline\n  tools []"),
-    "tools_given_twice": mutate("domain airline", "domain airline\n  tools [get_reservation_details]\n"
-                                "  tools [get_reservation_details]"),
-    "policy_unknown_section": mutate("domain airline",
-                                     "domain airline\n  policy sections [\"Cancel flights\", \"Baggage\"]"),
-    "policy_given_twice": mutate("domain airline", "domain airline\n  policy sections [\"Cancel flight\"]\n"
-                                 "  policy \"Be kind.\""),
-    "policy_text_empty": mutate("domain airline", "domain airline\n  policy \"  \""),
-    "policy_text_interpolates": mutate("domain airline", "domain airline\n  policy \"Be {kind}.\""),
-    # typed domain contract (issue 14)
-    "enum_typo_compare": mutate("let r = pick(reservations)",
-                                'let r = pick(x for x in reservations if x.cabin == "Business")'),
-    "enum_typo_field": mutate("{ user_id = pick(users).user_id }",
-                              '{ user_id = pick(users).user_id, cabin = "economic" }'),
-    "enum_typo_map_key": mutate("let total = sum(f.price for f in r.flights)",
-                                'let total = sum(f.flight.dates[f.date].prices["buisness"] for f in r.flights)'),
-    "record_in_user_text": mutate("reservation {r.reservation_id} cost", "reservation {r} cost"),
-    "record_communicated": mutate("communicate total", "communicate total, r.passengers"),
-    "reference_in_reward": mutate("communicated(total)", "communicated(total) and r.user.user_id == \"x\""),
     # types flow through lets, parameters, lists, pick and comprehensions (issue 22)
     "enum_through_let": mutate("let r = pick(reservations)",
                                'let cc = "buisness"\n    let r = pick(x for x in reservations if x.cabin == cc)'),
@@ -124,6 +94,9 @@ BROKEN: dict[str, str] = {
         "let r = pick(reservations)",
         'let cs = [c for c in ["economy", "busines"]]\n'
         "    let r = pick(x for x in reservations if x.cabin in cs)"),
+    "enum_literal_in_list_of_enum_values": mutate(
+        "let r = pick(reservations)",
+        'let r = pick(x for x in reservations if "buisness" in [f.flight.dates[f.date].status for f in x.flights])'),
     "enum_map_key_through_let": mutate(
         "let total = sum(f.price for f in r.flights)",
         'let c = "buisness"\n    let total = sum(f.flight.dates[f.date].prices[c] for f in r.flights)'),
@@ -161,4 +134,34 @@ BROKEN: dict[str, str] = {
     "join_of_records": mutate("reservation {r.reservation_id} cost", "reservation {join(r.flights)} cost"),
     "join_separator_not_text": mutate("reservation {r.reservation_id} cost",
                                       "reservation {join([f.flight_number for f in r.flights], 1)} cost"),
+    # prompt budget: `tools [...]`, `policy ...`, `compact_tools`
+    "tools_unknown_name": mutate("domain airline", "domain airline\n  tools [get_reservation_detail]"),
+    "tools_gold_not_listed": mutate("domain airline", "domain airline\n  tools [get_user_details]"),
+    "tools_called_not_listed": mutate("domain airline",
+                                      "domain airline\n  tools [get_reservation_details]")
+    .replace("1.0 when progress == 1", "1.0 when called(cancel_reservation) and progress == 1"),
+    "tools_forbid_not_listed": mutate("domain airline",
+                                      "domain airline\n  tools [get_reservation_details]")
+    .replace("communicate total", "communicate total\n    forbid send_certificate"),
+    "tools_listed_twice": mutate("domain airline", "domain airline\n  tools [get_reservation_details, "
+                                 "get_reservation_details]"),
+    "tools_empty": mutate("domain airline", "domain airline\n  tools []"),
+    "tools_given_twice": mutate("domain airline", "domain airline\n  tools [get_reservation_details]\n"
+                                "  tools [get_reservation_details]"),
+    "policy_unknown_section": mutate("domain airline",
+                                     "domain airline\n  policy sections [\"Cancel flights\", \"Baggage\"]"),
+    "policy_given_twice": mutate("domain airline", "domain airline\n  policy sections [\"Cancel flight\"]\n"
+                                 "  policy \"Be kind.\""),
+    "policy_text_empty": mutate("domain airline", "domain airline\n  policy \"  \""),
+    "policy_text_interpolates": mutate("domain airline", "domain airline\n  policy \"Be {kind}.\""),
+    # typed domain contract (issue 14)
+    "enum_typo_compare": mutate("let r = pick(reservations)",
+                                'let r = pick(x for x in reservations if x.cabin == "Business")'),
+    "enum_typo_field": mutate("{ user_id = pick(users).user_id }",
+                              '{ user_id = pick(users).user_id, cabin = "economic" }'),
+    "enum_typo_map_key": mutate("let total = sum(f.price for f in r.flights)",
+                                'let total = sum(f.flight.dates[f.date].prices["buisness"] for f in r.flights)'),
+    "record_in_user_text": mutate("reservation {r.reservation_id} cost", "reservation {r} cost"),
+    "record_communicated": mutate("communicate total", "communicate total, r.passengers"),
+    "reference_in_reward": mutate("communicated(total)", "communicated(total) and r.user.user_id == \"x\""),
 }

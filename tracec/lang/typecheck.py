@@ -347,6 +347,8 @@ class TypeChecking(NameResolution):
                            code="E146")
         elif e.op in ("in", "not in"):
             self.check_flow(lf.enum, e.right, scope, elements=True)
+            if lf.enum is None:  # `"buisness" in [x.cabin for x in rs]`
+                self.check_enum_literals(rf.items.enum, list(lf.lits))
         if e.op in ("in", "not in"):
             if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
                 self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
