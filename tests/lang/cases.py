@@ -97,6 +97,9 @@ BROKEN: dict[str, str] = {
     "enum_literal_in_list_of_enum_values": mutate(
         "let r = pick(reservations)",
         'let r = pick(x for x in reservations if "buisness" in [f.flight.dates[f.date].status for f in x.flights])'),
+    "pick_of_empty_list": mutate("let r = pick(reservations)",
+                                 "let none = []\n    let r = pick(reservations)\n    let x = pick(none)")
+    .replace("communicate total", "communicate total, x"),
     "enum_map_key_through_let": mutate(
         "let total = sum(f.price for f in r.flights)",
         'let c = "buisness"\n    let total = sum(f.flight.dates[f.date].prices[c] for f in r.flights)'),

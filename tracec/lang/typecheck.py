@@ -464,6 +464,10 @@ class TypeChecking(NameResolution):
         if not types:
             result, err = b.check([ANY])
             return result
+        if e.func in ("pick", "sample", "shuffle", "min", "max") and len(e.args) == 1 + (
+                e.func == "sample") and self.size_of(e.args[0], scope) == 0:
+            self.error(f"`{e.func}` of a list that is always empty", e.args[0].span,
+                       "give it the values to draw from", code="E158")
         if e.func in ("fmt", "str", "join") and is_record(types[0]):
             t = types[0]
             self.error(f"`{e.func}` of a whole {t}: the user would read a Python "
