@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 from tests.lang.cases import BASE, mutate
-from tracec.compiler.api import compile_text
+from tracec.compiler.api import compile_file, compile_text
 from tracec.domains import get_domain
 from tracec.domains import policy as P
 from tracec.domains.compact import compact_parameters, compact_schema, first_sentence
@@ -295,3 +295,22 @@ def test_shipped_specs_use_variants_not_copies() -> None:
     assert len(with_variant) >= 4
     for p in with_variant:
         assert Path("generated_envs", p.stem + "_compact.py").exists()
+
+
+@pytest.mark.parametrize("name", ["multi_step_task_completion", "precondition_verification",
+                                  "structured_data_reasoning", "tool_calling_precision"])
+def test_shipped_compact_variant_has_its_spec_s_worlds(name: str) -> None:
+    """Replaces the copies kept equal by hand: the variant env draws the spec's own worlds and
+    task instances, seed for seed; only what the agent is shown is smaller."""
+    result = compile_file(Path("specs") / f"{name}.tracec")
+    assert result.ok, result.rendered
+    (variant,) = result.variants
+    assert variant.ir.name == f"{name}_compact"
+    full, small = env_class(result.module)(), env_class(variant.module)()
+    for seed in range(6):
+        _, info_full = full.reset(seed=seed)
+        _, info_small = small.reset(seed=seed)
+        assert full.db == small.db
+        assert (full.instance.task, full.instance.user, full.instance.gold) == \
+            (small.instance.task, small.instance.user, small.instance.gold)
+        assert len(info_small["tools"]) < len(info_full["tools"])
