@@ -187,3 +187,14 @@ def test_seed_name_ending_in_fields_beside_a_field_block() -> None:
     for seed in range(3):
         env.reset(seed=seed)
         assert "three 3:" in env.instance.user or "two 3:" in env.instance.user
+
+
+def test_gold_loop_bound_counts_what_is_sampled() -> None:
+    """`sample(xs, 1..3)` holds at most 3 elements, however many `xs` has."""
+    big = SPEC.replace("reservation[3..4]", "reservation[300..400]")
+    assert _compile(big).ok, _compile(big).rendered  # sample(reservations, n): n is 2 or 3
+    loop_all = big.replace("let rs = sample(reservations, n)", "let rs = shuffle(reservations)")
+    result = _compile(loop_all)
+    assert not result.ok
+    assert "error: the gold calls may number 800 here (at most 200 per task): `rs` holds up " \
+           "to 400 elements" in result.rendered

@@ -235,7 +235,13 @@ class TypeChecking(NameResolution):
             a, b = self.size_of(e.left, scope), self.size_of(e.right, scope)
             return None if a is None or b is None else a + b
         if isinstance(e, A.Call) and e.args and e.func in ("sample", "shuffle", "sorted"):
-            return self.size_of(e.args[0], scope)
+            n = self.size_of(e.args[0], scope)
+            if e.func == "sample" and len(e.args) == 2:  # at most the count drawn
+                count = e.args[1]
+                hi = self.const_of(count.hi if isinstance(count, A.Range) else count, scope)
+                if isinstance(hi, int) and not isinstance(hi, bool):
+                    n = hi if n is None else min(n, hi)
+            return n
         return None
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
