@@ -210,3 +210,22 @@ def test_a_fragment_used_twice_is_one_helper_with_the_same_worlds(tmp_path: Path
         a.reset(seed=seed)
         b.reset(seed=seed)
         assert a.db == b.db and a.instance.user == b.instance.user
+
+
+def test_a_failure_in_a_fragment_helper_is_placed_at_the_use_that_called_it(tmp_path: Path) -> None:
+    frag = FRAG + "total_baggages = 10 // zero\n"
+    spec = TWICE.replace("      user_id = pick(users).user_id\n      use",
+                         "      user_id = pick(users).user_id\n      let zero = randint(1..1)\n      use", 1) \
+        .replace("    trips   = reservation[2..3] {\n      user_id = pick(users).user_id\n",
+                 "    trips   = reservation[2..3] {\n      user_id = pick(users).user_id\n"
+                 "      let zero = randint(0..0)\n")
+    res = compile_file(_tree(tmp_path, frag=frag, spec=spec))
+    assert res.ok, res.rendered
+    assert res.code.count("def _frag_trip(zero: Any) -> dict:") == 1
+    with pytest.raises(Exception) as info:
+        env_class(res.module)().reset(seed=0)
+    text = str(info.value)
+    use_line = spec.split("\n").index('      use "common/trip.tracec-frag"', 12) + 1
+    assert use_line == 15
+    assert f"frag_demo.tracec:{use_line})" in text, text  # the second use (the first is line 10)
+    assert "common/trip.tracec-frag:4:1: error:" in text, text

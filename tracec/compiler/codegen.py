@@ -478,7 +478,7 @@ def _gen_fields_with_lets(w: Writer, gen: ExprGen, fields: list[Any],
         if i in calls:
             helper = calls[i]
             skip_to = i + len(helper.items)
-            w.at = (f.line, 0)  # the spec's `use` line
+            w.at = (f.line, f.column)  # the spec's `use`
             w(f"_fields.update({helper.name}({', '.join(helper.params)}))", 2)
             continue
         w.at = spec_at(f)
