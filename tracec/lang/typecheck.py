@@ -25,7 +25,7 @@ from tracec.core.types import (
 )
 from tracec.lang import ast as A
 from tracec.lang.builtins import BUILTINS, GENERATOR_ONLY, PREDICATE_FUNCS
-from tracec.lang.checkbase import MAX_ID_DIGITS
+from tracec.lang.checkbase import MAX_ID_DIGITS, source_slice
 from tracec.lang.domain_types import EnumUse, enum_error, is_record, record_hint
 from tracec.lang.flow import NOTHING, ONE_OF, SOME_OF, Flow, disjoint
 from tracec.lang.names import NameResolution, Scope
@@ -145,13 +145,19 @@ class TypeChecking(NameResolution):
                 self.check_flow(keys, e.index, scope)
         return self.index_type(base, idx, e.index, e.span)
 
-    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str]) -> None:
-        """Each string literal must be a value of ``enum`` (did-you-mean otherwise)."""
+    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str],
+                            use: Span | None = None) -> None:
+        """Each string literal must be a value of ``enum`` (did-you-mean otherwise); ``use``:
+        where the value meets the enum, named when the literal is written elsewhere."""
         if enum is None:
             return
         for lit in literals:
             if lit.value not in enum.values:
                 msg, hint = enum_error(lit.value, enum)
+                if use is not None and use.line != lit.span.line:
+                    where = source_slice(self.source, use)
+                    where = where if len(where) <= 60 else where[:57] + "..."
+                    hint += f"; the value reaches {enum.where} in `{where}`"
                 self.error(msg, lit.span, hint, code="E114")
 
     def check_flow(self, enum: EnumUse | None, value: Any, scope: Scope,
@@ -164,7 +170,7 @@ class TypeChecking(NameResolution):
         f = self.flow(value, scope)
         if elements:
             f = f.items
-        self.check_enum_literals(enum, list(f.lits))
+        self.check_enum_literals(enum, list(f.lits), value.span)
         if f.enum is not None and disjoint(f.enum, enum):
             listed = ", ".join(f'"{v}"' for v in enum.values)
             self.error(f"a {f.enum.where} value is never a {enum.what} of {enum.where}",
@@ -342,8 +348,8 @@ class TypeChecking(NameResolution):
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
         lf, rf = self.flow(e.left, scope), self.flow(e.right, scope)
         if e.op in ("==", "!="):
-            self.check_enum_literals(lf.enum, list(rf.lits))
-            self.check_enum_literals(rf.enum, list(lf.lits))
+            self.check_enum_literals(lf.enum, list(rf.lits), e.span)
+            self.check_enum_literals(rf.enum, list(lf.lits), e.span)
             if lf.enum is not None and rf.enum is not None and disjoint(lf.enum, rf.enum):
                 self.error(f"comparing {lf.enum.where} with {rf.enum.where} is always "
                            f"{'False' if e.op == '==' else 'True'}: no value is both", e.span,
@@ -354,7 +360,7 @@ class TypeChecking(NameResolution):
         elif e.op in ("in", "not in"):
             self.check_flow(lf.enum, e.right, scope, elements=True)
             if lf.enum is None:  # `"buisness" in [x.cabin for x in rs]`
-                self.check_enum_literals(rf.items.enum, list(lf.lits))
+                self.check_enum_literals(rf.items.enum, list(lf.lits), e.span)
         if e.op in ("in", "not in"):
             if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
                 self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
