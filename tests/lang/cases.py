@@ -100,6 +100,10 @@ BROKEN: dict[str, str] = {
     "pick_of_empty_list": mutate("let r = pick(reservations)",
                                  "let none = []\n    let r = pick(reservations)\n    let x = pick(none)")
     .replace("communicate total", "communicate total, x"),
+    "enum_through_parameter_in_reward": BASE.replace(
+        "task look weight 2 {", 'task look(c) for "economy", "buisness" weight 2 {')
+    .replace('user "Hi, what', 'user "Hi, {c}: what')
+    .replace("1.0 when progress == 1", "1.0 when called(book_reservation, cabin = c) and progress == 1"),
     "enum_map_key_through_let": mutate(
         "let total = sum(f.price for f in r.flights)",
         'let c = "buisness"\n    let total = sum(f.flight.dates[f.date].prices[c] for f in r.flights)'),

@@ -76,6 +76,7 @@ class CheckerBase:
         self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
         self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
         self.clone_kinds: dict[int, str] = {}  # id(Clone node) -> entity kind, in this task
+        self.task_flows: list[dict[str, Any]] = []  # per task: let name -> `flow.Flow`
 
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
         self.diags.append(Diagnostic(message=message, span=span, hint=hint, code=code))

@@ -249,6 +249,7 @@ class StatementChecks(RewardAnalysis):
             self.text(t.hint, scope)
         for d in t.distractors + top_distractors:
             self.distractor(d, scope)
+        self.task_flows.append(dict(scope.flows))  # for the reward rules (`reward_flows`)
         return TaskFacts(task=t, seed_vars_used=[n for n in self.seed_types if n in self.used_seed],
                          let_types=dict(scope.names), clone_kinds=self.clone_kinds)
 

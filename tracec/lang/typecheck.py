@@ -250,6 +250,17 @@ class TypeChecking(NameResolution):
             return n
         return None
 
+    def reward_flows(self, scope: Scope) -> None:
+        """What the tasks' lets hold, for the reward rules: the literals any task binds a
+        name to, and an enum when every task's value has the same one."""
+        for name in scope.names:
+            merged: Flow | None = None
+            for tf in self.task_flows:
+                f = tf.get(name) or NOTHING
+                merged = f if merged is None else merged.merge(f)
+            if merged is not None and merged != NOTHING:
+                scope.flows[name] = merged
+
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
         self.check_binding(comp.var, comp.span, "loop variable")
