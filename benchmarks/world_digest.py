@@ -48,7 +48,8 @@ def digest(path: Path, seeds: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="JSON file to write (with --compare: the first digest)")
-    ap.add_argument("modules", nargs="+", type=Path, help="env modules (with --compare: the second digest)")
+    ap.add_argument("modules", nargs="+", type=Path,
+                    help="env modules (with --compare: the second digest)")
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--compare", action="store_true", help="compare two digest files")
     args = ap.parse_args()
