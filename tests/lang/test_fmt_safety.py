@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.lang.cases import BASE
+from tests.lang.cases import BASE, BROKEN
 from tracec.cli import cli
 from tracec.compiler.api import compile_text
 from tracec.lang.fmt import format_file_text, format_source
@@ -89,3 +89,10 @@ def test_triple_quotes_in_a_comment_or_string_do_not_hide_a_use(tmp_path: Path) 
         assert not expanded.errors and "From a fragment." in expanded.text
         result = compile_text(spec, "specs/demo.tracec", base_dir=tmp_path)
         assert result.ok, result.rendered
+
+
+def test_a_cr_only_spec_compiles_with_its_own_line_numbers() -> None:
+    result = compile_text(BROKEN["unknown_field"].replace("\n", "\r"), "specs/demo.tracec")
+    assert "specs/demo.tracec:10:40: error: unknown field `fligths` on reservation" in \
+        result.rendered
+    assert compile_text(BASE.replace("\n", "\r"), "specs/demo.tracec").ok

@@ -87,6 +87,7 @@ def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None,
     ``path``) is the stable name written into the generated module; ``base_dir`` is the folder
     that `use "..."` fragments are read from (None: `use` is an error), ``display_dir`` that
     folder as the user typed it."""
+    text = fragments.lf_lines(text)  # a CR-only (old Mac) file: lines the parser counts
     result = CompileResult(path=path, source=text)
     expanded = fragments.expand(text, base_dir, display_dir)
     if expanded.errors:

@@ -48,6 +48,15 @@ class Expanded:
         return bool(self.fragments)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lf_lines(text: str) -> str:
+    """``text`` with each lone CR (an old Mac line end) made LF; CRLF stays as it is (the
+    parser counts lines by LF and skips CR as space)."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
 def code_line_starts(text: str) -> list[bool]:
     """For each line of ``text`` (split on ``\n``), whether it starts in code, not inside a
     triple-quoted string: a scan with the grammar's own tokens (`#` comments to the end of the
@@ -173,7 +182,7 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
             body = ""
             if error is None and path is not None:
                 try:
-                    body = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+                    body = lf_lines(path.read_bytes().decode("utf-8").removeprefix("\ufeff"))
                 except (OSError, UnicodeDecodeError) as exc:
                     error = f"cannot read fragment `{raw}`: {exc}"
             if error is not None:
