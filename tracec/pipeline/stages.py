@@ -216,6 +216,9 @@ def run_specs(ctx: RunContext, resume: bool) -> dict:
         if s.match_domain and res.ir.domain != ctx.cfg.target.domain:
             continue
         spec_caps[res.ir.name] = path
+        for variant in res.variants:  # `variant NAME { ... }`: its env comes with the spec
+            assert variant.ir is not None
+            spec_caps[variant.ir.name] = path
     chosen = choose_specs(spec_caps, selected, s.mapping, s.train_all_specs)
     unmatched = [c for c in selected if s.mapping.get(c, c) not in spec_caps]
     for name in chosen:

@@ -40,16 +40,23 @@ def spec_position(cap: Any, tb: types.TracebackType | None) -> tuple[int, ...] |
     filename = getattr(module, "__file__", None)
     if not table or not filename:
         return None
-    lineno = None
+    lineno = caller = None
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == filename:
+            caller = lineno
             lineno = tb.tb_lineno
+            helper = tb.tb_frame.f_code.co_name.startswith("_frag_")
         tb = tb.tb_next
     if lineno is None:
         return None
-    i = bisect.bisect_right([row[0] for row in table], lineno) - 1
+    starts = [row[0] for row in table]
+    i = bisect.bisect_right(starts, lineno) - 1
     if i < 0 or table[i][1] <= 0:
         return None
+    if helper and caller is not None:  # a fragment generated once: at the `use` that called it
+        j = bisect.bisect_right(starts, caller) - 1
+        if j >= 0 and table[j][1] > 0:
+            return tuple(table[j][1:3]) + tuple(table[i][3:])
     return tuple(table[i][1:])
 
 
