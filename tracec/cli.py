@@ -44,12 +44,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+TRAIN_EXTRA = frozenset({"torch", "transformers", "peft", "trl", "accelerate", "safetensors"})
+TRAIN_HINT = "pip install 'tracec[train]'"
+BUG_HINT = ("this is a tracec bug: please report it with the traceback that "
+            "TRACEC_DEBUG=1 prints (rerun the command with it set)")
+
+
 def one_line_error(exc: BaseException) -> str:
-    """A one-line message for an exception that escaped a command."""
+    """A one-line message for an exception that escaped a command: tracec's own errors as they
+    are, a missing training extra with the install line, anything else as a bug report line."""
     from tracec.files import InputError
 
     if isinstance(exc, InputError):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in TRAIN_EXTRA:
+        return (f"this command needs the training extra ({exc.name} is not installed): "
+                f"{TRAIN_HINT}")
+    if type(exc).__module__.split(".")[0] == "tracec" and str(exc).strip():
+        return " ".join(str(exc).split())
+    if type(exc).__name__ == "SafetensorError":
+        return (f"cannot read a safetensors weight file ({' '.join(str(exc).split())[:200]}): it "
+                "is truncated or not safetensors; save or train it again")
     errors = getattr(exc, "errors", None)
     if callable(errors) and type(exc).__name__ == "ValidationError":  # pydantic
         try:
@@ -63,10 +78,11 @@ def one_line_error(exc: BaseException) -> str:
         text = text[:297] + "..."
     if isinstance(exc, RecursionError):
         return "input nested too deeply"
-    if isinstance(exc, (UnicodeError, ValueError, KeyError, TypeError, OSError)):
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or text}"
+    if isinstance(exc, (UnicodeError, OSError)) or type(exc) is ValueError:
         return f"{type(exc).__name__}: {text}"
-    return (f"internal error: {type(exc).__name__}: {text} "
-            "(set TRACEC_DEBUG=1 for the traceback)")
+    return f"unexpected {type(exc).__name__}: {text}; {BUG_HINT}"
 
 
 class LazyGroup(click.Group):
@@ -106,7 +122,7 @@ class LazyGroup(click.Group):
             missing = exc.name or "?"
             hint = ""
             if missing.split(".")[0] in {"torch", "transformers", "peft", "trl", "accelerate"}:
-                hint = "\nhint: training support is an extra: pip install -e '.[train]'"
+                hint = f"; training support is an extra: {TRAIN_HINT}"
             raise click.ClickException(
                 f"`tracec {name}` is unavailable: missing module {missing!r}{hint}"
             ) from None

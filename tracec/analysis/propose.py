@@ -13,6 +13,7 @@ from typing import Callable
 
 from tracec.analysis.aggregate import Selection
 from tracec.analysis.errors import AnalysisError
+from tracec import files
 from tracec.analysis.prompts import load_prompt
 from tracec.llm.client import LLMError
 
@@ -38,7 +39,7 @@ def load_language_reference(path: Path | None = None) -> str:
     candidates.append(Path(__file__).resolve().parents[2] / "docs" / "language.md")
     for c in candidates:
         if c is not None and c.is_file():
-            return c.read_text(encoding="utf-8")
+            return files.read_text(c, "language reference", error=AnalysisError)
     raise AnalysisError(
         "the tracec language reference (docs/language.md) was not found; pass --language PATH")
 

@@ -54,8 +54,11 @@ def plan(paths: list[Path], out_dir: Path) -> BuildPlan:
 
 
 def _is_generated(path: Path) -> bool:
+    if not path.is_file():  # a FIFO or device: never opened, never ours
+        return False
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:400]
+        with open(path, "rb") as fh:
+            head = fh.read(400).decode("utf-8", errors="replace")
     except OSError:
         return False
     return GENERATED_MARK in head

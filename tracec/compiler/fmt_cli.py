@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from tracec.core.diagnostics import SpecError, render_all
-from tracec.files import InputError, decode_bytes
+from tracec.files import SPEC_BYTES, InputError, read_text
 from tracec.lang.fmt import format_fragment, format_source
 from tracec.lang.fragments import FRAGMENT_SUFFIX
 
@@ -65,9 +65,9 @@ def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json:
     failed: list[str] = []
     for path in files:
         try:
-            text = decode_bytes(path.read_bytes(), str(path))
-        except (OSError, InputError) as exc:
-            click.echo(f"{path}: error: cannot read file: {exc}", err=True)
+            text = read_text(path, "spec", limit=SPEC_BYTES)  # FIFOs/devices refused at once
+        except InputError as exc:
+            click.echo(f"{path}: error: {str(exc).removeprefix(f'{path}: ')}", err=True)
             failed.append(str(path))
             continue
         try:

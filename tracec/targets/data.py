@@ -188,10 +188,7 @@ def select_tasks(
 
 def load_policy(data_dir: Path, domain: str) -> str:
     path = domain_dir(data_dir, domain) / "policy.md"
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
+    return files.read_text(path, "τ² policy", error=DataError)
 
 
 def db_path(data_dir: Path, domain: str) -> Path:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec import files
 from tracec.files import exclusive_lock
 from tracec.harness.results import (
     EpisodeWriter,
@@ -19,7 +20,14 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds, composed_adapter_dirs
+from tracec.targets.seeds import (
+    HELDOUT_START,
+    SeedRange,
+    SeedRangeError,
+    adapter_training_range,
+    check_eval_seeds,
+    composed_adapter_dirs,
+)
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -117,6 +125,25 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
     return []
 
 
+def check_adapter_seeds(seeds: SeedRange, adapter: str | Path) -> None:
+    """Fail closed: refuse the eval unless the adapter's ``tracec.json`` is a readable record of
+    its training seeds and those do not overlap ``seeds`` (``--allow-train-seeds`` skips this)."""
+    meta_path = Path(adapter) / "tracec.json"
+    fix = ("so tracec cannot tell which seeds it was trained on; evaluate it anyway with "
+           "--allow-train-seeds")
+    try:
+        files.read_json(meta_path, "adapter metadata", expect=dict, limit=files.META_BYTES)
+    except files.InputError as exc:
+        raise SeedRangeError(f"{exc}, {fix}") from None
+    try:
+        trained = adapter_training_range(adapter)
+    except (ValueError, TypeError, AttributeError):
+        trained = None
+    if trained is None:
+        raise SeedRangeError(f"{meta_path}: records no training seeds (seeds.train), {fix}")
+    check_eval_seeds(seeds, adapter)
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
     from tracec.harness.agents import parse_agent_spec
@@ -125,7 +152,7 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
     if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
         for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
-            check_eval_seeds(cfg.env_seed_range(), adapter)
+            check_adapter_seeds(cfg.env_seed_range(), adapter)
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
     with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from tracec.llm.adapters import AdapterError, check_adapter_dir
 from tracec.targets.seeds import SeedRange
 
 END_OF_TURN = "<|im_end|>"
@@ -206,6 +207,10 @@ def load_init_adapter(policy, adapter_dir: str | Path, config) -> dict[str, Any]
     from safetensors.torch import load_file
 
     d = Path(adapter_dir)
+    try:
+        check_adapter_dir(d)  # a truncated or foreign folder: one line, before peft sees it
+    except AdapterError as exc:
+        raise SFTError(f"--init-adapter: {exc}") from None
     try:
         shape = json.loads((d / "adapter_config.json").read_text())
         weights = load_file(str(d / "adapter_model.safetensors"))
