@@ -55,22 +55,22 @@ def _print_table(rows: list, title: str) -> None:
 @click.option("--split", default="test", show_default=True, type=click.Choice(["base", "train", "test"]),
               help="τ² task split")
 @click.option("--task-ids", default=None, help="comma-separated τ² task ids (overrides --split)")
-@click.option("--tasks", "num_tasks", type=int, default=None,
+@click.option("--tasks", "num_tasks", type=click.IntRange(1, 1_000_000), default=None,
               help="number of tasks (τ²: first N of the split; compiled envs: N seeds, default 10)")
-@click.option("--trials", type=int, default=1, show_default=True, help="trials per task (k of pass^k)")
+@click.option("--trials", type=click.IntRange(1, 1000), default=1, show_default=True, help="trials per task (k of pass^k)")
 @click.option("--user", "user_spec", default="scripted", show_default=True,
               help="simulated user for τ² targets: scripted | llm:MODEL@URL")
 @click.option("--judge", default=None, help="MODEL@URL: judge τ²'s NL assertions with this model")
 @click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
               help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
-@click.option("--max-turns", type=int, default=30, show_default=True, help="agent turns per τ² episode")
-@click.option("--max-errors", type=int, default=10, show_default=True, help="tool errors before τ² stops an episode")
-@click.option("--batch-size", type=int, default=4, show_default=True, help="episodes in flight at once")
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=30, show_default=True, help="agent turns per τ² episode")
+@click.option("--max-errors", type=click.IntRange(1, 10_000), default=10, show_default=True, help="tool errors before τ² stops an episode")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=4, show_default=True, help="episodes in flight at once")
 @click.option("--seed", type=int, default=0, show_default=True, help="τ² base seed (trial t uses seed+t)")
 @click.option("--env-seeds", default="heldout", show_default=True,
               help="compiled envs: first reset seed (task i uses it + i); `heldout` = 10^9, the start "
                    "of the held-out range that training never draws from")
-@click.option("--max-new-tokens", type=int, default=512, show_default=True,
+@click.option("--max-new-tokens", type=click.IntRange(1, 1 << 17), default=512, show_default=True,
               help="local/composed agents: tokens per assistant turn")
 @click.option("--allow-train-seeds", is_flag=True,
               help="evaluate an adapter (or a composed model's adapters) even on seeds its tracec.json says it was trained on")
@@ -195,7 +195,7 @@ def _print_grades(report: dict[str, Any]) -> None:
 @click.command("compare")
 @click.argument("run_a", type=click.Path(exists=True))
 @click.argument("run_b", type=click.Path(exists=True))
-@click.option("--resamples", type=int, default=10_000, show_default=True, help="bootstrap resamples")
+@click.option("--resamples", type=click.IntRange(1, 10_000_000), default=10_000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap RNG seed")
 @click.option("--common", is_flag=True,
               help="compare only the episodes both runs hold (e.g. an unfinished run); says how many were left out")

@@ -113,9 +113,9 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-rank", default=16, show_default=True)
 @click.option("--lora-alpha", default=32, show_default=True)
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
-@click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
-@click.option("--groups-per-step", default=4, show_default=True)
-@click.option("--steps", default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
+@click.option("--group-size", "-G", type=click.IntRange(2, 1024), default=8, show_default=True, help="Rollouts per env seed.")
+@click.option("--groups-per-step", type=click.IntRange(1, 4096), default=4, show_default=True)
+@click.option("--steps", type=click.IntRange(0, 10**7), default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
 @click.option("--sft-batch", default=4, show_default=True, help="Oracle demonstrations per SFT step.")
@@ -124,8 +124,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
               help="Start from this adapter's weights (e.g. an SFT-only run) instead of a fresh LoRA.")
 @click.option("--train-seeds", default="0:1000000000", show_default=True,
               help="Env seeds START:STOP training draws from; must stay below the held-out 10^9.")
-@click.option("--lr", default=2e-5, show_default=True, help="Learning rate.")
-@click.option("--temperature", default=1.0, show_default=True)
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=2e-5, show_default=True, help="Learning rate.")
+@click.option("--temperature", type=click.FloatRange(0, 100), default=1.0, show_default=True)
 @click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
 @click.option("--max-new-tokens", default=256, show_default=True, help="Per assistant turn.")
 @click.option("--max-total-tokens", type=int, default=None,
@@ -147,7 +147,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
                    "naive: re-prefill every conversation each turn (A/B baseline).")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
-@click.option("--memory-gb", type=float, default=8.0, show_default=True,
+@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=8.0, show_default=True,
               help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
                    "before the step runs.")
 @click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
