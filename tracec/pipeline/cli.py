@@ -31,12 +31,14 @@ def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | No
     A rerun skips stages whose inputs did not change and resumes an unfinished one.
     """
     from tracec.pipeline.config import ConfigError, load_config
+    from tracec.pipeline.preflight import preflight
     from tracec.pipeline.report import write_report
     from tracec.pipeline.runner import RunError, run_pipeline
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         cfg = load_config(config)
+        preflight(cfg, config, until)  # every path, the model and the agents, before any stage
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     log = (lambda msg: click.echo(msg, err=True)) if not as_json else (lambda msg: None)
