@@ -255,11 +255,10 @@ def load_trajectories(path: Path | str, fmt: str = "auto", env: str | None = Non
     path = Path(path)
     if fmt not in FORMATS:
         raise AnalysisError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if not path.is_file():
-        raise AnalysisError(f"{path}: no such file")
+    files.require_regular(path, "trajectory file", AnalysisError, files.RESULTS_BYTES)
     if fmt == "jsonl" or (fmt == "auto" and path.suffix == ".jsonl"):
         return read_jsonl(path, env)
-    data = files.read_json(path, "trajectory file", error=AnalysisError)
+    data = files.read_json(path, "trajectory file", error=AnalysisError, limit=files.RESULTS_BYTES)
     kind = detect_format(path, data) if fmt == "auto" else fmt
     if kind == "tau2":
         if not isinstance(data, dict):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracec.harness.agents import AgentSpecError, parse_agent_spec
+from tracec.llm.device import DeviceError, parse_device, resolve_device
 from tracec.llm.local import ModelNotPrepared, resolve_model
 from tracec.pipeline.config import ConfigError, RunConfig
 from tracec.targets import data as tdata
@@ -47,6 +48,13 @@ def problems(cfg: RunConfig, until: str | None = None) -> list[str]:
                 parse_agent_spec(spec)
             except AgentSpecError as exc:
                 out.append(f"{key}: {exc}")
+    if parse_device(cfg.device) != "cpu":
+        try:
+            resolve_device(cfg.device)  # `cuda:99` on a machine with one GPU (or none)
+        except DeviceError as exc:
+            out.append(f"device: {exc}")
+        except ImportError:
+            out.append(f"device: {cfg.device!r} needs torch: pip install 'tracec[train]'")
     user = cfg.target.user
     if user != "scripted" and not (user.startswith("llm:") and "@" in user):
         out.append(f"target.user: {user!r}: use scripted or llm:MODEL@URL")

@@ -13,6 +13,13 @@ from pydantic import ValidationError
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan (a FloatRange lets it through: every comparison with nan is false)."""
+    if value is not None and value != value:
+        raise click.BadParameter("must be a finite number, not nan")
+    return value
+
+
 def _config(env_name: str, opts: dict[str, Any]):
     from tracec.train.config import TrainConfig
 
@@ -124,8 +131,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
               help="Start from this adapter's weights (e.g. an SFT-only run) instead of a fresh LoRA.")
 @click.option("--train-seeds", default="0:1000000000", show_default=True,
               help="Env seeds START:STOP training draws from; must stay below the held-out 10^9.")
-@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=2e-5, show_default=True, help="Learning rate.")
-@click.option("--temperature", type=click.FloatRange(0, 100), default=1.0, show_default=True)
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=2e-5, callback=_finite, show_default=True, help="Learning rate.")
+@click.option("--temperature", type=click.FloatRange(0, 100), default=1.0, callback=_finite, show_default=True)
 @click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
 @click.option("--max-new-tokens", default=256, show_default=True, help="Per assistant turn.")
 @click.option("--max-total-tokens", type=int, default=None,
@@ -147,7 +154,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
                    "naive: re-prefill every conversation each turn (A/B baseline).")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
-@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=8.0, show_default=True,
+@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=8.0, callback=_finite, show_default=True,
               help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
                    "before the step runs.")
 @click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
