@@ -101,10 +101,12 @@ def _breakdown_table(bd: dict) -> Table:
 @click.option("--seed", default=0, show_default=True, type=int, help="Episode seed.")
 @click.option("--task", default=None, help="Force a task of the capability.")
 @click.option("--hint", is_flag=True, help="Show the expert hint (also in the system prompt).")
-def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool) -> None:
+@click.option("--envs-dir", default="generated_envs", show_default=True,
+              help="Compiled env folder where names and gym ids are looked up first.")
+def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool, envs_dir: str) -> None:
     """Play ENV (a capability name, gym id, or generated module path) as the agent."""
     try:
-        cls = resolve_env(env_ref).cls
+        cls = resolve_env(env_ref, envs_dir).cls
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
     env = cls()

@@ -20,6 +20,17 @@ from typing import Any
 from tracec.runtime.env import Capability, CapabilityEnv
 
 EnvClass = type[CapabilityEnv]
+DEFAULT_ENVS_DIR = "generated_envs"
+_NOTED: set[tuple[str, str]] = set()
+
+
+def _note(ref: str, envs_dir: str | Path, entry: str, registered: str) -> None:
+    """Say once that ``envs_dir``'s env is used for ``ref`` although another is registered."""
+    key = (ref, str(envs_dir))
+    if key not in _NOTED:
+        _NOTED.add(key)
+        print(f"note: {ref}: using {entry} from {envs_dir} (it shadows {registered}; pass "
+              "another --envs-dir to choose)", file=sys.stderr)
 
 
 class LoadError(ValueError):
@@ -193,6 +204,9 @@ def import_registry(envs_dir: str | Path = "generated_envs") -> dict[str, str]:
     """Import the ``generated_envs``-style package at ``envs_dir`` (registers the gym ids) and
     return its ``ENVS`` map (capability -> ``module:Class``); ``{}`` when there is none."""
     path = Path(envs_dir)
+    if not (path / "__init__.py").exists() and str(envs_dir) != DEFAULT_ENVS_DIR:
+        raise LoadError(f"--envs-dir {envs_dir}: not a folder of compiled envs (no __init__.py); "
+                        f"compile into it first: tracec compile specs/ -o {envs_dir}")
     if not (path / "__init__.py").exists():
         path = Path("generated_envs")
         if not (path / "__init__.py").exists():
@@ -233,6 +247,16 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
             raise LoadError(f"{path}: no such file")
         return _target(ref, env_class(compile_specs([path])[0]))
     envs = import_registry(envs_dir)
+    bare = ref.removeprefix("tracec/").removesuffix("-v0")
+    if ref != bare and bare in envs:  # the chosen folder's env, even where another has the id
+        import gymnasium as gym
+
+        cls = _load_entry(envs[bare])
+        registered = gym.registry.get(ref)
+        entry = getattr(registered, "entry_point", None)
+        if isinstance(entry, str) and entry != envs[bare]:
+            _note(ref, envs_dir, envs[bare], entry)
+        return EnvTarget(ref, _capability_name(cls, bare), cls, cls)
     if ref.startswith("tracec/") or ref.endswith("-v0"):
         import gymnasium as gym
 

@@ -52,6 +52,9 @@ def _print_table(rows: list, title: str) -> None:
 @click.option("--target", "targets", multiple=True, help="τ² target: tau2:airline or tau2:retail (repeatable)")
 @click.option("--env", "envs", multiple=True,
               help="compiled env: tracec/<name>-v0, generated_envs/<name>.py or a module (repeatable)")
+@click.option("--envs-dir", default="generated_envs", show_default=True,
+              help="compiled env folder where --env names and gym ids are looked up first "
+                   "(its envs are used even where another folder registered the same id)")
 @click.option("--split", default="test", show_default=True, type=click.Choice(["base", "train", "test"]),
               help="τ² task split")
 @click.option("--task-ids", default=None, help="comma-separated τ² task ids (overrides --split)")
@@ -82,7 +85,8 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
              batch_size: int, seed: int, env_seeds: str, max_new_tokens: int,
-             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool) -> None:
+             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool,
+             envs_dir: str) -> None:
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
@@ -108,14 +112,14 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
                         shutil.rmtree(child) if child.is_dir() else child.unlink()
             _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
                   tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-                  first_seed, allow_train_seeds, max_new_tokens)
+                  first_seed, allow_train_seeds, max_new_tokens, envs_dir)
     except Locked as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
           tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
-          allow_train_seeds, max_new_tokens) -> None:
+          allow_train_seeds, max_new_tokens, envs_dir="generated_envs") -> None:
     from tracec.targets.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
@@ -123,7 +127,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
         tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
         batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=max_new_tokens, envs_dir=envs_dir,
         out_dir=str(out),
     )
     try:

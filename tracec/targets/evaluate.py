@@ -49,6 +49,7 @@ class EvalConfig(BaseModel):
     env_seeds: int = HELDOUT_START  # compiled envs: task i is reset with seed env_seeds + i
     allow_train_seeds: bool = False
     max_new_tokens: int = 512  # local and composed agents
+    envs_dir: str = "generated_envs"  # where capability names and gym ids are looked up first
     out_dir: str = "runs/eval"
 
     def env_seed_range(self) -> SeedRange:
@@ -94,7 +95,7 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         for trial in range(cfg.trials):
             jobs += [Job(name, t.id, trial, cfg.seed + trial, {"task_id": t.id}) for t in tasks]
     for spec in cfg.envs:
-        env = resolve_env(spec)
+        env = resolve_env(spec, cfg.envs_dir)
         name = env.gym_id
         makers[name] = env.factory
         n = cfg.num_tasks or 10
