@@ -85,11 +85,26 @@ def one_line_error(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__}: {text}; {BUG_HINT}"
 
 
+PIPE_COLUMNS = 200
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported only when used; anything a command raises
     that is not a click exit becomes a one-line ``Error: ...`` (``TRACEC_DEBUG=1``: traceback)."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # rich cuts tables at 80 columns when stdout is not a terminal (a pipe, a file, CI):
+        # give them room there unless the user set COLUMNS
+        widened = "COLUMNS" not in os.environ and not _isatty()
+        if widened:
+            os.environ["COLUMNS"] = str(PIPE_COLUMNS)
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
@@ -98,6 +113,9 @@ class LazyGroup(click.Group):
             if os.environ.get("TRACEC_DEBUG"):
                 raise
             raise click.ClickException(one_line_error(exc)) from None
+        finally:
+            if widened:
+                os.environ.pop("COLUMNS", None)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

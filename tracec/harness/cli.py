@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import sys
@@ -72,6 +73,22 @@ def to_action(line: str) -> str:
         name, args = shorthand_call(text)
         return hermes(name, args)
     return line.rstrip("\n")
+
+
+def mistyped_call_hint(line: str, tools: list[str]) -> str | None:
+    """A hint when a line sent to the simulated user looks like a tool call gone wrong."""
+    text = line.strip()
+    if not text or text.startswith(("<tool_call>", "{")) or _SHORTHAND.match(text):
+        return None
+    first = re.split(r"[\s(:={]", text, maxsplit=1)[0]
+    if "tool_call" in text:
+        return ("that went to the user as a message: a tool call is <tool_call>{\"name\": …, "
+                "\"arguments\": {…}}</tool_call>")
+    close = difflib.get_close_matches(first, tools, n=1, cutoff=0.75)
+    if close:
+        return (f"that went to the user as a message; to call the tool type "
+                f"{close[0]}(key=value, …) (:tools lists them)")
+    return None
 
 
 def _tools_table(env: CapabilityEnv) -> Table:
@@ -147,6 +164,9 @@ def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool, envs_dir: st
         except InputError as exc:
             console.print(f"[red]cannot read that tool call:[/] {escape(str(exc))}")
             continue
+        hint = mistyped_call_hint(action, list(env._box.tools))
+        if hint:
+            console.print(f"[yellow]hint:[/] {escape(hint)}")
         obs, reward, terminated, truncated, info = env.step(action)
         turns += 1
         is_user = info["messages"][-1]["role"] == "user"

@@ -1,0 +1,92 @@
+"""Issue 23 item 6: the papercuts, each with its test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracec.cli import cli
+from tracec.runtime.toolcall import ToolCallParseError, hermes, parse_turn
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("cut", ["</tool_call", "</tool_", "</", "<", "\n</tool_call"])
+def test_tool_call_whose_closing_tag_the_token_limit_cut(cut):
+    call = hermes("get_user_details", {"user_id": "u1"})
+    assert call.endswith("</tool_call>")
+    turn = parse_turn(call[: -len("</tool_call>")] + cut)
+    assert [(c.name, c.arguments) for c in turn.calls] == [("get_user_details", {"user_id": "u1"})]
+
+
+def test_tool_call_really_broken_still_refused():
+    with pytest.raises(ToolCallParseError, match="invalid JSON"):
+        parse_turn('<tool_call>{"name": "x", "arguments": {}}} extra</tool_call')
+
+
+ENV = "tracec/structured_data_reasoning-v0"
+
+
+def _eval(out: Path, agent: str = "oracle", tasks: int = 3) -> Path:
+    res = CliRunner().invoke(cli, ["eval", "--agent", agent, "--env", ENV, "--tasks", str(tasks),
+                                   "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_compare_names_runs_by_folder_and_tables_are_not_cut(tmp_path):
+    a = _eval(tmp_path / "run_one")
+    b = _eval(tmp_path / "run_two", tasks=2)
+    res = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert res.exit_code != 0
+    assert f"only in {a} (oracle)" in res.output and str(b) not in res.output.split("only in")[1]
+    b = _eval(tmp_path / "run_three")
+    res = CliRunner().invoke(cli, ["compare", str(a), str(b), "--json"])
+    report = json.loads(res.output)
+    assert (report["a"], report["b"]) == (f"{a} (oracle)", f"{b} (oracle)")
+    res = CliRunner().invoke(cli, ["compare", str(a), str(b)])  # CliRunner: not a terminal
+    assert res.exit_code == 0, res.output
+    rows = [ln for ln in res.output.splitlines() if ln.startswith("│")]
+    assert rows and max(map(len, rows)) > 80  # the table keeps its width in a pipe
+    assert "Δ reward [95% CI]" in res.output and "pass: in noise?" in res.output
+
+
+def test_propose_without_endpoint_names_propose(tmp_path):
+    caps = tmp_path / "capabilities.json"
+    caps.write_text("[]")
+    res = CliRunner().invoke(cli, ["propose", str(caps), "-o", str(tmp_path / "s")])
+    assert res.exit_code == 2
+    assert "`tracec propose` (an LLM writes the specs" in res.output
+    assert "labeler" not in res.output and "--template NAME" in res.output
+
+
+def test_run_help_lists_every_stage_and_the_demo_time():
+    from tracec.pipeline.runner import STAGE_NAMES
+
+    res = CliRunner().invoke(cli, ["run", "--help"])
+    assert res.exit_code == 0
+    for name in STAGE_NAMES:
+        assert name in res.output, name
+    assert "34.5 min measured" in res.output
+
+
+@pytest.mark.parametrize("line, says", [
+    ("get_user_detail user_id=u1", "get_user_details(key=value"),
+    ("tool_call get_user_details", "<tool_call>"),
+    ("Hello, how can I help?", None),
+    ('get_user_details(user_id="u1")', None),
+])
+def test_play_hints_a_mistyped_tool_call(line, says):
+    from tracec.harness.cli import mistyped_call_hint
+
+    hint = mistyped_call_hint(line, ["get_user_details", "get_reservation_details"])
+    assert (hint is None) if says is None else (says in hint)
+
+
+def test_play_prints_the_hint(tmp_path):
+    res = CliRunner().invoke(cli, ["play", ENV], input="get_reservation_detail R1\n:quit\n")
+    assert res.exit_code == 0, res.output
+    assert "hint: that went to the user as a message" in res.output
