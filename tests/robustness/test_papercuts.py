@@ -90,3 +90,47 @@ def test_play_prints_the_hint(tmp_path):
     res = CliRunner().invoke(cli, ["play", ENV], input="get_reservation_detail R1\n:quit\n")
     assert res.exit_code == 0, res.output
     assert "hint: that went to the user as a message" in res.output
+
+
+TAU2 = str(ROOT / "tests/fixtures/tau2/targets")
+
+
+@pytest.fixture(scope="module")
+def tau2_eval(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tau2eval") / "ev"
+    res = CliRunner().invoke(cli, ["eval", "--agent", "scripted", "--target", "tau2:airline",
+                                   "--tau2-data", TAU2, "--tasks", "3", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.mark.parametrize("which", ["folder", "jsonl"])
+def test_analyze_reads_tasks_from_tracecs_own_tau2_output(tau2_eval, tmp_path, which):
+    src = tau2_eval if which == "folder" else tau2_eval / "trajectories.jsonl"
+    res = CliRunner().invoke(cli, ["analyze", str(src), "-o", str(tmp_path / "a"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "carry no gold actions" not in res.output
+    selected = {e["skill"] for e in json.loads(res.output[res.output.index("["):])
+                if e["passes_consistency"]}
+    assert "executes_required_actions" in selected, res.output
+
+
+def test_analyze_failure_leaves_no_partial_output(tmp_path):
+    traj = tmp_path / "t.jsonl"  # no gold anywhere: every label NA, the analysis fails
+    traj.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}], "reward": 0.0})
+                    + "\n" + json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                         "reward": 1.0}) + "\n")
+    res = CliRunner().invoke(cli, ["analyze", str(traj), "-o", str(tmp_path / "a")])
+    assert res.exit_code == 1 and "nothing to select" in res.output
+    assert not (tmp_path / "a" / "trajectories.jsonl").exists()
+
+
+def test_report_after_until_compile_names_the_pending_heldout_eval(tmp_path):
+    from tracec.pipeline.report import render_report
+
+    (tmp_path / "run_config.json").write_text(json.dumps({"final_eval": {"env_tasks": 20}}))
+    text = render_report(tmp_path)
+    assert "not run yet: the config asks for 20 held-out seeds" in text
+    assert "set `final_eval.env_tasks`" not in text
+    (tmp_path / "run_config.json").write_text(json.dumps({"final_eval": {"env_tasks": 0}}))
+    assert "set `final_eval.env_tasks`" in render_report(tmp_path)

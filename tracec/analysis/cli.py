@@ -43,7 +43,6 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
     trajectories = load_many(paths, fmt, env)
     if not trajectories:
         raise AnalysisError("no trajectories in the input files")
-    write_jsonl(trajectories, out / "trajectories.jsonl")
     if labeler == "offline":
         from tracec.analysis.offline import load_task_gold, offline_candidates, offline_run
 
@@ -69,6 +68,7 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
                 out / "cache", quiet)
         except LLMError as exc:
             raise AnalysisError(str(exc)) from None
+    write_jsonl(trajectories, out / "trajectories.jsonl")  # only once labeling worked
     write_candidates(candidates, out / "candidates.json")
     for run in label_runs:
         write_run(run, out / "runs" / f"run_{run.attempt:02d}.json")
