@@ -134,3 +134,28 @@ def test_report_after_until_compile_names_the_pending_heldout_eval(tmp_path):
     assert "set `final_eval.env_tasks`" not in text
     (tmp_path / "run_config.json").write_text(json.dumps({"final_eval": {"env_tasks": 0}}))
     assert "set `final_eval.env_tasks`" in render_report(tmp_path)
+
+
+@pytest.mark.slow
+def test_standalone_classifier_routed_eval_records_the_adapters_chosen(tmp_path):
+    pytest.importorskip("peft")
+    from tests.compose.compose_helpers import make_world
+
+    base, adapters = make_world(tmp_path / "world")
+    composed = tmp_path / "composed"
+    res = CliRunner().invoke(cli, ["compose", *map(str, adapters), "--routing", "classifier",
+                                   "--base", str(base), "-o", str(composed)])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "e"
+    res = CliRunner().invoke(cli, ["eval", "--agent", f"composed:{composed}", "--env", ENV,
+                                   "--tasks", "2", "--max-new-tokens", "4", "--allow-train-seeds",
+                                   "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(ln) for ln in (out / "trajectories.jsonl").read_text().splitlines()]
+    slots = {"<none>", "alpha_skill", "beta_skill"}
+    for r in rows:
+        assert r["info"]["routing"] == "classifier"
+        assert set(r["info"]["adapters_chosen"]) <= slots and r["info"]["adapters_chosen"]
+        assert set(r["info"]["merge_weights"]) <= slots
+    summary = json.loads((out / "summary.json").read_text())
+    assert sum(summary["adapters_chosen"][ENV].values()) == 2

@@ -225,5 +225,13 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
         "tau2_results": tau2_paths,
         "config": cfg.model_dump(),
     }
+    chosen: dict[str, dict[str, int]] = {}  # classifier routing: env -> adapters -> episodes
+    for e in episodes:
+        if e.info.get("adapters_chosen") is not None:
+            top = "+".join(e.info["adapters_chosen"]) or "<none>"
+            chosen.setdefault(e.env, {}).setdefault(top, 0)
+            chosen[e.env][top] += 1
+    if chosen:
+        summary["adapters_chosen"] = chosen
     write_json_atomic(out / "summary.json", summary)
     return summary
