@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from tracec.llm.quiet import quiet_libraries
+
 # command name -> ("module:attribute" of a click.Command, one-line help), in pipeline order.
 # The help is here so that `tracec --help` lists commands without importing them (and torch).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -102,6 +104,7 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         # rich cuts tables at 80 columns when stdout is not a terminal (a pipe, a file, CI):
         # give them room there unless the user set COLUMNS
+        quiet_libraries()  # transformers' deprecation warnings and progress bars stay out
         widened = "COLUMNS" not in os.environ and not _isatty()
         if widened:
             os.environ["COLUMNS"] = str(PIPE_COLUMNS)

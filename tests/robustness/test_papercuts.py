@@ -159,3 +159,27 @@ def test_standalone_classifier_routed_eval_records_the_adapters_chosen(tmp_path)
         assert set(r["info"]["merge_weights"]) <= slots
     summary = json.loads((out / "summary.json").read_text())
     assert sum(summary["adapters_chosen"][ENV].values()) == 2
+
+
+@pytest.mark.slow
+def test_transformers_noise_stays_out_of_user_output(tmp_path):
+    pytest.importorskip("transformers")
+    import os
+    import subprocess
+    import sys
+
+    from tracec.llm.tiny import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "tiny", seed=0)
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "TRACEC_DEBUG", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")}
+    res = subprocess.run([sys.executable, "-m", "tracec.cli", "eval", "--agent", f"local:{model}",
+                          "--env", ENV, "--tasks", "1", "--max-new-tokens", "4",
+                          "--out", str(tmp_path / "e")], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr[-800:]
+    both = res.stdout + res.stderr
+    for noise in ("Loading weights", "past_key_values", "is_gradient_checkpointing",
+                  "[transformers]"):
+        assert noise not in both, (noise, both[-800:])
+    assert "episodes" in both
