@@ -183,3 +183,30 @@ def test_transformers_noise_stays_out_of_user_output(tmp_path):
                   "[transformers]"):
         assert noise not in both, (noise, both[-800:])
     assert "episodes" in both
+
+
+@pytest.mark.parametrize("parts", [("sft",), ("grpo",), ("sft", "grpo")])
+def test_training_curves_have_sft_and_grpo_panels(tmp_path, parts):
+    pytest.importorskip("matplotlib")
+    from tracec.train.plots import report_training
+
+    if "sft" in parts:
+        (tmp_path / "sft_metrics.jsonl").write_text("".join(json.dumps(
+            {"sft_step": i, "sft_loss": 3.0 / i, "sft_token_accuracy": 0.2 * i}) + "\n"
+            for i in range(1, 4)))
+    if "grpo" in parts:
+        (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(
+            {"step": i, "reward_mean": 0.1 * i, "reward_std": 0.05, "kept_share": 0.5}) + "\n"
+            for i in range(1, 4)))
+    summary = report_training(tmp_path)
+    png = tmp_path / "training_curves.png"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert summary["sft_steps"] == (3 if "sft" in parts else 0)
+    assert summary["steps"] == (3 if "grpo" in parts else 0)
+    if "sft" in parts:
+        assert summary["sft_loss_first"] == 3.0 and summary["sft_loss_last"] == 1.0
+    from PIL import Image
+
+    height = Image.open(png).size[1]
+    assert height == 100 * 3 * len(["x"] * (1 if parts == ("sft",) else 2 if parts == ("grpo",)
+                                            else 3))

@@ -89,5 +89,11 @@ def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary))
     else:
-        click.echo(f"{summary['png']}: {summary['steps']} steps, reward {summary['reward_first']:.3f} → "
-                   f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")
+        parts = []
+        if summary.get("sft_steps"):
+            parts.append(f"{summary['sft_steps']} SFT steps, loss {summary['sft_loss_first']:.3f} → "
+                         f"{summary['sft_loss_last']:.3f}")
+        if summary["steps"]:
+            parts.append(f"{summary['steps']} steps, reward {summary['reward_first']:.3f} → "
+                         f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")
+        click.echo(f"{summary['png']}: " + "; ".join(parts))

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from tracec.train.plots import NoMetrics, report_training
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
 
 
@@ -70,7 +71,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         raise click.ClickException(str(exc)) from None
     config = _config(env.name, opts)
     try:
-        trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
+        accelerator = _accelerator(opts["accelerate"])
+        trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
     except (ModelNotPrepared, SFTError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -105,8 +107,14 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
         except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
             raise click.ClickException(str(exc)) from None
+    curves = None
+    if accelerator is None or accelerator.is_main_process:  # GRPO and SFT panels, at the end
+        try:
+            curves = report_training(out)["png"]
+        except NoMetrics:
+            curves = None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
-            "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
+            "steps": trainer.step, "final": final, "sft": trainer.sft_summary, "curves": curves}
 
 
 @click.command("train")
@@ -120,7 +128,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-rank", default=16, show_default=True)
 @click.option("--lora-alpha", default=32, show_default=True)
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
-@click.option("--group-size", "-G", type=click.IntRange(2, 1024), default=8, show_default=True, help="Rollouts per env seed.")
+@click.option("--group-size", "-G", type=click.IntRange(1, 1024), default=8, show_default=True, help="Rollouts per env seed.")
 @click.option("--groups-per-step", type=click.IntRange(1, 4096), default=4, show_default=True)
 @click.option("--steps", type=click.IntRange(0, 10**7), default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
@@ -203,3 +211,5 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
                            f"demos, loss {sft['loss_first']:.3f} → {sft['loss_last']:.3f}")
             click.echo(f"{r['capability']}: {r['adapter']} ({r['steps']} steps, last reward "
                        f"{f.get('reward_mean', float('nan')):.3f}, kept {f.get('kept_share', 0):.0%})")
+            if r.get("curves"):
+                click.echo(f"{r['capability']}: training curves {r['curves']}")
