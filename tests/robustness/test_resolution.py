@@ -60,7 +60,8 @@ def test_eval_takes_envs_dir(other_envs, tmp_path):
 def test_missing_envs_dir_is_an_error(tmp_path, cmd):
     res = CliRunner().invoke(cli, cmd + ["--envs-dir", str(tmp_path / "nope")], input="")
     assert res.exit_code != 0
-    assert f"--envs-dir {tmp_path / 'nope'}: not a folder of compiled envs" in res.output
+    assert f"--envs-dir {tmp_path / 'nope'}: not a folder of compiled envs (no such folder)" \
+        in res.output
 
 
 def test_compile_never_overwrites_a_hand_written_file(tmp_path):

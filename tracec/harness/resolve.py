@@ -205,7 +205,9 @@ def import_registry(envs_dir: str | Path = "generated_envs") -> dict[str, str]:
     return its ``ENVS`` map (capability -> ``module:Class``); ``{}`` when there is none."""
     path = Path(envs_dir)
     if not (path / "__init__.py").exists() and str(envs_dir) != DEFAULT_ENVS_DIR:
-        raise LoadError(f"--envs-dir {envs_dir}: not a folder of compiled envs (no __init__.py); "
+        if path.is_dir():  # a folder the user named, with no envs in it: none, never the packaged
+            return {}
+        raise LoadError(f"--envs-dir {envs_dir}: not a folder of compiled envs (no such folder); "
                         f"compile into it first: tracec compile specs/ -o {envs_dir}")
     if not (path / "__init__.py").exists():
         path = Path("generated_envs")

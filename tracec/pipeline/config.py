@@ -202,7 +202,7 @@ def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
     """Relative data/spec paths in the file are relative to the config file's folder."""
 
     def fix(p: str | None) -> str | None:
-        if p is None or Path(p).is_absolute():
+        if p is None or Path(p).is_absolute() or p == "sample":  # "sample": the packaged τ² subset
             return p
         return str((root / p).resolve())
 

@@ -65,7 +65,7 @@ def _print_table(rows: list, title: str) -> None:
               help="simulated user for τ² targets: scripted | llm:MODEL@URL")
 @click.option("--judge", default=None, help="MODEL@URL: judge τ²'s NL assertions with this model")
 @click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
-              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
+              help="tau2-bench data/tau2/domains directory, or `sample`: the few tasks shipped with tracec [env: TRACEC_TAU2_DATA]")
 @click.option("--max-turns", type=click.IntRange(1, 10_000), default=30, show_default=True, help="agent turns per τ² episode")
 @click.option("--max-errors", type=click.IntRange(1, 10_000), default=10, show_default=True, help="tool errors before τ² stops an episode")
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=4, show_default=True, help="episodes in flight at once")
@@ -151,7 +151,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
 @click.command("grade")
 @click.argument("results", type=click.Path(dir_okay=False))
 @click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
-              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
+              help="tau2-bench data/tau2/domains directory, or `sample`: the few tasks shipped with tracec [env: TRACEC_TAU2_DATA]")
 @click.option("--domain", default=None, type=click.Choice(["airline", "retail"]),
               help="domain (default: from the results file)")
 @click.option("--judge", default=None, help="MODEL@URL: judge NL assertions with this model")
