@@ -77,3 +77,11 @@ def test_compile_never_overwrites_a_hand_written_file(tmp_path):
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(cli, ["compile", str(SPEC), "-o", str(tmp_path)])  # ours: rewritten
     assert res.exit_code == 0, res.output
+
+
+def test_an_id_missing_from_the_named_folder_is_not_taken_from_the_package(tmp_path):
+    from tracec.harness.resolve import LoadError
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LoadError, match="not in --envs-dir .*empty"):
+        resolve_env(ID, tmp_path / "empty")

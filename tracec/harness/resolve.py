@@ -259,6 +259,10 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
         if isinstance(entry, str) and entry != envs[bare]:
             _note(ref, envs_dir, envs[bare], entry)
         return EnvTarget(ref, _capability_name(cls, bare), cls, cls)
+    if ref.startswith("tracec/") and str(envs_dir) != DEFAULT_ENVS_DIR:  # never the packaged one
+        known = ", ".join(sorted(envs)) or "none"
+        raise LoadError(f"{ref}: not in --envs-dir {envs_dir} (its capabilities: {known}); "
+                        "compile the spec into it or drop --envs-dir for the packaged envs")
     if ref.startswith("tracec/") or ref.endswith("-v0"):
         import gymnasium as gym
 
