@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -14,9 +15,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from tests.robustness.hostile import time_limit
+from tracec import files
 from tracec.cli import cli
+from tracec.llm.adapters import HUB_IDS, hub_id, record_hub_id
+from tracec.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 TAU2 = str(ROOT / "tests/fixtures/tau2/targets")
@@ -94,8 +99,6 @@ def test_size_cap_names_the_cap(tmp_path):
 
 
 def test_read_bytes_bounds(tmp_path, monkeypatch):
-    from tracec import files
-
     p = tmp_path / "x.json"
     p.write_bytes(b"[1]" + b" " * 100)
     assert files.read_json(p) == [1]
@@ -122,8 +125,6 @@ def world(tmp_path_factory):
 
 
 def _copy_adapter(src: Path, dst: Path) -> Path:
-    import shutil
-
     shutil.copytree(src, dst)
     return dst
 
@@ -207,8 +208,6 @@ def test_base_model_mismatch_names_both(world, tmp_path):
 
 
 def test_adapters_record_the_hub_id(tmp_path):
-    from tracec.llm.adapters import HUB_IDS, hub_id, record_hub_id
-
     prepared = tmp_path / "smollm2-135m-instruct"
     prepared.mkdir()
     (prepared / "tracec_model.json").write_text(json.dumps({"kind": "smollm2"}))
@@ -231,7 +230,7 @@ def test_without_torch_the_install_hint(tmp_path, args):
     code = ("import sys\nfor m in ('torch', 'transformers', 'peft'):\n    sys.modules[m] = None\n"
             "from tracec.cli import main\nsys.argv = ['tracec'] + sys.argv[1:]\nmain()")
     res = subprocess.run([sys.executable, "-c", code, *[a.format(tmp=tmp_path) for a in args]],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode != 0
     assert "pip install 'tracec[train]'" in res.stderr, res.stderr[-800:]
@@ -306,10 +305,6 @@ def test_missing_paths_refused_before_any_stage(tmp_path, body, says, monkeypatc
 
 
 def test_finite_numbers_only_in_training_settings():
-    from pydantic import ValidationError
-
-    from tracec.train.config import TrainConfig
-
     for bad in ({"temperature": math.inf}, {"memory_gb": math.nan}, {"group_size": 10**9},
                 {"device": "tpu:7"}):
         with pytest.raises(ValidationError):

@@ -6,18 +6,18 @@ Specs that never pass are reported, never written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
+from tracec import files
 from tracec.analysis.aggregate import Selection
 from tracec.analysis.errors import AnalysisError
-from tracec import files
 from tracec.analysis.prompts import load_prompt
 from tracec.llm.client import LLMError
 
-SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.S)
+SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 @dataclass

@@ -18,8 +18,8 @@ import torch
 from pydantic import BaseModel
 
 from tracec import files
-from tracec.llm.adapters import hub_id
 from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
+from tracec.llm.adapters import hub_id
 
 Method = Literal["gate", "describe"]
 

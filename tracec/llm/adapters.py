@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from pathlib import Path
@@ -19,8 +20,14 @@ from typing import Any
 
 from tracec import files
 
-__all__ = ["AdapterError", "HUB_IDS", "check_adapter_dir", "check_base_model", "hub_id",
-           "record_hub_id"]
+__all__ = [
+    "HUB_IDS",
+    "AdapterError",
+    "check_adapter_dir",
+    "check_base_model",
+    "hub_id",
+    "record_hub_id",
+]
 
 HUB_IDS: dict[str, str] = {"smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
@@ -77,7 +84,7 @@ def _check_config(path: Path, cfg: dict[str, Any]) -> None:
         if key in cfg:
             value = cfg[key]
             if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0 \
-                    or (isinstance(value, float) and value != value):
+                    or (isinstance(value, float) and math.isnan(value)):
                 raise AdapterError(f"{where}: {key} is {json.dumps(value)}; it must be {what}")
     if "lora_dropout" in cfg and (isinstance(cfg["lora_dropout"], bool) or not isinstance(
             cfg["lora_dropout"], (int, float)) or not 0 <= cfg["lora_dropout"] < 1):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     """Refuse nan (a FloatRange lets it through: every comparison with nan is false)."""
-    if value is not None and value != value:
+    if value is not None and math.isnan(value):
         raise click.BadParameter("must be a finite number, not nan")
     return value
 
