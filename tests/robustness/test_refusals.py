@@ -248,9 +248,11 @@ def test_without_torch_the_install_hint(tmp_path, args):
     (["train", ENV, "--memory-gb", "inf"], "--memory-gb"),
     (["train", ENV, "--memory-gb", "nan"], "--memory-gb"),
     (["train", ENV, "--device", "tpu:7", "--steps", "1"], "tpu:7"),
+    (["compose", "a", "--lr", "nan"], "--lr"),
+    (["compose", "a", "--alpha", "inf"], "--alpha"),
 ])
 def test_bad_options_refused_before_work(tmp_path, args, says):
-    refused(args + (["-o", str(tmp_path / "o")] if args[0] == "train" else
+    refused(args + (["-o", str(tmp_path / "o")] if args[0] in ("train", "compose") else
                     ["--out", str(tmp_path / "o")]), says)
     assert not (tmp_path / "o").exists()
 
