@@ -57,6 +57,7 @@ def fifo(tmp_path):
 
 def _special_commands(p: Path, tmp: Path) -> list[list[str]]:
     return [["compile", str(p), "-o", str(tmp / "gen")], ["fmt", str(p)],
+            ["check", str(p), "--seeds", "1"], ["play", str(p)],
             ["run", str(p), "-o", str(tmp / "run")], ["grade", str(p), "--tau2-data", TAU2],
             ["aggregate", str(p), "-o", str(tmp / "c.json")], ["compare", str(p), str(p)],
             ["analyze", str(p), "-o", str(tmp / "a")]]
@@ -65,14 +66,15 @@ def _special_commands(p: Path, tmp: Path) -> list[list[str]]:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
 def test_fifo_refused_at_once(fifo, tmp_path):
     for args in _special_commands(fifo, tmp_path):
-        refused(args, "FIFO", "regular files only")
+        refused(args, *(("regular file",) if args[0] in ("check", "play") else
+                        ("FIFO", "regular files only")))
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="POSIX")
 def test_device_file_refused_at_once(tmp_path):
     for args in _special_commands(Path("/dev/zero"), tmp_path):
-        if args[0] == "compare":
-            continue  # compare takes a folder or a .jsonl: /dev/zero is read as a trajectory file
+        if args[0] in ("compare", "check", "play"):
+            continue  # compare: below; check/play take /dev/zero as an env name, not a file
         refused(args, "character device")
     refused(["compare", "/dev/zero", "/dev/zero"], "character device")
 

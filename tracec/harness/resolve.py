@@ -72,6 +72,14 @@ def env_class(target: Any) -> EnvClass:
     raise TypeError(f"cannot use {target!r}: expected a Capability, env class or module")
 
 
+def _need_file(path: Path) -> None:
+    """A regular file, else one LoadError (a FIFO or device is refused, never opened)."""
+    if not path.is_file():
+        if path.exists():
+            raise LoadError(f"{path}: not a regular file (tracec reads regular files only)")
+        raise LoadError(f"{path}: no such file")
+
+
 def _dotted_name(path: Path) -> str | None:
     """``a.b.c`` when ``path`` is inside packages reachable from the current directory."""
     try:
@@ -87,8 +95,7 @@ def _dotted_name(path: Path) -> str | None:
 
 def import_path(path: Path) -> types.ModuleType:
     """Import a Python file (as its package module when it lies in a package under cwd)."""
-    if not path.is_file():
-        raise LoadError(f"{path}: no such file")
+    _need_file(path)
     cwd = str(Path.cwd())
     if cwd not in sys.path and "" not in sys.path:  # like `python -m`: local packages importable
         sys.path.insert(0, cwd)
@@ -137,13 +144,11 @@ def load_paths(paths: list[Path]) -> list[tuple[str, Any]]:
             specs.extend(sorted(path.glob("*.tracec")))
             files = sorted(p for p in path.glob("*.py") if is_env_module(p))
         elif path.suffix == ".tracec":
-            if not path.is_file():
-                raise LoadError(f"{path}: no such file")
+            _need_file(path)
             specs.append(path)
             continue
         elif path.suffix == ".py":
-            if not path.is_file():
-                raise LoadError(f"{path}: no such file")
+            _need_file(path)
             files = [path]
         elif not path.exists():
             raise LoadError(f"{path}: no such file or folder")
@@ -245,8 +250,7 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
     if path.suffix == ".py":
         return _target(ref, _pick_class(import_path(path), cls_name or None, str(path)))
     if path.suffix == ".tracec":
-        if not path.is_file():
-            raise LoadError(f"{path}: no such file")
+        _need_file(path)
         return _target(ref, env_class(compile_specs([path])[0]))
     envs = import_registry(envs_dir)
     bare = ref.removeprefix("tracec/").removesuffix("-v0")
