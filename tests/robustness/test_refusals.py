@@ -21,6 +21,8 @@ from tests.robustness.hostile import time_limit
 from tracec import files
 from tracec.cli import cli
 from tracec.llm.adapters import HUB_IDS, hub_id, record_hub_id
+from tracec.pipeline.config import load_config
+from tracec.pipeline.preflight import problems
 from tracec.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -313,3 +315,17 @@ def test_finite_numbers_only_in_training_settings():
                 {"device": "tpu:7"}):
         with pytest.raises(ValidationError):
             TrainConfig(**bad)
+
+
+def test_preflight_accepts_the_packaged_sample_and_names_a_missing_data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRACEC_TAU2_DATA", raising=False)
+    base = tmp_path / "m"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    ok = _config(tmp_path, f'[target]\ndata_dir = "sample"\n[model]\nbase = "{base}"\n'
+                           f'[specs]\ndir = "{ROOT}/specs"\n')
+    assert problems(load_config(ok)) == []
+    missing = _config(tmp_path, f'[model]\nbase = "{base}"\n[specs]\ndir = "{ROOT}/specs"\n')
+    want = ('target.data_dir: not set and $TRACEC_TAU2_DATA is empty; set it to a tau2-bench '
+            'checkout\'s data/tau2/domains (or "sample": the packaged subset)')
+    assert problems(load_config(missing)) == [want]

@@ -4,6 +4,7 @@ no stage runs, no model loads and nothing is written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tracec.harness.agents import AgentSpecError, parse_agent_spec
@@ -21,11 +22,15 @@ def problems(cfg: RunConfig, until: str | None = None) -> list[str]:
     """``key: why`` for every setting the stages up to ``until`` cannot use."""
     stages = set(ORDER[: ORDER.index(until) + 1] if until in ORDER else ORDER)
     out: list[str] = []
-    try:
-        data = tdata.resolve_data_dir(cfg.target.data_dir)
-        tdata.domain_dir(data, cfg.target.domain)
-    except tdata.DataError as exc:
-        out.append(f"target.data_dir: {exc}")
+    if cfg.target.data_dir is None and not os.environ.get(tdata.ENV_VAR):
+        out.append(f"target.data_dir: not set and ${tdata.ENV_VAR} is empty; set it to a "
+                   "tau2-bench checkout's data/tau2/domains (or \"sample\": the packaged subset)")
+    else:
+        try:
+            data = tdata.resolve_data_dir(cfg.target.data_dir)
+            tdata.domain_dir(data, cfg.target.domain)
+        except tdata.DataError as exc:
+            out.append(f"target.data_dir: {exc}")
     if cfg.specs.source == "dir" and "specs" in stages and not Path(cfg.specs.dir).is_dir():
         out.append(f"specs.dir: {cfg.specs.dir}: no such folder (the folder of .tracec specs)")
     uses_base = cfg.model.agent is None or stages & {"train", "compose", "grpo_target"}
