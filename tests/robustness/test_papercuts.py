@@ -204,3 +204,17 @@ def test_training_curves_have_sft_and_grpo_panels(tmp_path, parts):
     height = struct.unpack(">I", png.read_bytes()[20:24])[0]  # the PNG header's height
     assert height == 100 * 3 * len(["x"] * (1 if parts == ("sft",) else 2 if parts == ("grpo",)
                                             else 3))
+
+
+def test_run_until_compile_report_says_the_heldout_eval_is_pending(tmp_path):
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f'[target]\ndata_dir = "sample"\ntrain_tasks = 4\n[model]\nagent = "oracle"\n'
+                   f'[specs]\ndir = "{ROOT}/configs/cpu-demo-specs"\ntrain_all_specs = true\n'
+                   "check_seeds = 2\n[final_eval]\nenv_tasks = 20\n")
+    res = CliRunner().invoke(cli, ["run", str(cfg), "-o", str(tmp_path / "out"), "--until",
+                                   "compile", "-q"])
+    assert res.exit_code == 0, res.output
+    report = (tmp_path / "out" / "report.md").read_text()
+    held = report.split("## Held-out env seeds")[1].split("##")[0]
+    assert "not run yet: the config asks for 20 held-out seeds" in held
+    assert "set `final_eval.env_tasks`" not in held
