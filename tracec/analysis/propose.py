@@ -6,11 +6,12 @@ Specs that never pass are reported, never written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
+from tracec import files
 from tracec.analysis.aggregate import Selection
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.prompts import load_prompt
@@ -20,7 +21,7 @@ from tracec.domains import get_domain
 from tracec.domains.describe import describe_text
 from tracec.llm.client import LLMError
 
-SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.S)
+SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 @dataclass
@@ -42,7 +43,7 @@ def load_language_reference(path: Path | None = None) -> str:
     candidates.append(Path(__file__).resolve().parents[2] / "docs" / "language.md")
     for c in candidates:
         if c is not None and c.is_file():
-            return c.read_text(encoding="utf-8")
+            return files.read_text(c, "language reference", error=AnalysisError)
     raise AnalysisError(
         "the tracec language reference (docs/language.md) was not found; pass --language PATH")
 

@@ -16,7 +16,7 @@ from tracec.compiler.ir import CapabilityIR
 from tracec.compiler.lower import lower
 from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
-from tracec.files import InputError, decode_bytes
+from tracec.files import SPEC_BYTES, InputError, decode_bytes, read_bytes
 from tracec.lang import fragments
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
@@ -184,10 +184,12 @@ def compile_file(path: Path | str) -> CompileResult:
     path = Path(path)
     shown = display_path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
+        raw = read_bytes(path, "spec", limit=SPEC_BYTES)  # regular files only, size-capped
+    except InputError as exc:
+        message = str(exc).split(": ", 1)[-1] if str(exc).startswith(str(path)) else str(exc)
+        message = message.removeprefix("cannot read spec: ")
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
-            message=f"cannot read spec: {exc.strerror or exc}", span=Span(), code="E250")])
+            message=f"cannot read spec: {message}", span=Span(), code="E250")])
     try:
         text = decode_bytes(raw, shown)  # UTF-8 (a BOM is dropped); UTF-16 etc. are errors
     except InputError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from tracec.core.diagnostics import SpecError, render_all
-from tracec.files import InputError, decode_bytes
+from tracec.files import SPEC_BYTES, InputError, decode_bytes, read_bytes
 from tracec.lang.fmt import format_file_text
 from tracec.lang.fragments import FRAGMENT_SUFFIX
 
@@ -76,10 +76,10 @@ def fmt_cmd(paths: tuple[Path, ...], check_only: bool, show_diff: bool, as_json:
     failed: list[str] = []
     for path in files:
         try:
-            raw = path.read_bytes()
+            raw = read_bytes(path, "spec", limit=SPEC_BYTES)  # FIFOs/devices refused at once
             text = decode_bytes(raw, str(path))
-        except (OSError, InputError) as exc:
-            click.echo(f"{path}: error: cannot read file: {exc}", err=True)
+        except InputError as exc:
+            click.echo(f"{path}: error: {str(exc).removeprefix(f'{path}: ')}", err=True)
             failed.append(str(path))
             continue
         if raw.startswith(b"\xef\xbb\xbf"):

@@ -179,6 +179,22 @@ class ComposedAgent(LocalAgent):
         super().__init__(directory, chat_model=model, **kwargs)
         self.name = f"composed:{directory}"
 
+    def episode_info(self, messages: list[dict]) -> dict:
+        """What the routing chose for this episode (recorded in its trajectory): under
+        classifier routing the adapters picked for its task and their merge weights."""
+        cm = self.chat_model
+        config = getattr(cm, "config", None)
+        if getattr(config, "routing", None) != "classifier":
+            return {"routing": getattr(config, "routing", None)} if config is not None else {}
+        from tracec.compose.classify import cached_classification  # lazy: needs torch
+
+        choice = cached_classification(cm, plain_messages(messages, args_as_dict=True),
+                                       config.classifier)
+        slots = list(getattr(cm, "slots", []))
+        weights = {s: round(w, 6) for s, w in zip(slots, choice.weights) if w}
+        return {"routing": "classifier", "adapters_chosen": list(choice.chosen),
+                "merge_weights": weights}
+
 
 def parse_agent_spec(spec: str) -> tuple[str, dict]:
     """Split an agent spec into ``(kind, parameters)`` without building anything."""

@@ -146,6 +146,9 @@ def _episode(slot: _Slot, reward: float, info: dict, agent: Agent,
     }
     if extra_info is not None:
         meta.update(extra_info(slot.env, info))
+    record = getattr(agent, "episode_info", None)  # e.g. the adapters a router chose
+    if callable(record):
+        meta.update(record(info["messages"]))
     return Episode(
         id=episode_id(job),
         task_id=job.task_id,

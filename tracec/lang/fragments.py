@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracec import files
 from tracec.core.diagnostics import Diagnostic, Span
 
 FRAGMENT_SUFFIX = ".tracec-frag"
@@ -182,8 +183,9 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
             body = ""
             if error is None and path is not None:
                 try:
-                    body = lf_lines(path.read_bytes().decode("utf-8").removeprefix("\ufeff"))
-                except (OSError, UnicodeDecodeError) as exc:
+                    raw_bytes = files.read_bytes(path, "fragment", limit=MAX_FRAGMENT_BYTES)
+                    body = lf_lines(raw_bytes.decode("utf-8").removeprefix("\ufeff"))
+                except (files.InputError, UnicodeDecodeError) as exc:
                     error = f"cannot read fragment `{raw}`: {exc}"
             if error is not None:
                 out.errors.append(Diagnostic(message=where + error, span=span, code="E263",

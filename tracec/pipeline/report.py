@@ -234,9 +234,17 @@ def _env_name(name: str) -> str:
     return Path(name).stem if name.endswith(".py") else name
 
 
-def _heldout(ms: dict) -> str:
+def _heldout(ms: dict, cfg: dict | None = None) -> str:
     runs = _outputs(ms, "heldout_eval").get("env_results") or {}
     if not runs:
+        tasks = ((cfg or {}).get("final_eval") or {}).get("env_tasks") or 0
+        m = ms.get("heldout_eval")
+        if tasks and m is None:
+            return (f"_Held-out env eval not run yet: the config asks for {tasks} held-out seeds "
+                    "per trained env (stage `heldout_eval`; the run stopped before it)._")
+        if tasks:
+            why = f": {m.error}" if getattr(m, "error", None) else ""
+            return f"_Held-out env eval {m.status}{why}._"
         return ("_No held-out env eval (set `final_eval.env_tasks` to evaluate every model on "
                 "held-out seeds of the trained envs)._")
     first = next(iter(runs.values())).get("first_seed", "?")
@@ -446,7 +454,7 @@ def render_report(run_dir: str | Path) -> str:
         "Environment checks": _checks(run_dir),
         "Training": _training(run_dir, ms),
         "Routing": _routing(run_dir, ms),
-        "Held-out env seeds": _heldout(ms),
+        "Held-out env seeds": _heldout(ms, cfg),
         "Pass rates": _pass_rates(run_dir, ms),
         "Rollouts spent": _rollouts(ms),
         "What failed and why": _failures(run_dir, ms),

@@ -21,6 +21,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from tracec import files
 from tracec.core.diagnostics import Diagnostic, Span
 
 SOURCE_ATTR = "__tracec_source__"  # (path as typed, spec text) set on modules compiled on the fly
@@ -68,8 +69,8 @@ def fragment_source(cap: Any, spec_path: str, index: int) -> tuple[str, str] | N
         return None
     path = os.path.join(os.path.dirname(spec_path), names[index])
     try:
-        return path, Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return path, files.read_text(path, "fragment", limit=files.SPEC_BYTES)
+    except files.InputError:
         return None
 
 
@@ -88,8 +89,8 @@ def spec_source(cap: Any) -> tuple[str, str | None]:
         candidates.append(Path(filename).resolve().parent.parent / recorded)
     for c in candidates:
         try:
-            text = c.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = files.read_text(c, "spec", limit=files.SPEC_BYTES)  # never blocks on a FIFO
+        except files.InputError:
             continue
         sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         if sha != getattr(cap, "spec_sha256", sha):

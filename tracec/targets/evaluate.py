@@ -8,9 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec import files
 from tracec.core.seeds import (
     HELDOUT_START,
     SeedRange,
+    SeedRangeError,
+    adapter_training_range,
     check_eval_seeds,
     composed_adapter_dirs,
     eval_range,
@@ -55,6 +58,7 @@ class EvalConfig(BaseModel):
     env_seeds: int = HELDOUT_START  # compiled envs: task i is reset with seed env_seeds + i
     allow_train_seeds: bool = False
     max_new_tokens: int = 512  # local and composed agents
+    envs_dir: str = "generated_envs"  # where capability names and gym ids are looked up first
     out_dir: str = "runs/eval"
 
     def env_seed_range(self) -> SeedRange:
@@ -96,7 +100,7 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         for trial in range(cfg.trials):
             jobs += [Job(name, t.id, trial, cfg.seed + trial, {"task_id": t.id}) for t in tasks]
     for spec in cfg.envs:
-        env = resolve_env(spec)
+        env = resolve_env(spec, cfg.envs_dir)
         name = env.gym_id
         makers[name] = env.factory
         span = cfg.env_seed_range()
@@ -126,6 +130,25 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
     return []
 
 
+def check_adapter_seeds(seeds: SeedRange, adapter: str | Path) -> None:
+    """Fail closed: refuse the eval unless the adapter's ``tracec.json`` is a readable record of
+    its training seeds and those do not overlap ``seeds`` (``--allow-train-seeds`` skips this)."""
+    meta_path = Path(adapter) / "tracec.json"
+    fix = ("so tracec cannot tell which seeds it was trained on; evaluate it anyway with "
+           "--allow-train-seeds")
+    try:
+        files.read_json(meta_path, "adapter metadata", expect=dict, limit=files.META_BYTES)
+    except files.InputError as exc:
+        raise SeedRangeError(f"{exc}, {fix}") from None
+    try:
+        trained = adapter_training_range(adapter)
+    except (ValueError, TypeError, AttributeError):
+        trained = None
+    if trained is None:
+        raise SeedRangeError(f"{meta_path}: records no training seeds (seeds.train), {fix}")
+    check_eval_seeds(seeds, adapter)
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
     if agent is None:
@@ -134,7 +157,7 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
         cfg.env_seed_range()
     if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
         for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
-            check_eval_seeds(cfg.env_seed_range(), adapter)
+            check_adapter_seeds(cfg.env_seed_range(), adapter)
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
     with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
@@ -204,5 +227,13 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
         "tau2_results": tau2_paths,
         "config": cfg.model_dump(),
     }
+    chosen: dict[str, dict[str, int]] = {}  # classifier routing: env -> adapters -> episodes
+    for e in episodes:
+        if e.info.get("adapters_chosen") is not None:
+            top = "+".join(e.info["adapters_chosen"]) or "<none>"
+            chosen.setdefault(e.env, {}).setdefault(top, 0)
+            chosen[e.env][top] += 1
+    if chosen:
+        summary["adapters_chosen"] = chosen
     write_json_atomic(out / "summary.json", summary)
     return summary

@@ -23,6 +23,7 @@ import torch
 
 from tracec.core.seeds import HELDOUT_START
 from tracec.harness.resolve import EnvTarget
+from tracec.llm.adapters import record_hub_id
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.llm.serving import ServingEngine, run_adapter_prefix
 from tracec.train.config import SEED_STRIDE, TrainConfig
@@ -443,6 +444,7 @@ class GRPOTrainer:
         """The stock peft folder plus ``tracec.json`` (in ``out``, default the run's folder)."""
         out = self.out if out is None else out
         self.policy.save_pretrained(out)
+        record_hub_id(out, self.config.model, self.model_path)  # stock peft loads it anywhere
         meta = {
             "capability": self.env.capability,
             "description": getattr(getattr(self.env.cls, "capability", None), "description", None),
