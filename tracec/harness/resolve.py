@@ -252,8 +252,6 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
     envs = import_registry(envs_dir)
     bare = ref.removeprefix("tracec/").removesuffix("-v0")
     if ref != bare and bare in envs:  # the chosen folder's env, even where another has the id
-        import gymnasium as gym
-
         cls = _load_entry(envs[bare])
         registered = gym.registry.get(ref)
         entry = getattr(registered, "entry_point", None)
