@@ -10,7 +10,11 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from tracec.llm.cli_options import device_option, dtype_option
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
+
+CPU_RECIPE = "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N -m tracec.cli train …"
+DEFAULT_CPU_MEMORY_GB = 8.0
 
 
 def _config(env_name: str, opts: dict[str, Any]):
@@ -21,7 +25,7 @@ def _config(env_name: str, opts: dict[str, Any]):
     fields = {k: opts[k] for k in (
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
-        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
+        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "dtype", "updates_per_batch",
         "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
     from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
@@ -31,6 +35,8 @@ def _config(env_name: str, opts: dict[str, Any]):
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     fields["train_seeds"] = (seeds.start, seeds.stop)
+    if fields["memory_gb"] is None and fields["device"].startswith("cpu"):
+        fields["memory_gb"] = DEFAULT_CPU_MEMORY_GB  # GPUs: what the device has free
     try:
         return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
                            resample_dropped=opts["resample"], **fields)
@@ -39,23 +45,51 @@ def _config(env_name: str, opts: dict[str, Any]):
         raise click.ClickException(f"bad training settings: {msgs}") from None
 
 
+def _launched_world() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        raise click.ClickException(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number") from None
+
+
 def _accelerator(mode: str):
-    use = mode == "on" or (mode == "auto" and "LOCAL_RANK" in os.environ)
+    """accelerate's Accelerator when launched by ``accelerate launch``/``torchrun`` (or forced);
+    a launch whose processes do not form one process group is refused in one line."""
+    world = _launched_world()
+    use = mode == "on" or (mode == "auto" and ("LOCAL_RANK" in os.environ or world > 1))
     if not use:
+        if world > 1:
+            raise click.ClickException(
+                f"WORLD_SIZE={world} but --accelerate off: the {world} processes would be {world} "
+                "unrelated runs on one output folder; drop --accelerate off")
         return None
     from accelerate import Accelerator
 
-    return Accelerator()
+    acc = Accelerator()
+    if acc.num_processes != world:
+        raise click.ClickException(
+            f"launched as {world} processes (WORLD_SIZE) but they joined no process group "
+            f"(accelerate sees {acc.num_processes}, {acc.distributed_type}): they would be {world} "
+            f"unrelated runs writing one -o. On CPU: {CPU_RECIPE}; on GPUs: one visible GPU per process")
+    return acc
 
 
 def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from tracec.files import Locked
     from tracec.harness.resolve import LoadError, resolve_env
+    from tracec.llm.device import DeviceError
     from tracec.llm.local import ModelNotPrepared
     from tracec.train.sft import SFTError
-    from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
+    from tracec.train.trainer import (
+        GRPOTrainer,
+        LaunchError,
+        MemoryBudgetError,
+        PromptTooLong,
+        ResumeError,
+    )
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
@@ -64,7 +98,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     config = _config(env.name, opts)
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
-    except (ModelNotPrepared, SFTError) as exc:
+    except (ModelNotPrepared, SFTError, LaunchError, DeviceError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
@@ -96,7 +130,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, Locked) as exc:
             raise click.ClickException(str(exc)) from None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
             "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
@@ -114,7 +148,9 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-alpha", default=32, show_default=True)
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
 @click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
-@click.option("--groups-per-step", default=4, show_default=True)
+@click.option("--groups-per-step", default=4, show_default=True,
+              help="Env seeds (groups of G) each process plays per step: under accelerate/torchrun "
+                   "a step trains on this x processes groups.")
 @click.option("--steps", default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
@@ -141,15 +177,17 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--gen-batch", default=32, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--checkpoint-every", default=10, show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@device_option()
+@dtype_option()
 @click.option("--rollout-engine", type=click.Choice(["kv", "naive"]), default="kv", show_default=True,
               help="kv: prefill shared prompts once and keep each episode's KV cache across turns; "
                    "naive: re-prefill every conversation each turn (A/B baseline).")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
-@click.option("--memory-gb", type=float, default=8.0, show_default=True,
-              help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
-                   "before the step runs.")
+@click.option("--memory-gb", type=click.FloatRange(0, min_open=True), default=None,
+              help="Memory a step is planned to fit in, per process [default: 8 on CPU, the "
+                   "device's free memory on GPU]; a setting that cannot fit is an error before the "
+                   "step runs.")
 @click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
 @click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Use accelerate (auto: when started by `accelerate launch`).")

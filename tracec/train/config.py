@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tracec.llm.device import parse_device, parse_dtype
 
 # a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
 SEED_STRIDE = 1_000_003
@@ -32,7 +34,8 @@ class TrainConfig(BaseModel):
     env: str = ""
     lora: LoraSettings = Field(default_factory=LoraSettings)
     group_size: int = Field(8, ge=2, description="G rollouts per env seed")
-    groups_per_step: int = Field(4, ge=1, description="kept groups wanted per optimiser step")
+    groups_per_step: int = Field(4, ge=1, description="kept groups wanted per optimiser step, per "
+                                 "process (a step of N processes trains on up to N x this)")
     steps: int = Field(50, ge=0, description="GRPO steps (0: only the SFT warm start, if any)")
     learning_rate: float = Field(2e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
@@ -57,10 +60,14 @@ class TrainConfig(BaseModel):
     grad_checkpointing: bool | None = Field(
         None, description="recompute activations in backward (None: only when needed to fit memory_gb)")
     memory_gb: float | None = Field(
-        8.0, gt=0, description="RAM a step is planned to fit in (None: what is available)")
+        8.0, gt=0, description="memory a step is planned to fit in on its device (None: what the "
+        "device has free)")
     checkpoint_every: int = Field(10, ge=1)
     seed: int = 0
-    device: str = "cpu"
+    device: str = Field("cpu", description="cpu, cpu:N, cuda, cuda:N or mps (under accelerate: "
+                        "each process's own device)")
+    dtype: str = Field("auto", description="auto, bf16, fp16 or fp32 (auto: bf16 on CUDA with bf16, "
+                       "fp32 on CPU)")
     vllm_server: str | None = Field(None, description="trl vllm-serve URL; generate there")
     train_seeds: tuple[int, int] = Field((0, 10**9), description="env seeds [start, stop) training "
                                          "draws from; must stay below the held-out 10^9")
@@ -68,6 +75,16 @@ class TrainConfig(BaseModel):
     sft_batch: int = Field(4, ge=1, description="oracle demonstrations per SFT step")
     sft_lr: float = Field(2e-4, gt=0, description="SFT learning rate")
     init_adapter: str | None = Field(None, description="start from this adapter's weights")
+
+    @field_validator("device")
+    @classmethod
+    def _device_name(cls, v: str) -> str:
+        return parse_device(v)
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype_name(cls, v: str) -> str:
+        return parse_dtype(v)
 
     @model_validator(mode="after")
     def _seeds_below_heldout(self) -> TrainConfig:
