@@ -76,11 +76,15 @@ class LocalAgent:
     """A local transformers model (optionally with a LoRA adapter), batched generation."""
 
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
-                 temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None,
+                 device: str = "cpu", dtype: str = "auto") -> None:
         if chat_model is None:
+            from tracec.llm.device import resolve_device, resolve_dtype
             from tracec.llm.local import LocalChatModel
 
-            chat_model = LocalChatModel(model, adapter=adapter)
+            place = resolve_device(device)
+            chat_model = LocalChatModel(model, adapter=adapter, device=str(place),
+                                        dtype=resolve_dtype(dtype, place))
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")
         self.max_new_tokens = max_new_tokens
@@ -168,12 +172,14 @@ class ScriptedAgent:
 class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
-    def __init__(self, directory: str, **kwargs: Any) -> None:
+    def __init__(self, directory: str, device: str = "cpu", dtype: str = "auto", **kwargs: Any) -> None:
         from tracec.compose.api import load_composed  # lazy: needs torch
         from tracec.compose.model import ComposeError
+        from tracec.llm.device import resolve_device, resolve_dtype
 
+        place = resolve_device(device)
         try:
-            model = load_composed(directory)
+            model = load_composed(directory, device=str(place), dtype=resolve_dtype(dtype, place))
         except (ComposeError, OSError) as exc:
             raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
         super().__init__(directory, chat_model=model, **kwargs)
