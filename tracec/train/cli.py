@@ -66,10 +66,11 @@ def _accelerator(mode: str):
     from accelerate import Accelerator
 
     acc = Accelerator()
+    kind = getattr(acc.distributed_type, "value", acc.distributed_type)
     if acc.num_processes != world:
         raise click.ClickException(
             f"launched as {world} processes (WORLD_SIZE) but they joined no process group "
-            f"(accelerate sees {acc.num_processes}, distributed type {getattr(acc.distributed_type, "value", acc.distributed_type)}): they would be {world} "
+            f"(accelerate sees {acc.num_processes}, distributed type {kind}): they would be {world} "
             f"unrelated runs writing one -o. On CPU: {CPU_RECIPE}; on GPUs: one visible GPU per process")
     return acc
 
