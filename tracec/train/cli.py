@@ -65,7 +65,12 @@ def _accelerator(mode: str):
         return None
     from accelerate import Accelerator
 
-    acc = Accelerator()
+    try:
+        acc = Accelerator()
+    except (ValueError, RuntimeError) as exc:  # env:// rendezvous without MASTER_ADDR & co.
+        raise click.ClickException(
+            f"WORLD_SIZE={world} but this process cannot join the process group ({exc}); start "
+            "the processes with accelerate launch or torchrun") from None
     kind = getattr(acc.distributed_type, "value", acc.distributed_type)
     if acc.num_processes != world:
         raise click.ClickException(
