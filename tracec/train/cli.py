@@ -101,9 +101,12 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         env = resolve_env(env_spec, opts["envs_dir"])
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
+    accelerator = _accelerator(opts["accelerate"])
+    if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
+        opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
     try:
-        trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
+        trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
     except (ModelNotPrepared, SFTError, LaunchError, DeviceError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -183,7 +186,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--gen-batch", default=32, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--checkpoint-every", default=10, show_default=True)
-@device_option()
+@device_option(default=None, help="cpu, cpu:N, cuda, cuda:N or mps [default: cpu; under "
+               "accelerate launch/torchrun: the launcher's, each process on its own local device].")
 @dtype_option()
 @click.option("--rollout-engine", type=click.Choice(["kv", "naive"]), default="kv", show_default=True,
               help="kv: prefill shared prompts once and keep each episode's KV cache across turns; "
