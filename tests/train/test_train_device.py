@@ -122,3 +122,17 @@ def test_eval_runs_a_local_model_on_cpu_0_in_bf16(tiny_model_dir, tmp_path):
         "--device", "cpu:0", "--dtype", "bf16", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     assert sum(1 for _ in (out / "trajectories.jsonl").open()) == 2
+
+
+def test_resume_with_another_number_of_processes_is_refused(tiny_model_dir, toy_env, tmp_path):
+    from tracec.train.trainer import ResumeError
+
+    out = tmp_path / "r"
+    GRPOTrainer(small_config(tiny_model_dir, steps=1, group_size=2, groups_per_step=1), toy_env, out).fit()
+    state_path = out / "checkpoints" / "last" / "state.json"
+    state = json.loads(state_path.read_text())
+    assert state["processes"] == 1 and state["ranks"][0]["seed_cursor"] == 1
+    state_path.write_text(json.dumps({**state, "processes": 2}))
+    again = GRPOTrainer(small_config(tiny_model_dir, steps=2, group_size=2, groups_per_step=1), toy_env, out)
+    with pytest.raises(ResumeError, match="made by 2 process"):
+        again.fit(resume=True)

@@ -26,7 +26,7 @@ import torch
 
 from tracec.files import exclusive_lock
 from tracec.harness.resolve import EnvTarget
-from tracec.llm.device import DeviceError, device_kind, resolve_device, resolve_dtype
+from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import SEED_STRIDE, TrainConfig
