@@ -104,6 +104,7 @@ def test_ddp_resume_gives_the_uninterrupted_weights(ddp_run, tiny_model_dir, tmp
     assert state["processes"] == 2 and [r["seed_cursor"] for r in state["ranks"]] == [2, 2]
     second, wall = launch([*args, "--steps", "2", "--resume"])
     assert second.returncode == 0, second.stderr[-3000:]
+    print(f"2-process resume launch (1 more step): {wall:.1f} s wall")
     a, b = _lora(ddp_run), _lora(out)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     strip = [{k: v for k, v in r.items() if k not in TIMINGS} for r in _metrics(ddp_run)]

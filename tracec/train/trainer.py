@@ -16,8 +16,8 @@ import random
 import shutil
 import time
 import warnings
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,6 +253,25 @@ class GRPOTrainer:
 
         return list(gather_object([value]))
 
+    @contextmanager
+    def _together(self, collective: bool = True) -> Iterator[None]:
+        """Run a check every process makes (a step's memory plan, its prompt length); with >1
+        process its error is raised on every process at once, so that none is left waiting in a
+        collective for one that stopped."""
+        error: Exception | None = None
+        try:
+            yield
+        except (PromptTooLong, MemoryBudgetError) as exc:
+            error = exc
+        if collective and self.world > 1:
+            errors = self._gather(None if error is None else (type(error).__name__, str(error)))
+            first = next((e for e in errors if e), None)
+            if first and error is None:
+                kinds = {"PromptTooLong": PromptTooLong, "MemoryBudgetError": MemoryBudgetError}
+                error = kinds[first[0]](first[1])
+        if error is not None:
+            raise error
+
     def _next_seed(self) -> int:
         rank, world = self._rank
         start, stop = self.config.train_seeds  # training never reaches the held-out seeds
@@ -275,15 +294,16 @@ class GRPOTrainer:
             episodes += eps
             envs += es
         longest = max(len(e.prompt_ids) for e in episodes)
-        if longest + 8 > self.max_total_tokens:
-            raise PromptTooLong(
-                f"the env's first prompt is {longest} tokens, leaving no room under "
-                f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
-                f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
-        turns = cfg.max_turns or 4
-        guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
-        distinct = len({tuple(e.prompt_ids) for e in episodes})
-        self.plan = self._plan(longest, guess, distinct, len(episodes))
+        with self._together(first_group == 0):  # a step's first rollouts: every process calls
+            if longest + 8 > self.max_total_tokens:
+                raise PromptTooLong(
+                    f"the env's first prompt is {longest} tokens, leaving no room under "
+                    f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
+                    f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
+            turns = cfg.max_turns or 4
+            guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
+            distinct = len({tuple(e.prompt_ids) for e in episodes})
+            self.plan = self._plan(longest, guess, distinct, len(episodes))
         policy = self.policy
         policy.eval()
         self._sync_generator()
@@ -383,11 +403,12 @@ class GRPOTrainer:
             normaliser = global_tokens / world  # DDP averages gradients: ÷ world undoes it
         if normaliser == 0:
             return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
-        if rows:  # the real lengths are known now: check the update fits before running it
-            longest = max(len(r[0]) for r in rows)
-            prompt = min(len(e.base_prompt_ids) for e, _ in kept)
-            plan = self._plan(prompt, longest, 0, 0)
-            self._set_checkpointing(plan.grad_checkpointing)
+        with self._together():
+            if rows:  # the real lengths are known now: check the update fits before running it
+                longest = max(len(r[0]) for r in rows)
+                prompt = min(len(e.base_prompt_ids) for e, _ in kept)
+                plan = self._plan(prompt, longest, 0, 0)
+                self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
         if not batches:  # this process kept nothing, others did: a zero-weighted forward of a real
             # row (every LoRA weight in the graph, gradient exactly 0) joins DDP's all-reduce
@@ -429,7 +450,7 @@ class GRPOTrainer:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return {**totals, "trained_tokens": int(round(global_tokens)), "grad_norm": grad_norm}
+        return {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
 
     def _pad(self, rows: list[tuple[list[int], list[int], float]]):
         """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
