@@ -52,6 +52,13 @@ def _launched_world() -> int:
         raise click.ClickException(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number") from None
 
 
+def _launched_rank() -> int:
+    try:
+        return int(os.environ.get("RANK", "0") or 0)
+    except ValueError:
+        return 0
+
+
 def _accelerator(mode: str):
     """accelerate's Accelerator when launched by ``accelerate launch``/``torchrun`` (or forced);
     a launch whose processes do not form one process group is refused in one line."""
@@ -111,6 +118,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
+    quiet_rank = accelerator is not None and not accelerator.is_main_process  # rank 0 reports
+    as_json = as_json or quiet_rank
     console = Console(stderr=True, quiet=as_json)
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
@@ -131,7 +140,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
                     f"loss {m['loss']:+.4f} {m['gen_tokens_per_s']:.0f} tok/s")
             progress.update(task, completed=m["step"], info=info)
             steps_seen.append(m)
-            if silent_streak(steps_seen) == DEFAULT_STREAK:  # once per streak, not every step after
+            if silent_streak(steps_seen) == DEFAULT_STREAK and not quiet_rank:  # once per streak
                 out_console = Console(stderr=True) if as_json else progress.console  # above the bar
                 out_console.print(f"[yellow]warning:[/] {no_signal_advice(steps_seen)}")
 
@@ -159,7 +168,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
 @click.option("--groups-per-step", default=4, show_default=True,
               help="Env seeds (groups of G) each process plays per step: under accelerate/torchrun "
-                   "a step trains on this x processes groups.")
+                   "a step plays this x processes groups.")
 @click.option("--steps", default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
@@ -233,6 +242,8 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
         results = [_train_one(env, target, opts, as_json)]
     else:
         raise click.ClickException("missing ENV (or --all generated_envs/)")
+    if _launched_rank() != 0:
+        return  # rank 0 reports the run (the metrics are global)
     if as_json:
         click.echo(json.dumps(results if all_dir else results[0], indent=1))
     else:
