@@ -136,3 +136,20 @@ def test_resume_with_another_number_of_processes_is_refused(tiny_model_dir, toy_
     again = GRPOTrainer(small_config(tiny_model_dir, steps=2, group_size=2, groups_per_step=1), toy_env, out)
     with pytest.raises(ResumeError, match="made by 2 process"):
         again.fit(resume=True)
+
+
+def test_compose_and_eval_a_composed_model_on_cpu_0_in_bf16(tiny_model_dir, toy_env, tmp_path):
+    from tracec.compose.cli import compose_cmd
+    from tracec.targets.cli import eval_cmd
+
+    adapter = tmp_path / "a"
+    GRPOTrainer(small_config(tiny_model_dir, steps=0), toy_env, adapter).fit()  # a fresh LoRA
+    composed = tmp_path / "c"
+    made = CliRunner().invoke(compose_cmd, [str(adapter), "--routing", "classifier", "-o", str(composed),
+                                            "--device", "cpu:0", "--dtype", "bf16"])
+    assert made.exit_code == 0, made.output
+    result = CliRunner().invoke(eval_cmd, [
+        "--agent", f"composed:{composed}", "--env", TOY_ENV, "--tasks", "1", "--max-new-tokens", "4",
+        "--device", "cpu:0", "--dtype", "bf16", "--out", str(tmp_path / "e"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["episodes"] == 1

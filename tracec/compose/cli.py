@@ -161,10 +161,11 @@ def _quiet_transformers() -> None:
 
 def _placement(place: tuple[str, str]) -> dict[str, Any]:
     """``device``/``dtype`` keywords for the model loaders from ``(--device, --dtype)``."""
-    from tracec.llm.device import resolve_device, resolve_dtype
+    from tracec.llm.device import placement, resolve_dtype
 
     device, dtype = place
-    return {"device": device, "dtype": resolve_dtype(dtype, resolve_device(device))}
+    where = placement(device)
+    return {"device": where, "dtype": resolve_dtype(dtype, where)}
 
 
 def _need(cond: bool, msg: str) -> None:

@@ -79,11 +79,11 @@ class LocalAgent:
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None,
                  device: str = "cpu", dtype: str = "auto") -> None:
         if chat_model is None:
-            from tracec.llm.device import resolve_device, resolve_dtype
+            from tracec.llm.device import placement, resolve_dtype
             from tracec.llm.local import LocalChatModel
 
-            place = resolve_device(device)
-            chat_model = LocalChatModel(model, adapter=adapter, device=str(place),
+            place = placement(device)
+            chat_model = LocalChatModel(model, adapter=adapter, device=place,
                                         dtype=resolve_dtype(dtype, place))
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")
@@ -175,11 +175,11 @@ class ComposedAgent(LocalAgent):
     def __init__(self, directory: str, device: str = "cpu", dtype: str = "auto", **kwargs: Any) -> None:
         from tracec.compose.api import load_composed  # lazy: needs torch
         from tracec.compose.model import ComposeError
-        from tracec.llm.device import resolve_device, resolve_dtype
+        from tracec.llm.device import placement, resolve_dtype
 
-        place = resolve_device(device)
+        place = placement(device)
         try:
-            model = load_composed(directory, device=str(place), dtype=resolve_dtype(dtype, place))
+            model = load_composed(directory, device=place, dtype=resolve_dtype(dtype, place))
         except (ComposeError, OSError) as exc:
             raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
         super().__init__(directory, chat_model=model, **kwargs)
