@@ -5,8 +5,10 @@ measured prefill and decode limits and the peak GPU memory. No downloads.
 The model is built here from ``transformers.Qwen3Config`` with Qwen3-0.6B's sizes (random weights,
 bf16). Its tokenizer: the SmolLM2 tokenizer of ``tracec model prepare`` when that cache exists
 (``~/.cache/tracec/models/smollm2-135m-instruct``, or ``--tokenizer DIR``), else a small BPE built
-locally (``tracec.llm.tiny.build_tokenizer``; prompts are then ~2x longer in tokens). The env is a
-compiled one from ``generated_envs/`` (default ``reservation_lookup_compact``).
+locally (``tracec.llm.tiny.build_tokenizer``; prompts are then ~2x longer in tokens). The rollout
+env is a compiled one from ``generated_envs/`` (default ``reservation_lookup_compact``); a random
+model earns its reward 0 everywhere, so a second run on the toy env of ``tests/train`` (whose
+reward varies with the reply's length) exercises GRPO's update on the device.
 
 ``--dry`` runs the same steps on CPU at toy size (a 2-layer Qwen3, 1 step) so that CI checks the
 script end to end. Writes ``OUT/check.json``; prints it.
@@ -123,12 +125,21 @@ def run_tracec(args: list[str], log: Path) -> float:
     return time.perf_counter() - t0
 
 
+def _step_row(r: dict) -> dict:
+    return {k: r[k] for k in ("step", "reward_mean", "kept_groups", "episodes", "model_tokens",
+                              "gen_tokens_per_s", "gen_seconds", "prefill_tokens", "decode_steps",
+                              "update_seconds", "step_seconds", "trained_tokens", "loss", "grad_norm")}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/gpu_check")
     ap.add_argument("--dry", action="store_true", help="CPU, toy sizes, 1 step (checks the script)")
     ap.add_argument("--device", default=None, help="default: cuda (cpu with --dry)")
     ap.add_argument("--env", default=str(REPO / "generated_envs" / "reservation_lookup_compact.py"))
+    ap.add_argument("--update-env", default=str(REPO / "tests" / "train" / "toy_env.py") + ":ToyToolEnv",
+                    help="env of the second train run, whose rewards vary even for a random model, "
+                         "so that GRPO's update (forward + backward + AdamW) runs on the device")
     ap.add_argument("--tokenizer", default=None, help="tokenizer folder (default: see the docstring)")
     ap.add_argument("--steps", type=int, default=None, help="GRPO steps (default 2; 1 with --dry)")
     ap.add_argument("-G", "--group-size", type=int, default=None, help="default 8 (2 with --dry)")
@@ -171,11 +182,20 @@ def main(argv: list[str] | None = None) -> dict:
         torch.cuda.reset_peak_memory_stats()
     rows = [json.loads(line) for line in (train_out / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]
-    record["train_steps"] = [{k: r[k] for k in ("step", "reward_mean", "kept_groups", "episodes",
-                                                "model_tokens", "gen_tokens_per_s", "gen_seconds",
-                                                "prefill_tokens", "decode_steps", "update_seconds",
-                                                "step_seconds", "trained_tokens", "loss")}
-                             for r in rows]
+    record["train_steps"] = [_step_row(r) for r in rows]
+    # a random model earns the compiled env's reward 0 everywhere (no group kept, no update):
+    # the toy env's parity reward gives the update real rows
+    update_out = out / "update_adapter"
+    record["update_train_seconds"] = run_tracec([
+        "train", a.update_env, "--model", str(model_dir), "-o", str(update_out), "--device", device,
+        "--dtype", dtype, "--steps", str(steps), "-G", str(max(G, 4)), "--groups-per-step",
+        str(groups), "--max-new-tokens", str(new), "--checkpoint-every", str(steps), "--json"],
+        out / "update_train.json")
+    if device.startswith("cuda"):
+        record["update_peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        torch.cuda.reset_peak_memory_stats()
+    record["update_steps"] = [_step_row(json.loads(line)) for line in
+                              (update_out / "metrics.jsonl").read_text().splitlines()]
     record["eval_seconds"] = run_tracec([
         "eval", "--agent", f"local:{model_dir}+adapter:{train_out}", "--env", a.env, "--tasks",
         str(tasks), "--max-new-tokens", str(new), "--device", device, "--dtype", dtype,

@@ -27,6 +27,8 @@ def test_gpu_check_dry_mode_reports_every_figure(tmp_path):
     assert record["dry"] is True and record["device"] == "cpu"
     assert len(record["train_steps"]) == 1 and record["train_steps"][0]["episodes"] == 2
     assert record["eval_episodes"] == 2
+    assert record["update_steps"][0]["trained_tokens"] > 0  # GRPO's update ran on the device
+    assert record["update_steps"][0]["grad_norm"] > 0
     lim, roll = record["limits"], record["rollout"]
     assert lim["prefill_tokens_per_s"] > 0 and lim["decode_tokens_per_s"] > 0
     assert roll["gen_tokens_per_s"] > 0 and roll["efficiency_ratio"] > 0
