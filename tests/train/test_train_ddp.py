@@ -5,15 +5,11 @@ that do not form one process group."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from ddp_helpers import FLAT_ENV, REPO, SMALL_ARGS, launch, replay
+from ddp_helpers import FLAT_ENV, SMALL_ARGS, launch, replay
 from safetensors.torch import load_file
 from train_helpers import small_config
 
@@ -125,22 +121,3 @@ def test_a_launch_without_a_process_group_is_refused(tiny_model_dir, tmp_path):
                           for ln in errors)
     assert "Traceback" not in "\n".join(ln for ln in proc.stderr.splitlines() if "tracec" in ln)
     assert not (out / "metrics.jsonl").exists()
-
-
-def test_world_size_without_a_launcher_and_a_busy_folder_are_refused(tiny_model_dir, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}
-    base = [sys.executable, "-m", "tracec.cli", "train", FLAT_ENV, "--model", str(tiny_model_dir),
-            "--steps", "1", *SMALL_ARGS]
-    off = subprocess.run([*base, "-o", str(tmp_path / "a"), "--accelerate", "off"], env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
-    assert off.returncode == 1 and "WORLD_SIZE=2 but --accelerate off" in off.stderr
-    # a second run on a folder another process is writing (here: holds its lock) stops at once
-    busy = tmp_path / "busy"
-    busy.mkdir()
-    with open(busy / ".lock", "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        env.pop("WORLD_SIZE")
-        second = subprocess.run([*base, "-o", str(busy)], env=env, capture_output=True, text=True,
-                                timeout=180, check=False)
-    assert second.returncode == 1 and "in use by another tracec process" in second.stderr
-    assert not (busy / "metrics.jsonl").exists()

@@ -153,3 +153,23 @@ def test_compose_and_eval_a_composed_model_on_cpu_0_in_bf16(tiny_model_dir, toy_
         "--device", "cpu:0", "--dtype", "bf16", "--out", str(tmp_path / "e"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["episodes"] == 1
+
+
+def test_world_size_without_a_launcher_and_a_busy_folder_are_refused(tiny_model_dir, tmp_path,
+                                                                      monkeypatch):
+    import fcntl
+
+    base = [TOY_ENV, "--model", str(tiny_model_dir), "--steps", "1", "-G", "2", "--groups-per-step",
+            "1", "--max-new-tokens", "4"]
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    off = CliRunner().invoke(train_cmd, [*base, "-o", str(tmp_path / "a"), "--accelerate", "off"])
+    assert off.exit_code == 1 and "Error: WORLD_SIZE=2 but --accelerate off" in off.output
+    monkeypatch.delenv("WORLD_SIZE")
+    # a second run on a folder another run is writing (here: its lock held) stops at once
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with open(busy / ".lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        second = CliRunner().invoke(train_cmd, [*base, "-o", str(busy)])
+    assert second.exit_code == 1 and "in use by another tracec process" in second.output
+    assert not (busy / "metrics.jsonl").exists()
