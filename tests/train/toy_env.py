@@ -71,3 +71,22 @@ class ToyToolEnv(gym.Env):
     def _info(self, reward: float, ended_by: str) -> dict:
         return {"messages": list(self.messages), "tools": TOOLS,
                 "reward_breakdown": {"reward": reward, "ended_by": ended_by}}
+
+
+class FlatSeedsToyEnv(ToyToolEnv):
+    """:class:`ToyToolEnv` whose seeds in :attr:`FLAT` reward every episode 0: their groups keep
+    no signal. Under 2 processes (seed 0) rank 1 plays seeds 1 and 3 at step 1, so it keeps no
+    group while rank 0 does."""
+
+    FLAT: ClassVar[frozenset[int]] = frozenset({1, 3})
+
+    def reset(self, *, seed=None, options=None):
+        self.flat = seed in self.FLAT
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: str):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.flat:
+            reward = 0.0
+            info["reward_breakdown"] = {**info["reward_breakdown"], "reward": 0.0}
+        return obs, reward, terminated, truncated, info

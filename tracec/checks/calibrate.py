@@ -250,7 +250,7 @@ def calibrate(
 
 
 def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
-                concurrency: int = 16, seed: int = 0) -> Any:
+                concurrency: int = 16, seed: int = 0, device: str = "cpu", dtype: str = "auto") -> Any:
     """An agent for calibration from a ``--model`` spec (see :mod:`tracec.harness.agents`).
 
     Raises ``AgentSpecError`` for a malformed spec; loading errors propagate.
@@ -260,7 +260,8 @@ def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
         opts: dict[str, Any] = {"temperature": temperature, "max_tokens": max_new_tokens,
                                 "concurrency": concurrency}
     elif kind in ("local", "composed"):
-        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens}
+        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens, "device": device,
+                "dtype": dtype}
     else:  # oracle / scripted: deterministic test agents
         opts = {}
     return ReseedingAgent(make_agent(spec, **opts), base_seed=seed)

@@ -24,6 +24,7 @@ from tracec.checks.prompt_size import (
 from tracec.checks.report import CheckReport
 from tracec.checks.run import run_checks
 from tracec.harness.resolve import LoadError, load_paths
+from tracec.llm.cli_options import device_option, dtype_option
 
 DEFAULT_PATH = "generated_envs"
 
@@ -112,6 +113,10 @@ def _calibration_options(fn):
     opts = [
         click.option("--model", "model", metavar="AGENT", default=None,
                      help="Also calibrate with this agent (openai:MODEL@URL, local:PATH, ...)."),
+        device_option(help="Calibration with a local/composed --model: where it runs (cpu, cpu:N, "
+                           "cuda, cuda:N, mps)."),
+        dtype_option(help="Calibration with a local/composed --model: weights' dtype (auto, bf16, "
+                          "fp16, fp32)."),
         click.option("--samples", default=16, show_default=True, type=click.IntRange(1),
                      help="Calibration: samples per seed (G)."),
         click.option("--calib-seeds", default=100, show_default=True, type=click.IntRange(1),
@@ -155,7 +160,8 @@ def _calibration_options(fn):
                    f"{CHARS_PER_TOKEN:g}].")
 @_calibration_options
 def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker: bool,
-              prompt_budget: int, tokenizer: str | None, model: str | None, samples: int, calib_seeds: int, temperature: float,
+              prompt_budget: int, tokenizer: str | None, model: str | None, device: str, dtype: str,
+              samples: int, calib_seeds: int, temperature: float,
               max_new_tokens: int, success: float | None, mean_band: tuple[float, float],
               success_band: tuple[float, float], min_std: float, max_all_success: float,
               max_all_zero: float, max_constant: float, min_informative: float) -> None:
@@ -172,7 +178,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                   max_all_success=max_all_success, max_all_zero=max_all_zero,
                   max_constant=max_constant, min_informative=min_informative)
     counter, method = _prompt_counter(tokenizer, model)
-    agent = _load_agent(model, temperature, max_new_tokens, samples) if model else None
+    agent = _load_agent(model, temperature, max_new_tokens, samples, device, dtype) if model else None
     targets = list(paths) or [Path(DEFAULT_PATH)]
     if not paths and not targets[0].is_dir():
         raise click.ClickException(
@@ -248,13 +254,14 @@ def _measure_prompt(report: CheckReport, module, counter, method: str, budget: i
         report.problems.append(f"prompt size: {exc}")
 
 
-def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int):
+def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int,
+                device: str = "cpu", dtype: str = "auto"):
     from tracec.checks.calibrate import build_agent
     from tracec.harness.agents import AgentSpecError
 
     try:
         return build_agent(spec, temperature=temperature, max_new_tokens=max_new_tokens,
-                           concurrency=min(samples, 16))
+                           concurrency=min(samples, 16), device=device, dtype=dtype)
     except AgentSpecError as exc:
         raise click.ClickException(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - a model that cannot load is a user-facing problem

@@ -94,7 +94,7 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
                    cfg: ComposeTrainConfig, *, data: list[str] | None = None,
                    base: str | None = None, top_k: int = 1, weighting: Weighting = "st",
                    routing: Routing = "token", classifier: ClassifierSpec | dict | None = None,
-                   holdout: float = 0.1, device: str = "cpu",
+                   holdout: float = 0.1, device: str = "cpu", dtype: torch.dtype | None = None,
                    on_start: Callable[[dict], None] | None = None,
                    on_step: Callable[[dict], None] | None = None) -> ComposeResult:
     """Train the gates over ``adapter_dirs`` on the successful ``rows`` (trajectories), save the
@@ -109,7 +109,8 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
     good = select_successful(rows, cfg.min_reward)
     if not good:
         raise ComposeError(f"none of the {len(rows)} trajectories is successful; nothing to train on")
-    cm = build_composed(list(adapter_dirs), base=base, top_k=top_k, weighting=weighting, device=device)
+    cm = build_composed(list(adapter_dirs), base=base, top_k=top_k, weighting=weighting, device=device,
+                        dtype=dtype)
     tok = cm._require_tokenizer()
     examples, skipped = encode_all(tok, good, cfg.max_length)
     if not examples:

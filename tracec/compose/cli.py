@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from tracec.compose.model import ComposeError
+from tracec.llm.cli_options import device_option, dtype_option
 
 
 def _weights(text: str, n: int) -> list[float]:
@@ -91,7 +92,8 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 @click.option("--holdout", default=0.1, show_default=True, type=click.FloatRange(0, 0.5),
               help="Share of trajectories held out for the CE comparison (≥10 trajectories).")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--device", default="cpu", show_default=True)
+@device_option()
+@dtype_option()
 @click.option("--merge", is_flag=True, help="Merge ADAPTERS into one peft adapter instead of training.")
 @click.option("--weights", "weights_text", help="Merge weights: 0.7,0.3 or 'uniform'.")
 @click.option("--weights-from", type=click.Path(file_okay=False),
@@ -108,7 +110,7 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
                 epochs: int, max_steps: int | None, batch_size: int, lr: float, alpha: float,
                 lb_over: str, warmup: str, warmup_steps: int, gate_init: str, gate_init_scale: float,
                 checkpointing: bool, max_memory: float | None, z_coef: float, max_length: int,
-                min_reward: float | None, holdout: float, seed: int, device: str, merge: bool,
+                min_reward: float | None, holdout: float, seed: int, device: str, dtype: str, merge: bool,
                 weights_text: str | None, weights_from: str | None, route_dir: str | None,
                 method: str, as_json: bool) -> None:
     """Compose capability adapters.
@@ -125,13 +127,14 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_transformers()
+    place = (device, dtype)  # where and in which dtype the model loads
     try:
         if route_dir:
             _route(route_dir, data, method, as_json)
         elif merge:
             _merge(adapters, out, base, weights_text, weights_from, as_json)
         elif routing == "classifier" and not data:
-            _classifier_only(adapters, out, base, top_k, weighting, top_p, classifier_scoring, device,
+            _classifier_only(adapters, out, base, top_k, weighting, top_p, classifier_scoring, place,
                              as_json)
         else:
             from tracec.compose.training import ComposeTrainConfig
@@ -144,7 +147,7 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
                 checkpointing=checkpointing, max_memory_gib=max_memory)
             classifier = {"top_p": top_p, "scoring": classifier_scoring}
             _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg, holdout,
-                   device, as_json)
+                   place, as_json)
     except ComposeError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -164,19 +167,29 @@ def _quiet_transformers() -> None:
         pass
 
 
+def _placement(place: tuple[str, str]) -> dict[str, Any]:
+    """``device``/``dtype`` keywords for the model loaders from ``(--device, --dtype)``."""
+    from tracec.llm.device import placement, resolve_dtype
+
+    device, dtype = place
+    where = placement(device)
+    return {"device": where, "dtype": resolve_dtype(dtype, where)}
+
+
 def _need(cond: bool, msg: str) -> None:
     if not cond:
         raise click.UsageError(msg)
 
 
-def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, device, as_json) -> None:
+def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, place, as_json) -> None:
     """A composed folder for classifier routing: adapters, hashes and options; gates stay zero."""
     from tracec.compose.api import build_composed
     from tracec.compose.model import ClassifierSpec
 
     _need(bool(adapters), "give one or more adapter folders")
     _need(out is not None, "give -o/--out FOLDER")
-    cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting, device=device)
+    cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting,
+                        **_placement(place))
     cm.config = cm.config.model_copy(update={
         "routing": "classifier", "classifier": ClassifierSpec(top_p=top_p, scoring=scoring)})
     path = cm.save(out)
@@ -187,7 +200,7 @@ def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, devi
                    f"top-p {top_p}, {scoring} scoring); evaluate with --agent composed:{path}")
 
 
-def _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg, holdout, device,
+def _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg, holdout, place,
            as_json) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -217,7 +230,7 @@ def _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg
 
         result = train_composed(list(adapters), rows, out, cfg, data=[str(d) for d in data],
                                 base=base, top_k=top_k, weighting=weighting, routing=routing,
-                                classifier=classifier, holdout=holdout, device=device,
+                                classifier=classifier, holdout=holdout, **_placement(place),
                                 on_start=on_start, on_step=on_step)
     if as_json:
         click.echo(json.dumps(result.summary()))

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
 from tracec.llm.client import ChatClient
+from tracec.llm.device import placement, resolve_dtype
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -75,12 +76,15 @@ class LocalAgent:
     """A local transformers model (optionally with a LoRA adapter), batched generation."""
 
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
-                 temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None) -> None:
+                 temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None,
+                 device: str = "cpu", dtype: str = "auto") -> None:
         if chat_model is None:
             # the local engine may load torch at its top: only a local agent pays for it
             from tracec.llm.local import LocalChatModel  # noqa: PLC0415
 
-            chat_model = LocalChatModel(model, adapter=adapter)
+            place = placement(device)
+            chat_model = LocalChatModel(model, adapter=adapter, device=place,
+                                        dtype=resolve_dtype(dtype, place))
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")
         self.max_new_tokens = max_new_tokens
@@ -168,12 +172,13 @@ class ScriptedAgent:
 class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
-    def __init__(self, directory: str, **kwargs: Any) -> None:
+    def __init__(self, directory: str, device: str = "cpu", dtype: str = "auto", **kwargs: Any) -> None:
         from tracec.compose.api import load_composed  # lazy: needs torch
         from tracec.compose.model import ComposeError
 
+        place = placement(device)
         try:
-            model = load_composed(directory)
+            model = load_composed(directory, device=place, dtype=resolve_dtype(dtype, place))
         except (ComposeError, OSError) as exc:
             raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
         super().__init__(directory, chat_model=model, **kwargs)

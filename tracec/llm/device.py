@@ -66,6 +66,13 @@ def resolve_device(spec: str) -> Any:
     return torch.device(text)
 
 
+def placement(spec: str) -> str:
+    """The device string to place tensors on: ``resolve_device``'s, with ``cpu:N`` as ``cpu``
+    (one CPU device; some loaders, e.g. safetensors, refuse ``cpu:0``)."""
+    dev = resolve_device(spec)
+    return "cpu" if dev.type == "cpu" else str(dev)
+
+
 def resolve_dtype(spec: str | None, device: Any) -> Any:
     """The ``torch.dtype`` for ``spec`` on ``device``; ``auto`` is bf16 where the device computes
     it natively (CUDA with bf16 support), fp16 on other CUDA and on mps, fp32 on CPU."""

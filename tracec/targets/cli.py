@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from tracec.harness.results import ResultsError
+from tracec.llm.cli_options import device_option, dtype_option
 from tracec.targets.data import DataError
 
 
@@ -75,6 +76,9 @@ def _print_table(rows: list, title: str) -> None:
                    "of the held-out range that training never draws from")
 @click.option("--max-new-tokens", type=click.IntRange(1, 1 << 17), default=512, show_default=True,
               help="local/composed agents: tokens per assistant turn")
+@device_option(help="local/composed agents: where the model runs (cpu, cpu:N, cuda, cuda:N, mps)")
+@dtype_option(help="local/composed agents: weights' dtype (auto: bf16 where the device computes it, "
+                   "fp32 on CPU; bf16, fp16, fp32)")
 @click.option("--allow-train-seeds", is_flag=True,
               help="evaluate an adapter (or a composed model's adapters) even on seeds its tracec.json says it was trained on")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/eval", show_default=True,
@@ -84,8 +88,8 @@ def _print_table(rows: list, title: str) -> None:
 def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], split: str,
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
-             batch_size: int, seed: int, env_seeds: str, max_new_tokens: int,
-             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool,
+             batch_size: int, seed: int, env_seeds: str, max_new_tokens: int, device: str,
+             dtype: str, allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool,
              envs_dir: str) -> None:
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
@@ -114,14 +118,15 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
                         shutil.rmtree(child) if child.is_dir() else child.unlink()
             _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
                   tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-                  first_seed, allow_train_seeds, max_new_tokens, envs_dir)
+                  first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype)
     except Locked as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
           tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
-          allow_train_seeds, max_new_tokens, envs_dir="generated_envs") -> None:
+          allow_train_seeds, max_new_tokens, envs_dir="generated_envs", device="cpu",
+          dtype="auto") -> None:
     from tracec.targets.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
@@ -129,7 +134,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
         tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
         batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
-        max_new_tokens=max_new_tokens, envs_dir=envs_dir,
+        max_new_tokens=max_new_tokens, envs_dir=envs_dir, device=device, dtype=dtype,
         out_dir=str(out),
     )
     try:

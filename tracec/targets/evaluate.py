@@ -59,6 +59,8 @@ class EvalConfig(BaseModel):
     allow_train_seeds: bool = False
     max_new_tokens: int = 512  # local and composed agents
     envs_dir: str = "generated_envs"  # where capability names and gym ids are looked up first
+    device: str = "cpu"  # local and composed agents: cpu, cpu:N, cuda, cuda:N, mps
+    dtype: str = "auto"  # local and composed agents: auto, bf16, fp16, fp32
     out_dir: str = "runs/eval"
 
     def env_seed_range(self) -> SeedRange:
@@ -169,7 +171,8 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]
-        opts = {"max_new_tokens": cfg.max_new_tokens} if kind in ("local", "composed") else {}
+        opts = ({"max_new_tokens": cfg.max_new_tokens, "device": cfg.device, "dtype": cfg.dtype}
+                if kind in ("local", "composed") else {})
         agent = make_agent(cfg.agent, **opts)
     agent_name = getattr(agent, "name", cfg.agent)
     done = read_episodes(traj_path)

@@ -11,8 +11,12 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from tracec.llm.cli_options import device_option, dtype_option
 from tracec.train.plots import NoMetrics, report_training
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
+
+CPU_RECIPE = "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N -m tracec.cli train …"
+DEFAULT_CPU_MEMORY_GB = 8.0
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -30,8 +34,9 @@ def _config(env_name: str, opts: dict[str, Any]):
     fields = {k: opts[k] for k in (
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
-        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
-        "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
+        "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "dtype", "updates_per_batch",
+        "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine",
+        "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
     from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
 
@@ -40,6 +45,8 @@ def _config(env_name: str, opts: dict[str, Any]):
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     fields["train_seeds"] = (seeds.start, seeds.stop)
+    if fields["memory_gb"] is None and fields["device"].startswith("cpu"):
+        fields["memory_gb"] = DEFAULT_CPU_MEMORY_GB  # GPUs: what the device has free
     try:
         config = TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
                              resample_dropped=opts["resample"], **fields)
@@ -57,37 +64,82 @@ def _config(env_name: str, opts: dict[str, Any]):
     return config
 
 
+def _launched_world() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        raise click.ClickException(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not a number") from None
+
+
+def _launched_rank() -> int:
+    try:
+        return int(os.environ.get("RANK", "0") or 0)
+    except ValueError:
+        return 0
+
+
 def _accelerator(mode: str):
-    use = mode == "on" or (mode == "auto" and "LOCAL_RANK" in os.environ)
+    """accelerate's Accelerator when launched by ``accelerate launch``/``torchrun`` (or forced);
+    a launch whose processes do not form one process group is refused in one line."""
+    world = _launched_world()
+    use = mode == "on" or (mode == "auto" and ("LOCAL_RANK" in os.environ or world > 1))
     if not use:
+        if world > 1:
+            raise click.ClickException(
+                f"WORLD_SIZE={world} but --accelerate off: the {world} processes would be {world} "
+                "unrelated runs on one output folder; drop --accelerate off")
         return None
     from accelerate import Accelerator
 
-    return Accelerator()
+    try:
+        acc = Accelerator()
+    except (ValueError, RuntimeError) as exc:  # env:// rendezvous without MASTER_ADDR & co.
+        raise click.ClickException(
+            f"WORLD_SIZE={world} but this process cannot join the process group ({exc}); start "
+            "the processes with accelerate launch or torchrun") from None
+    kind = getattr(acc.distributed_type, "value", acc.distributed_type)
+    if acc.num_processes != world:
+        raise click.ClickException(
+            f"launched as {world} processes (WORLD_SIZE) but they joined no process group "
+            f"(accelerate sees {acc.num_processes}, distributed type {kind}): they would be {world} "
+            f"unrelated runs writing one -o. On CPU: {CPU_RECIPE}; on GPUs: one visible GPU per process")
+    return acc
 
 
 def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from tracec.files import Locked
     from tracec.harness.resolve import LoadError, resolve_env
+    from tracec.llm.device import DeviceError
     from tracec.llm.local import ModelNotPrepared
     from tracec.llm.serving import ServingError
     from tracec.train.sft import SFTError
-    from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
+    from tracec.train.trainer import (
+        GRPOTrainer,
+        LaunchError,
+        MemoryBudgetError,
+        PromptTooLong,
+        ResumeError,
+    )
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
+    accelerator = _accelerator(opts["accelerate"])
+    if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
+        opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
     try:
-        accelerator = _accelerator(opts["accelerate"])
         trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
-    except (ModelNotPrepared, SFTError, ServingError) as exc:
+    except (ModelNotPrepared, SFTError, ServingError, LaunchError, DeviceError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
+    quiet_rank = accelerator is not None and not accelerator.is_main_process  # rank 0 reports
+    as_json = as_json or quiet_rank
     console = Console(stderr=True, quiet=as_json)
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
@@ -108,7 +160,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
                     f"loss {m['loss']:+.4f} {m['gen_tokens_per_s']:.0f} tok/s")
             progress.update(task, completed=m["step"], info=info)
             steps_seen.append(m)
-            if silent_streak(steps_seen) == DEFAULT_STREAK:  # once per streak, not every step after
+            if silent_streak(steps_seen) == DEFAULT_STREAK and not quiet_rank:  # once per streak
                 out_console = Console(stderr=True) if as_json else progress.console  # above the bar
                 out_console.print(f"[yellow]warning:[/] {no_signal_advice(steps_seen)}")
 
@@ -116,7 +168,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError, Locked) as exc:
             raise click.ClickException(str(exc)) from None
     curves = None
     if accelerator is None or accelerator.is_main_process:  # GRPO and SFT panels, at the end
@@ -140,7 +192,9 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-alpha", default=32, show_default=True)
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
 @click.option("--group-size", "-G", type=click.IntRange(1, 1024), default=8, show_default=True, help="Rollouts per env seed.")
-@click.option("--groups-per-step", type=click.IntRange(1, 4096), default=4, show_default=True)
+@click.option("--groups-per-step", type=click.IntRange(1, 4096), default=4, show_default=True,
+              help="Env seeds (groups of G) each process plays per step: under accelerate/torchrun "
+                   "a step plays this x processes groups.")
 @click.option("--steps", type=click.IntRange(0, 10**7), default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
@@ -167,15 +221,19 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--gen-batch", default=32, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--checkpoint-every", default=10, show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@device_option(default=None, help="cpu, cpu:N, cuda, cuda:N or mps [default: cpu; under "
+               "accelerate launch/torchrun: the launcher's, each process on its own local device].")
+@dtype_option()
 @click.option("--rollout-engine", type=click.Choice(["kv", "naive"]), default="kv", show_default=True,
               help="kv: prefill shared prompts once and keep each episode's KV cache across turns; "
                    "naive: re-prefill every conversation each turn (A/B baseline).")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
-@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=8.0, callback=_finite, show_default=True,
-              help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
-                   "before the step runs.")
+@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=None,
+              callback=_finite,
+              help="Memory a step is planned to fit in, per process [default: 8 on CPU, the "
+                   "device's free memory on GPU]; a setting that cannot fit is an error before the "
+                   "step runs.")
 @click.option("--serving-engine", type=click.Choice(["vllm", "sglang"]), default=None,
               help="Generate rollouts on this serving engine at --server (default: locally).")
 @click.option("--server", default=None, help="The serving engine's URL, e.g. http://localhost:8000 "
@@ -224,6 +282,8 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
         results = [_train_one(env, target, opts, as_json)]
     else:
         raise click.ClickException("missing ENV (or --all generated_envs/)")
+    if _launched_rank() != 0:
+        return  # rank 0 reports the run (the metrics are global)
     if as_json:
         click.echo(json.dumps(results if all_dir else results[0], indent=1))
     else:

@@ -6,9 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tracec.llm.device import parse_device
-
 from tracec.core.seeds import SeedRange, check_training_range
+from tracec.llm.device import parse_device, parse_dtype
 
 # a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
 SEED_STRIDE = 1_000_003
@@ -37,7 +36,8 @@ class TrainConfig(BaseModel):
     env: str = ""
     lora: LoraSettings = Field(default_factory=LoraSettings)
     group_size: int = Field(8, ge=2, le=1024, description="G rollouts per env seed")
-    groups_per_step: int = Field(4, ge=1, le=4096, description="kept groups wanted per optimiser step")
+    groups_per_step: int = Field(4, ge=1, le=4096, description="kept groups wanted per optimiser "
+                                 "step, per process (a step of N processes trains on up to N x this)")
     steps: int = Field(50, ge=0, le=10**7, description="GRPO steps (0: only the SFT warm start, if any)")
     learning_rate: float = Field(2e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
@@ -62,10 +62,14 @@ class TrainConfig(BaseModel):
     grad_checkpointing: bool | None = Field(
         None, description="recompute activations in backward (None: only when needed to fit memory_gb)")
     memory_gb: float | None = Field(
-        8.0, gt=0, le=1 << 20, description="RAM a step is planned to fit in (None: what is available)")
+        8.0, gt=0, le=1 << 20, description="memory a step is planned to fit in on its device "
+        "(None: what the device has free)")
     checkpoint_every: int = Field(10, ge=1, le=10**7)
     seed: int = 0
-    device: str = "cpu"
+    device: str = Field("cpu", description="cpu, cpu:N, cuda, cuda:N or mps (under accelerate: "
+                        "each process's own device)")
+    dtype: str = Field("auto", description="auto, bf16, fp16 or fp32 (auto: bf16 on CUDA with bf16, "
+                       "fp32 on CPU)")
     serving_engine: Literal["vllm", "sglang"] | None = Field(
         None, description="generate rollouts on this serving engine at `server` (None: locally)")
     server: str | None = Field(None, description="the serving engine's URL (implies vllm if no engine)")
@@ -83,9 +87,13 @@ class TrainConfig(BaseModel):
 
     @field_validator("device")
     @classmethod
-    def _device_syntax(cls, value: str) -> str:
-        parse_device(value)  # `tpu:7` is refused here, before any work
-        return value
+    def _device_name(cls, v: str) -> str:
+        return parse_device(v)  # `tpu:7` is refused here, before any work
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype_name(cls, v: str) -> str:
+        return parse_dtype(v)
 
     @model_validator(mode="after")
     def _serving(self) -> TrainConfig:

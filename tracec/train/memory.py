@@ -1,15 +1,18 @@
 """A RAM plan for one GRPO step, checked before the work that would run out of memory.
 
-The estimate is per tensor family (fp32 on CPU; the dtype's size on GPU):
+The estimate is per tensor family, in the model's dtype (``--dtype``):
 
-* weights: every parameter twice (the CPU kernels keep a packed copy after the first forward),
-  plus gradient and two AdamW moments for the trainable ones;
+* weights: every parameter twice on CPU (the CPU kernels keep a packed copy after the first
+  forward), once on GPU, plus fp32 gradient and two AdamW moments for the trainable ones;
 * rollout (``kv`` engine): one KV copy per distinct prompt, each episode's own turns, and the
   batch rows being decoded (``KV bytes/token × rows × tokens``);
 * update, per micro-batch of ``rows × T`` tokens: the activations autograd keeps
   (:data:`ACT_FLOATS_PER_TOKEN_LAYER` floats per token and layer, all layers; with gradient
   checkpointing one hidden state per layer plus one layer's worth being recomputed) and the
   completion-only logits (3 copies: logits, their softmax in backward, the gradient).
+
+The budget is the device's: RAM on CPU (``cpu`` and ``cpu:N`` alike), free plus torch-held
+memory on CUDA (``torch.cuda.mem_get_info``), capped by ``--memory-gb``. It is always finite.
 
 The constants were measured on SmolLM2-135M with torch 2.13 on CPU (benchmarks/README.md); they
 are deliberately a little high.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 from dataclasses import asdict, dataclass
 
@@ -56,7 +60,7 @@ def heap_threshold_for(plan: MemoryPlan) -> int:
     is tight; glibc's 32 MiB ceiling when it needs at most half its budget, so activations are
     reused from the heap instead of being mapped and page-faulted afresh on every forward
     (measured: ~15-20 % of the CPU time of a 900-token LoRA forward + backward of SmolLM2)."""
-    roomy = plan.budget != float("inf") and plan.total <= ROOMY_SHARE * plan.budget
+    roomy = math.isfinite(plan.budget) and plan.total <= ROOMY_SHARE * plan.budget
     return ROOMY_MMAP_THRESHOLD if roomy else MMAP_THRESHOLD
 
 
@@ -64,12 +68,30 @@ class MemoryBudgetError(RuntimeError):
     """A setting whose step cannot fit the memory budget."""
 
 
-def memory_budget_bytes(memory_gb: float | None) -> float:
-    """The budget: ``memory_gb`` (default: the RAM available now) capped by the RAM available."""
-    available = _available_bytes()
+FALLBACK_BUDGET = 8 * GIB  # when the OS says nothing about free memory
+
+
+def memory_budget_bytes(memory_gb: float | None, device: str = "cpu") -> float:
+    """The budget on ``device``: ``memory_gb`` (default: what the device has free now) capped by
+    what it has free. CPU devices (``cpu``, ``cpu:N``) read the RAM; CUDA devices read
+    ``torch.cuda.mem_get_info`` plus what torch already holds there (the loaded weights, which
+    the plan counts). Always a finite number of bytes."""
+    kind = str(device).split(":")[0]
+    available = _cuda_bytes(str(device)) if kind == "cuda" else _available_bytes()
+    if not math.isfinite(available) or available <= 0:
+        available = FALLBACK_BUDGET if memory_gb is None else memory_gb * GIB
     if memory_gb is None:
-        return available
-    return min(memory_gb * GIB, available)
+        return float(available)
+    return float(min(memory_gb * GIB, available))
+
+
+def _cuda_bytes(device: str) -> float:
+    import torch  # noqa: PLC0415 - the plan itself is torch-free on CPU
+
+    dev = torch.device(device)
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    free, _total = torch.cuda.mem_get_info(index)
+    return float(free + torch.cuda.memory_reserved(index))
 
 
 def _available_bytes() -> float:
@@ -83,7 +105,7 @@ def _available_bytes() -> float:
     try:
         return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
-        return float("inf")
+        return float("nan")  # memory_budget_bytes falls back to a finite budget
 
 
 @dataclass
@@ -127,12 +149,15 @@ def update_bytes(model_config, rows: int, tokens: int, completion: int, checkpoi
 def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: int,
               episode_tokens: int, distinct_prompts: int, episodes: int, gen_batch: int,
               micro_batch: int, grad_checkpointing: bool | None, budget: float,
-              dtype_bytes: int = 4) -> MemoryPlan:
+              dtype_bytes: int = 4, weight_copies: int = 2) -> MemoryPlan:
     """Choose KV rows and checkpointing for the budget, or raise :class:`MemoryBudgetError`.
 
-    ``grad_checkpointing=None`` turns it on only when the update would not fit without it."""
+    ``grad_checkpointing=None`` turns it on only when the update would not fit without it.
+    ``weight_copies``: 2 on CPU (the kernels' packed copies), 1 on GPU."""
+    if not math.isfinite(budget) or budget <= 0:
+        raise ValueError(f"memory budget must be a positive finite number of bytes, not {budget}")
     kv = kv_bytes_per_token(model_config, dtype_bytes)
-    weights = float(2 * n_params * dtype_bytes + n_trainable * 4 * 3)  # 2: kernels' packed copies
+    weights = float(weight_copies * n_params * dtype_bytes + n_trainable * 4 * 3)
     completion = max(1, episode_tokens - prompt_tokens)
     fixed_kv = kv * (distinct_prompts * prompt_tokens + episodes * completion)
     ckpt_options = [grad_checkpointing] if grad_checkpointing is not None else [False, True]
@@ -155,6 +180,7 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
         else:
             hints += ["a smaller --group-size / --groups-per-step", "--hint-share 0"]
         hints += ["a lower --max-new-tokens", "a compact env (fewer tool schemas)",
+                  "--dtype bf16" if dtype_bytes > 2 else "",
                   "a larger --memory-gb if the machine has it"]
         raise MemoryBudgetError(
             f"a GRPO step on {episode_tokens}-token episodes needs about {plan.total / GIB:.1f} GiB "

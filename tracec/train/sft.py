@@ -167,7 +167,7 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
                 continue
             rows.append((ids, mask))
             seeds_used.append(seed)
-        if trainer.device == "cpu":
+        if str(trainer.device).startswith("cpu"):  # cpu and cpu:N
             trainer.tune_heap(min(m.index(1) if 1 in m else len(m) for _, m in rows),
                               max(len(ids) for ids, _ in rows))
         model.train()

@@ -2,8 +2,11 @@
 checkpoints that resume bit-for-bit (adapter, optimiser, RNG states, seed cursor).
 
 A compact loop on TRL's data contract (see docs/training.md for why not ``GRPOTrainer``). It runs
-under ``accelerate launch``: each process plays its own groups (seeds offset by process index),
-gradients are averaged by DDP and the token normaliser is summed across processes.
+under ``accelerate launch``/``torchrun``: each process plays its own groups (env seeds offset by
+process index, its own sampling stream), gradients are averaged by DDP and the token normaliser
+is summed across processes, so a step equals one process training on the union of the episodes.
+A process that keeps no group still takes part in every collective (a zero-weighted forward).
+Metrics and ``tracec.json`` describe the whole step; only the main process writes files.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import random
 import shutil
 import time
 import warnings
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +25,10 @@ from typing import Any
 import torch
 
 from tracec.core.seeds import HELDOUT_START
+from tracec.files import exclusive_lock
 from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
+from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.llm.serving import ServingEngine, run_adapter_prefix
 from tracec.train.config import SEED_STRIDE, TrainConfig
@@ -38,9 +43,12 @@ from tracec.train.memory import (
 )
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
 
-__all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
+__all__ = ["GRPOTrainer", "LaunchError", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 CHECKPOINTS = "checkpoints"
+LOCK = ".lock"  # held by the writing process while a run trains into its folder
+RANK_STRIDE = 104_729  # a prime: process r's sampling stream is offset by r times this
+FULL_WEIGHT_CHECK = 1 << 22  # trainable values up to which ranks compare every value at the end
 # settings results do not depend on (a serving engine may come back at another address)
 RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout"})
 
@@ -51,6 +59,16 @@ class ResumeError(RuntimeError):
 
 class PromptTooLong(ValueError):
     """The env's first prompt does not leave room to generate within max_total_tokens."""
+
+
+class LaunchError(RuntimeError):
+    """A process layout that does not match the launch (device kind, process group)."""
+
+
+def sampling_seed(seed: int, step: int, rank: int = 0) -> int:
+    """The torch/python RNG seed of GRPO step ``step``'s rollouts on process ``rank`` (rank 0 is
+    what one process uses, so a 1-process run is unchanged; other ranks get their own stream)."""
+    return seed * SEED_STRIDE + 7919 * (step + 1) + RANK_STRIDE * rank
 
 
 @dataclass
@@ -64,14 +82,15 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_policy(config: TrainConfig):
-    """Tokenizer and the base model wrapped with a fresh LoRA adapter (seeded init)."""
+def build_policy(config: TrainConfig, dtype: Any = None):
+    """Tokenizer and the base model (in ``dtype``, default: the file's) wrapped with a fresh LoRA
+    adapter (seeded init; peft keeps the adapter itself in fp32)."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     path = resolve_model(config.model)
     tokenizer = load_tokenizer(path)
-    base = AutoModelForCausalLM.from_pretrained(path)
+    base = AutoModelForCausalLM.from_pretrained(path, **({"dtype": dtype} if dtype is not None else {}))
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
@@ -80,6 +99,71 @@ def build_policy(config: TrainConfig):
         warnings.simplefilter("ignore", FutureWarning)
         model = get_peft_model(base, lora)
     return tokenizer, model, path
+
+
+def step_sums(sampled: list[Episode], kept: list[tuple[Episode, float]], stats: RolloutStats,
+              rounds: int, update: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
+    """One process's share of a step, as sums that add up across processes."""
+    return {
+        "rewards": [e.reward for e in sampled], "episodes": len(sampled),
+        "groups": len({e.group for e in sampled}), "kept_groups": len({e.group for e, _ in kept}),
+        "resample_rounds": rounds, "turns": sum(e.turns for e in sampled),
+        "model_tokens": sum(e.model_tokens for e in sampled), "gen_tokens": stats.gen_tokens,
+        "gen_seconds": stats.gen_seconds, "prefill_tokens": stats.prefill_tokens,
+        "decode_steps": stats.decode_steps,
+        "decode_row_counts": {str(k): v for k, v in sorted(stats.decode_row_counts.items())},
+        "update": dict(update), "seeds": list(seeds),
+    }
+
+
+def step_metrics(parts: list[dict[str, Any]], step_seconds: float, update_seconds: float) -> dict[str, Any]:
+    """The step's metrics from every process's :func:`step_sums` (one part: one process).
+
+    Counts and token totals are sums over processes; reward statistics are over all episodes;
+    ``loss``/``clip_frac``/``kl`` are the whole batch's (each process's share is its tokens over
+    the global normaliser, so the mean over processes is the global value); ``gen_tokens_per_s``
+    is all processes' tokens over the slowest one's generation time; ``trained_tokens`` and
+    ``grad_norm`` are global already. ``processes`` and ``seeds_per_rank`` appear with >1 process."""
+    n = len(parts)
+    tot = {k: sum(p[k] for p in parts) for k in (
+        "episodes", "groups", "kept_groups", "turns", "model_tokens", "gen_tokens",
+        "prefill_tokens", "decode_steps")}
+    rewards = [r for p in parts for r in p["rewards"]]
+    episodes = max(len(rewards), 1)
+    mean = sum(rewards) / episodes
+    gen_seconds = max(p["gen_seconds"] for p in parts)
+    rows: dict[str, int] = {}
+    for p in parts:
+        for k, v in p["decode_row_counts"].items():
+            rows[k] = rows.get(k, 0) + v
+    update = dict(parts[0]["update"])
+    for key in ("loss", "clip_frac", "kl"):
+        update[key] = sum(p["update"][key] for p in parts) / n
+    metrics = {
+        "reward_mean": mean,
+        "reward_std": (sum((r - mean) ** 2 for r in rewards) / episodes) ** 0.5,
+        "success_rate": sum(r >= 1.0 for r in rewards) / episodes,
+        "groups": tot["groups"],
+        "kept_groups": tot["kept_groups"],
+        "dropped_groups": tot["groups"] - tot["kept_groups"],
+        "kept_share": tot["kept_groups"] / max(tot["groups"], 1),
+        "resample_rounds": max(p["resample_rounds"] for p in parts),
+        "episodes": tot["episodes"],
+        "mean_turns": tot["turns"] / episodes,
+        "model_tokens": tot["model_tokens"],
+        "gen_tokens_per_s": tot["gen_tokens"] / gen_seconds if gen_seconds else 0.0,
+        "gen_seconds": gen_seconds,
+        "prefill_tokens": tot["prefill_tokens"],
+        "decode_steps": tot["decode_steps"],
+        "decode_row_counts": dict(sorted(rows.items(), key=lambda kv: int(kv[0]))),
+        "update_seconds": update_seconds,
+        "step_seconds": step_seconds,
+        **update,
+    }
+    if n > 1:
+        metrics["processes"] = n
+        metrics["seeds_per_rank"] = [p["seeds"] for p in parts]
+    return metrics
 
 
 def kept_batch(episodes: list[Episode]) -> list[tuple[Episode, float]]:
@@ -97,9 +181,13 @@ class GRPOTrainer:
         self.env = env
         self.out = Path(out_dir)
         self.accelerator = accelerator
-        if config.device == "cpu":
+        self.rank, self.world = ((accelerator.process_index, accelerator.num_processes)
+                                 if accelerator is not None else (0, 1))
+        self.device = self._device(config.device, accelerator)
+        self.dtype = resolve_dtype(config.dtype, self.device)
+        if device_kind(self.device) == "cpu":
             limit_heap_retention()
-        self.tokenizer, model, self.model_path = build_policy(config)
+        self.tokenizer, model, self.model_path = build_policy(config, self.dtype)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
             from tracec.train.sft import load_init_adapter
@@ -111,7 +199,6 @@ class GRPOTrainer:
         if accelerator is not None:
             model, self.optimizer = accelerator.prepare(model, self.optimizer)
         self.model = model
-        self.device = str(accelerator.device) if accelerator is not None else config.device
         if accelerator is None:
             self.model.to(self.device)
         self.stop_ids = stop_token_ids(self.tokenizer)
@@ -131,7 +218,10 @@ class GRPOTrainer:
         self.step = 0
         self.seed_cursor = 0
         self.seeds_seen = (2**31, -1)
+        self.step_seeds: list[int] = []  # this process's env seeds in the current step
         self.metrics_path = self.out / "metrics.jsonl"
+        self.processes: dict[str, Any] | None = None  # tracec.json's view of a many-process run
+        self._idle_row = [self.tokenizer.pad_token_id or 0] * 2  # replaced by a real row per step
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -141,9 +231,51 @@ class GRPOTrainer:
 
     @property
     def _rank(self) -> tuple[int, int]:
-        if self.accelerator is None:
-            return 0, 1
-        return self.accelerator.process_index, self.accelerator.num_processes
+        return self.rank, self.world
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @staticmethod
+    def _device(spec: str, accelerator: Any) -> str:
+        """This process's device: ``spec`` alone, or accelerate's local device of that kind."""
+        if accelerator is None:
+            return str(resolve_device(spec))
+        placed = str(accelerator.device)
+        if device_kind(placed) != device_kind(spec):
+            hint = ("ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N"
+                    if device_kind(spec) == "cpu" else "a launch where every process sees a GPU")
+            raise LaunchError(f"--device {spec} but accelerate placed this process on {placed}: "
+                              f"pass --device {device_kind(placed)} or use {hint}")
+        return placed
+
+    def _gather(self, value: Any) -> list[Any]:
+        """``value`` of every process, in rank order (one process: ``[value]``)."""
+        if self.world == 1:
+            return [value]
+        from accelerate.utils import gather_object
+
+        return list(gather_object([value]))
+
+    @contextmanager
+    def _together(self, collective: bool = True) -> Iterator[None]:
+        """Run a check every process makes (a step's memory plan, its prompt length); with >1
+        process its error is raised on every process at once, so that none is left waiting in a
+        collective for one that stopped."""
+        error: Exception | None = None
+        try:
+            yield
+        except (PromptTooLong, MemoryBudgetError) as exc:
+            error = exc
+        if collective and self.world > 1:
+            errors = self._gather(None if error is None else (type(error).__name__, str(error)))
+            first = next((e for e in errors if e), None)
+            if first and error is None:
+                kinds = {"PromptTooLong": PromptTooLong, "MemoryBudgetError": MemoryBudgetError}
+                error = kinds[first[0]](first[1])
+        if error is not None:
+            raise error
 
     def _next_seed(self) -> int:
         rank, world = self._rank
@@ -151,6 +283,7 @@ class GRPOTrainer:
         seed = start + (self.config.seed * SEED_STRIDE + self.seed_cursor * world + rank) % (stop - start)
         self.seed_cursor += 1
         self.seeds_seen = (min(self.seeds_seen[0], seed), max(self.seeds_seen[1], seed))
+        self.step_seeds.append(seed)
         return seed
 
     # ------------------------------------------------------------------ rollouts
@@ -166,15 +299,16 @@ class GRPOTrainer:
             episodes += eps
             envs += es
         longest = max(len(e.prompt_ids) for e in episodes)
-        if longest + 8 > self.max_total_tokens:
-            raise PromptTooLong(
-                f"the env's first prompt is {longest} tokens, leaving no room under "
-                f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
-                f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
-        turns = cfg.max_turns or 4
-        guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
-        distinct = len({tuple(e.prompt_ids) for e in episodes})
-        self.plan = self._plan(longest, guess, distinct, len(episodes))
+        with self._together(first_group == 0):  # a step's first rollouts: every process calls
+            if longest + 8 > self.max_total_tokens:
+                raise PromptTooLong(
+                    f"the env's first prompt is {longest} tokens, leaving no room under "
+                    f"max_total_tokens={self.max_total_tokens}; raise --max-total-tokens "
+                    f"(the model's context is {getattr(self.policy.config, 'max_position_embeddings', '?')})")
+            turns = cfg.max_turns or 4
+            guess = min(self.max_total_tokens, longest + 2 * turns * cfg.max_new_tokens)
+            distinct = len({tuple(e.prompt_ids) for e in episodes})
+            self.plan = self._plan(longest, guess, distinct, len(episodes))
         policy = self.policy
         policy.eval()
         self._sync_generator()
@@ -189,8 +323,9 @@ class GRPOTrainer:
         """The memory plan for this step (raises :class:`MemoryBudgetError` before the work)."""
         cfg = self.config
         params = list(self.policy.parameters())
-        dtype_bytes = params[0].element_size() if params else 4
-        budget = memory_budget_bytes(cfg.memory_gb) if self.device == "cpu" else float("inf")
+        dtype_bytes = torch.empty((), dtype=self.dtype).element_size()
+        on_cpu = device_kind(self.device) == "cpu"
+        budget = memory_budget_bytes(cfg.memory_gb, self.device)
         plan = plan_step(self.policy.config, sum(p.numel() for p in params),
                          sum(p.numel() for p in params if p.requires_grad),
                          prompt_tokens=prompt_tokens, episode_tokens=episode_tokens,
@@ -198,8 +333,8 @@ class GRPOTrainer:
                          episodes=episodes if cfg.rollout_engine == "kv" else 0,
                          gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
                          grad_checkpointing=cfg.grad_checkpointing, budget=budget,
-                         dtype_bytes=dtype_bytes)
-        if self.device == "cpu":  # a roomy step reuses freed heap memory (no page faults)
+                         dtype_bytes=dtype_bytes, weight_copies=2 if on_cpu else 1)
+        if on_cpu:  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
 
@@ -228,7 +363,8 @@ class GRPOTrainer:
         """Roll out, drop flat groups (optionally resample), take one optimiser step."""
         cfg = self.config
         t0 = time.perf_counter()
-        _seed_everything(cfg.seed * SEED_STRIDE + 7919 * (self.step + 1))
+        _seed_everything(sampling_seed(cfg.seed, self.step, self.rank))
+        self.step_seeds = []
         stats = RolloutStats()
         episodes = self.collect(cfg.groups_per_step, 0, stats)
         sampled = list(episodes)
@@ -243,37 +379,14 @@ class GRPOTrainer:
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
         kept = kept_batch(episodes)
+        self._idle_row = (sampled[0].base_prompt_ids + sampled[0].completion_ids)[:32]
         t_update = time.perf_counter()
         update = self.update(kept)
         update_s = time.perf_counter() - t_update
         self.step += 1
-        rewards = [e.reward for e in sampled]
-        n_groups = len({e.group for e in sampled})
-        kept_groups = len({e.group for e, _ in kept})
-        mean = sum(rewards) / len(rewards)
-        elapsed = time.perf_counter() - t0
-        metrics = {
-            "step": self.step,
-            "reward_mean": mean,
-            "reward_std": (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5,
-            "success_rate": sum(r >= 1.0 for r in rewards) / len(rewards),
-            "groups": n_groups,
-            "kept_groups": kept_groups,
-            "dropped_groups": n_groups - kept_groups,
-            "kept_share": kept_groups / n_groups,
-            "resample_rounds": rounds,
-            "episodes": len(sampled),
-            "mean_turns": sum(e.turns for e in sampled) / len(sampled),
-            "model_tokens": sum(e.model_tokens for e in sampled),
-            "gen_tokens_per_s": stats.gen_tokens / stats.gen_seconds if stats.gen_seconds else 0.0,
-            "gen_seconds": stats.gen_seconds,
-            "prefill_tokens": stats.prefill_tokens,
-            "decode_steps": stats.decode_steps,
-            "decode_row_counts": {str(k): v for k, v in sorted(stats.decode_row_counts.items())},
-            "update_seconds": update_s,
-            "step_seconds": elapsed,
-            **update,
-        }
+        local = step_sums(sampled, kept, stats, rounds, update, self.step_seeds)
+        metrics = {"step": self.step,
+                   **step_metrics(self._gather(local), time.perf_counter() - t0, update_s)}
         return StepResult(metrics, sampled)
 
     def update(self, kept: list[tuple[Episode, float]]) -> dict[str, float]:
@@ -282,20 +395,24 @@ class GRPOTrainer:
         rows = [(e.base_prompt_ids + e.completion_ids, [0] * len(e.base_prompt_ids) + e.env_mask, a)
                 for e, a in kept]
         normaliser = float(sum(sum(m) for _, m, _ in rows))
-        world = self.accelerator.num_processes if self.accelerator is not None else 1
+        world = self.world
+        global_tokens = normaliser
         if world > 1:  # every process must take the same optimiser steps (DDP all-reduce)
-            total = torch.tensor([normaliser], device=self.device)
-            normaliser = float(self.accelerator.reduce(total, "sum").item()) / world
+            total = torch.tensor([normaliser], device=self.device, dtype=torch.float64)
+            global_tokens = float(self.accelerator.reduce(total, "sum").item())
+            normaliser = global_tokens / world  # DDP averages gradients: ÷ world undoes it
         if normaliser == 0:
             return {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "trained_tokens": 0, "grad_norm": 0.0}
-        if rows:  # the real lengths are known now: check the update fits before running it
-            longest = max(len(r[0]) for r in rows)
-            prompt = min(len(e.base_prompt_ids) for e, _ in kept)
-            plan = self._plan(prompt, longest, 0, 0)
-            self._set_checkpointing(plan.grad_checkpointing)
+        with self._together():
+            if rows:  # the real lengths are known now: check the update fits before running it
+                longest = max(len(r[0]) for r in rows)
+                prompt = min(len(e.base_prompt_ids) for e, _ in kept)
+                plan = self._plan(prompt, longest, 0, 0)
+                self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
-        if not batches:  # this process kept nothing, others did: contribute a zero gradient
-            batches = [[([self.tokenizer.pad_token_id] * 2, [0, 0], 0.0)]]
+        if not batches:  # this process kept nothing, others did: a zero-weighted forward of a real
+            # row (every LoRA weight in the graph, gradient exactly 0) joins DDP's all-reduce
+            batches = [[(list(self._idle_row), [0] * len(self._idle_row), 0.0)]]
         olds = [None] * len(batches)
         refs = [None] * len(batches)
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
@@ -333,7 +450,7 @@ class GRPOTrainer:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return {**totals, "trained_tokens": int(normaliser), "grad_norm": grad_norm}
+        return {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
 
     def _pad(self, rows: list[tuple[list[int], list[int], float]]):
         """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
@@ -341,7 +458,7 @@ class GRPOTrainer:
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
         trained = [r[1].index(1) for r in rows if 1 in r[1]]
-        start = min(trained) if trained else width
+        start = min(trained) if trained else width - 1  # none: still one position with a gradient
         mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
                             dtype=torch.float32)
         advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
@@ -351,8 +468,12 @@ class GRPOTrainer:
     def _ckpt_dir(self) -> Path:
         return self.out / CHECKPOINTS / "last"
 
-    def save_checkpoint(self) -> Path:
-        """Adapter, optimiser, RNG states and the seed cursor; written atomically."""
+    def _rank_state(self) -> dict[str, Any]:
+        return {"seed_cursor": self.seed_cursor, "seeds_seen": list(self.seeds_seen)}
+
+    def save_checkpoint(self, ranks: list[dict[str, Any]] | None = None) -> Path:
+        """Adapter, optimiser, RNG states and every process's seed cursor (``ranks``, from
+        :meth:`_rank_state` of each; default this process's); written atomically."""
         final = self._ckpt_dir()
         tmp = final.with_name("last.partial")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -361,7 +482,8 @@ class GRPOTrainer:
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save({"torch": torch.get_rng_state(), "python": random.getstate()}, tmp / "rng.pt")
         state = {"step": self.step, "seed_cursor": self.seed_cursor,
-                 "config": self.config.model_dump(mode="json"), "sft": self.sft_summary}
+                 "config": self.config.model_dump(mode="json"), "sft": self.sft_summary,
+                 "processes": self.world, "ranks": ranks or [self._rank_state()]}
         (tmp / "state.json").write_text(json.dumps(state, indent=1) + "\n")
         old = final.with_name("last.old")
         shutil.rmtree(old, ignore_errors=True)
@@ -380,8 +502,12 @@ class GRPOTrainer:
         if not (ckpt / "state.json").exists():
             return False
         state = json.loads((ckpt / "state.json").read_text())
-        recorded = {**TrainConfig().model_dump(mode="json"), **state["config"]}  # later settings: defaults
-        saved = {k: v for k, v in recorded.items() if k not in RESUME_MAY_CHANGE}
+        made_by = int(state.get("processes", 1))
+        if made_by != self.world:
+            raise ResumeError(f"checkpoint in {ckpt} was made by {made_by} process(es), this run has "
+                              f"{self.world}: resume with the same number of processes")
+        defaults = TrainConfig().model_dump(mode="json")  # fields added since the checkpoint
+        saved = {k: v for k, v in {**defaults, **state["config"]}.items() if k not in RESUME_MAY_CHANGE}
         now = {k: v for k, v in self.config.model_dump(mode="json").items()
                if k not in RESUME_MAY_CHANGE}
         diff = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
@@ -395,9 +521,13 @@ class GRPOTrainer:
         torch.set_rng_state(rng["torch"])
         random.setstate(rng["python"])
         self.step = int(state["step"])
-        self.seed_cursor = int(state["seed_cursor"])
+        mine = (state.get("ranks") or [{}])[self.rank]
+        self.seed_cursor = int(mine.get("seed_cursor", state["seed_cursor"]))
+        if mine.get("seeds_seen"):
+            self.seeds_seen = tuple(mine["seeds_seen"])
         self.sft_summary = state.get("sft")
-        self._truncate_metrics(self.step)
+        if self.is_main:
+            self._truncate_metrics(self.step)
         return True
 
     def _truncate_metrics(self, step: int) -> None:
@@ -413,32 +543,65 @@ class GRPOTrainer:
             on_sft_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Warm start (``warmup_sft``) then GRPO to ``config.steps``; returns the last step's
         metrics. A resumed run continues GRPO from its checkpoint (the warm start is in it)."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        resumed = self.load_checkpoint() if resume else False
-        if not resume and self.metrics_path.exists():
-            self.metrics_path.unlink()
-        if self.config.warmup_sft and not resumed:
-            from tracec.train.sft import warmup_sft
-
-            self.sft_summary = warmup_sft(self, on_sft_step)
-            if self.config.steps > 0 and (self.accelerator is None or self.accelerator.is_main_process):
-                self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
-        last: dict[str, Any] = {}
-        is_main = self.accelerator is None or self.accelerator.is_main_process
-        while self.step < self.config.steps:
-            last = self.train_step().metrics
-            if is_main:
-                with self.metrics_path.open("a") as fh:
-                    fh.write(json.dumps(last) + "\n")
-                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                    self.save_checkpoint()
-            if on_step:
-                on_step(last)
-        if self.serving is not None:  # the server forgets this run's adapter
-            self.serving.close()
+        is_main = self.is_main
         if is_main:
-            self.save_adapter(last)
+            self.out.mkdir(parents=True, exist_ok=True)
+        # one writer per folder: a second run on this -o (e.g. N unrelated processes) stops here
+        with exclusive_lock(self.out / LOCK, f"{self.out}/") if is_main else nullcontext():
+            resumed = self.load_checkpoint() if resume else False
+            if not resume and is_main and self.metrics_path.exists():
+                self.metrics_path.unlink()
+            if self.config.warmup_sft and not resumed:
+                from tracec.train.sft import warmup_sft
+
+                self.sft_summary = warmup_sft(self, on_sft_step)
+                if self.config.steps > 0 and is_main:
+                    self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
+            last: dict[str, Any] = {}
+            while self.step < self.config.steps:
+                last = self.train_step().metrics
+                if is_main:
+                    with self.metrics_path.open("a") as fh:
+                        fh.write(json.dumps(last) + "\n")
+                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                    ranks = self._gather(self._rank_state())  # every process joins the gather
+                    if is_main:
+                        self.save_checkpoint(ranks)
+                if on_step:
+                    on_step(last)
+            if self.serving is not None:  # the server forgets this run's adapter
+                self.serving.close()
+            self.processes = self._processes_summary()
+            if is_main:
+                self.save_adapter(last)
         return last
+
+    def _processes_summary(self) -> dict[str, Any] | None:
+        """With >1 process: each rank's seed range and how far the ranks' adapters differ (0.0:
+        bit-identical, as DDP keeps them; every value compared up to :data:`FULL_WEIGHT_CHECK`
+        trainable values, else per-tensor sums). A collective: every process calls it."""
+        if self.world == 1:
+            return None
+        ranks = self._gather(self._rank_state())
+        params = [p.detach().float().reshape(-1) for p in self.policy.parameters() if p.requires_grad]
+        flat = torch.cat(params)
+        exact = flat.numel() <= FULL_WEIGHT_CHECK
+        probe = flat if exact else torch.stack([p.sum() for p in params] + [p.abs().sum() for p in params])
+        every = self.accelerator.gather(probe.to(self.device)[None])
+        diff = float((every - every[0]).abs().max().item())
+        if diff > 0:
+            warnings.warn(f"the processes' adapters differ by up to {diff:.3g} after training "
+                          "(DDP should keep them identical)", stacklevel=2)
+        return {"count": self.world, "weights_max_abs_diff": diff,
+                "weights_compared": "every value" if exact else "per-tensor sums",
+                "seeds_per_rank": [r["seeds_seen"] if r["seeds_seen"][1] >= 0 else None for r in ranks]}
+
+    def _seeds_used(self) -> list[int] | None:
+        """The env seeds GRPO drew, [min, max], over every process."""
+        ranges = [r for r in (self.processes or {}).get("seeds_per_rank", []) if r]
+        if not ranges:
+            return list(self.seeds_seen) if self.seeds_seen[1] >= 0 else None
+        return [min(r[0] for r in ranges), max(r[1] for r in ranges)]
 
     def save_adapter(self, final_metrics: dict[str, Any], out: Path | None = None) -> Path:
         """The stock peft folder plus ``tracec.json`` (in ``out``, default the run's folder)."""
@@ -455,9 +618,12 @@ class GRPOTrainer:
             "steps_done": self.step,
             "metrics": final_metrics,
             "seeds": {"train": list(self.config.train_seeds),
-                      "grpo_used": list(self.seeds_seen) if self.seeds_seen[1] >= 0 else None,
+                      "grpo_used": self._seeds_used(),
                       "heldout_from": HELDOUT_START},
             "sft": self.sft_summary,
         }
+        if self.processes:
+            meta["seeds"]["grpo_used_per_rank"] = self.processes["seeds_per_rank"]
+            meta["processes"] = {k: v for k, v in self.processes.items() if k != "seeds_per_rank"}
         (out / "tracec.json").write_text(json.dumps(meta, indent=1) + "\n")
         return out
