@@ -61,7 +61,8 @@ class TaskSummary(BaseModel):
 class RuleSummary(BaseModel):
     level: float
     fractional: bool = False
-    text: str
+    text: str  # as written
+    sha256: str = ""  # of the rule's meaning (its IR, positions and layout left out)
 
 
 class VersionSummary(BaseModel):
@@ -184,7 +185,8 @@ def summarize(version: Version, count: Counter | None = None, method: str = "est
     size = first_prompt_size(env_class(version.module)(), count, method=method)
     return VersionSummary(
         label=version.label, capability=ir.name, tasks=[task_summary(t) for t in ir.tasks],
-        rules=[RuleSummary(level=r.level, fractional=r.fractional, text=r.text) for r in ir.rules],
+        rules=[RuleSummary(level=r.level, fractional=r.fractional, text=r.text,
+                           sha256=_sha(r.model_dump(exclude={"text"}))) for r in ir.rules],
         settings=settings_of(ir), prompt_tokens=size.tokens, prompt_tool_tokens=size.tool_tokens,
         prompt_method=method,
     )
@@ -403,7 +405,7 @@ def diff_versions(old: Version, new: Version, seeds: int = DEFAULT_SEEDS,
     rows, tasks = compare_behaviour(old, new, seeds, progress=progress)
     return DiffReport(
         before=before, after=after, seeds=seeds, tasks=task_changes(before, after),
-        rules_changed=before.rules != after.rules,
+        rules_changed=[r.sha256 for r in before.rules] != [r.sha256 for r in after.rules],
         settings_changed=[k for k in after.settings if before.settings.get(k) != after.settings[k]],
         behaviour=rows, compared_tasks=tasks,
     )

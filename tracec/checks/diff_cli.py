@@ -46,9 +46,15 @@ def diff_cmd(specs: tuple[Path, ...], rev: str | None, seeds: int, as_json: bool
         new = from_file(specs[-1], "new")
     except DiffError as exc:
         raise click.ClickException(str(exc)) from None
-    if sys.stderr.isatty() and not as_json:
-        click.echo(f"comparing {old.label} and {new.label} on {seeds} seeds ...", err=True)
-    report = diff_versions(old, new, seeds=seeds, count=counter, method=method)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("diff {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} seeds"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                  disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task(new.ir.name, total=seeds)
+        report = diff_versions(old, new, seeds=seeds, count=counter, method=method,
+                               progress=lambda n: bar.advance(task, n))
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -6,8 +6,8 @@ spec cannot inject markup, mentions or links into the comment.
 
 from __future__ import annotations
 
-from tracec.checks.prompt_size import CHARS_PER_TOKEN
 from tracec.checks.diff import DiffReport, Example, TaskSummary, VersionSummary, short
+from tracec.checks.prompt_size import CHARS_PER_TOKEN
 
 MAX_TASK_ROWS = 40  # tasks listed per section; the rest are counted
 MAX_LIST_ITEMS = 8  # gold calls / forbids shown per task and version
@@ -92,7 +92,9 @@ def _ladder(r: DiffReport) -> list[str]:
     out = ["### Reward ladder", "", "| # | before | after |", "|---|---|---|"]
     for i in range(max(len(r.before.rules), len(r.after.rules))):
         a, b = rung(r.before, i), rung(r.after, i)
-        mark = "" if a == b else " **≠**"
+        ra, rb = r.before.rules[i:i + 1], r.after.rules[i:i + 1]
+        same = bool(ra and rb) and ra[0].sha256 == rb[0].sha256
+        mark = "" if same else " **≠**"
         out.append(f"| {i + 1}{mark} | {a} | {b} |")
     out.append("")
     return out
@@ -126,9 +128,9 @@ def _behaviour(r: DiffReport) -> list[str]:
     span = f"seeds {r.first_seed}–{r.first_seed + r.seeds - 1}"
     tasks = len(r.compared_tasks)
     if not r.behaviour_changed:
-        return [f"**No change in behaviour on {r.seeds} seeds** ({span}, {tasks} task"
-                f"{'s' if tasks != 1 else ''} compared: worlds, task instances, gold actions, "
-                "oracle and probe rewards).", ""]
+        plural = "s" if tasks != 1 else ""
+        return [(f"**No change in behaviour on {r.seeds} seeds** ({span}, {tasks} task{plural} "
+                 "compared: worlds, task instances, gold actions, oracle and probe rewards)."), ""]
     out = [f"### Behaviour on {r.seeds} seeds ({span}; {tasks} task{'s' if tasks != 1 else ''} in both versions)",
            "", "| what | differ | example (before → after) |", "|---|---|---|"]
     for row in r.behaviour:

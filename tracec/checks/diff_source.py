@@ -58,7 +58,7 @@ def compile_version(text: str, label: str, tag: str, base_dir: Path | None = Non
     if not result.ok or result.code is None or result.ir is None:
         raise DiffError(_first_error(result, label))
     module = load_module_source(result.code, f"tracec_diff_{tag}_{result.ir.name}")
-    setattr(module, "__tracec_source__", (label, text))  # run-time errors name this version
+    module.__tracec_source__ = (label, text)  # run-time errors name this version
     return Version(label=label, ir=result.ir, module=module)
 
 
@@ -85,12 +85,12 @@ def _git(args: list[str], cwd: Path, what: str) -> bytes:
         raise DiffError(f"{what}: git took longer than {GIT_TIMEOUT_S}s") from None
     if proc.returncode != 0:
         why = " ".join(proc.stderr.decode("utf-8", "replace").split()) or f"git exited {proc.returncode}"
+        why = why.removeprefix("fatal: ")
         raise DiffError(f"{what}: {why[:300]}")
     return proc.stdout
 
 
-def _show(rev: str, name: str, cwd: Path, limit: int) -> str:
-    what = f"{rev}:{name}"
+def _show(rev: str, name: str, cwd: Path, limit: int, what: str) -> str:
     raw = _git(["show", f"{rev}:./{name}"], cwd, what)
     if len(raw) > limit:
         raise DiffError(f"{what}: {len(raw)} bytes, more than the {limit} a spec may have")
@@ -116,7 +116,7 @@ def _fragments_at(rev: str, folder: Path, into: Path) -> None:
             continue
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(_show(rev, name, folder, MAX_FRAGMENT_BYTES), encoding="utf-8")
+        target.write_text(_show(rev, name, folder, MAX_FRAGMENT_BYTES, f"{rev}:{folder / name}"), encoding="utf-8")
 
 
 def from_revision(path: Path, rev: str, tag: str) -> Version:
@@ -127,7 +127,7 @@ def from_revision(path: Path, rev: str, tag: str) -> Version:
     if not folder.is_dir():
         raise DiffError(f"{path}: no such folder {folder}")
     label = f"{rev}:{path}"
-    text = _show(rev, path.name, folder, MAX_SOURCE_BYTES)
+    text = _show(rev, path.name, folder, MAX_SOURCE_BYTES, label)
     parent = str(path.parent)
     shown = "" if parent == "." else parent
     if not _USES.search(text):

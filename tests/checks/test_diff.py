@@ -1,0 +1,198 @@
+"""`tracec diff`: what a spec change does, as declared and on fixed seeds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracec.checks.diff import first_difference
+from tracec.checks.diff_markdown import code
+from tracec.checks.diff_source import DiffError, check_rev
+from tracec.cli import cli
+
+SPEC = '''capability demo {
+  description "A demo."
+  domain airline
+  seed {
+    users = user[2..3]
+    reservations = reservation[3..4] {
+      user_id = pick(users).user_id
+      use "common/bags.tracec-frag"
+    }
+  }
+  task look weight 2 {
+    let r = pick(reservations)
+    let s = pick(reservations)
+    let total = sum(f.price for f in r.flights)
+    user "Hi, what did reservation {r.reservation_id} cost?"
+    gold { get_reservation_details(reservation_id = r.reservation_id) }
+    communicate total
+  }
+  task who weight 1 {
+    let r = pick(reservations)
+    user "Whose is reservation {r.reservation_id}?"
+    gold { get_reservation_details(reservation_id = r.reservation_id) }
+    communicate r.user_id
+  }
+  reward {
+    1.0 when progress == 1 and communicated()
+    0.5 when progress == 1
+    0.0 otherwise
+  }
+}
+'''
+FRAG = "total_baggages = randint(0..4)\n"
+SEEDS = "6"
+
+
+def _write(folder: Path, name: str, text: str, frag: str = FRAG) -> Path:
+    (folder / "common").mkdir(parents=True, exist_ok=True)
+    (folder / "common" / "bags.tracec-frag").write_text(frag, encoding="utf-8")
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _diff(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["diff", *args, "--seeds", SEEDS])
+    return result.exit_code, result.output
+
+
+def _json(*args: str) -> dict:
+    code_, out = _diff(*args, "--json")
+    assert code_ == 0, out
+    return json.loads(out)
+
+
+def _rows(report: dict) -> dict[str, dict]:
+    return {r["name"].split(" (")[0]: r for r in report["behaviour"]}
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    return _write(tmp_path / "a", "demo.tracec", SPEC)
+
+
+def test_weight_change_shows_in_tasks_and_in_the_drawn_task(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("task look weight 2", "task look weight 9"))
+    report = _json(str(old), str(new))
+    assert report["tasks"] == [{"name": "look", "change": "changed", "fields": ["weight"]}]
+    rows = _rows(report)
+    assert rows["task drawn by reset(seed)"]["differ"] >= 1  # 2/3 -> 9/10 of the draws
+    ex = rows["task drawn by reset(seed)"]["example"]
+    assert {ex["before"], ex["after"]} == {"look", "who"}
+    # the forced tasks draw the same worlds, instances and actions: only the mix changed
+    for name in ("initial world", "task instance", "gold actions", "oracle reward", "probe rewards"):
+        assert rows[name]["differ"] == 0, name
+    status, md = _diff(str(old), str(new))
+    assert status == 0
+    assert "| `look` | changed: weight | 2 → 9 (67% → 90%) |" in md
+
+
+def test_rule_change_shows_the_ladder_and_probe_rewards(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("0.5 when progress == 1", "0.2 when progress == 1"))
+    report = _json(str(old), str(new))
+    assert report["rules_changed"] and report["tasks"] == []
+    assert [r["text"] for r in report["after"]["rules"]][1] == "0.2 when progress == 1"
+    rows = _rows(report)
+    probes = rows["probe rewards"]
+    assert probes["differ"] == probes["compared"] == 2 * int(SEEDS)  # silent_gold: 0.5 -> 0.2
+    assert probes["example"]["what"] == "probe silent_gold"
+    assert probes["example"]["before"].startswith("0.50 (rule 2")
+    assert probes["example"]["after"].startswith("0.20 (rule 2")
+    assert rows["oracle reward"]["differ"] == 0
+    _, md = _diff(str(old), str(new))
+    assert "| 2 **≠** | `0.5 when progress == 1` | `0.2 when progress == 1` |" in md
+    assert "| 1 | `1.0 when progress == 1 and communicated()` |" in md
+
+
+def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace(
+        "gold { get_reservation_details(reservation_id = r.reservation_id) }\n    communicate total",
+        "gold { get_reservation_details(reservation_id = s.reservation_id) }\n    communicate total"))
+    report = _json(str(old), str(new))
+    assert report["tasks"] == [{"name": "look", "change": "changed", "fields": ["gold"]}]
+    look = next(t for t in report["after"]["tasks"] if t["name"] == "look")
+    assert look["gold"] == ["get_reservation_details(reservation_id = s.reservation_id)"]
+    rows = _rows(report)
+    gold = rows["gold actions"]
+    assert gold["differ"] >= 1 and gold["example"]["task"] == "look"
+    ex = gold["example"]
+    assert ex["before"].startswith("get_reservation_details(reservation_id=") and ex["before"] != ex["after"]
+    assert rows["initial world"]["differ"] == rows["task instance"]["differ"] == 0
+    _, md = _diff(str(old), str(new))
+    assert "`get_reservation_details(reservation_id = r.reservation_id)`<br>→<br>" \
+           "`get_reservation_details(reservation_id = s.reservation_id)`" in md
+
+
+def test_identical_specs_say_no_change(old: Path, tmp_path: Path) -> None:
+    # layout and comments only: the same program
+    same = _write(tmp_path / "b", "demo.tracec", SPEC.replace("  task who", "  # who owns it\n  task who")
+                  .replace("progress == 1 and", "progress==1   and"))
+    status, md = _diff(str(old), str(same))
+    assert status == 0, md
+    assert f"**No change in behaviour on {SEEDS} seeds**" in md
+    assert "Tasks: no change (2 tasks, total weight 3)." in md
+    assert "Reward ladder: no change (3 rules, levels 1, 0.5, 0)." in md
+    assert not (tmp_path / "generated_envs").exists() and not Path("generated_envs/demo.py").exists()
+
+
+def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("communicate r.user_id", "communicate r.usr_id"))
+    status, out = _diff(str(old), str(new))
+    assert status == 1
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out
+    line_no = SPEC.splitlines().index("    communicate r.user_id") + 1
+    assert lines[0].startswith(f"Error: {new}:{line_no}:"), lines[0]
+    assert "usr_id" in lines[0]
+
+
+def test_usage_errors(old: Path) -> None:
+    assert "give two specs" in _diff(str(old))[1]
+    assert "--rev takes one SPEC" in _diff(str(old), str(old), "--rev", "HEAD")[1]
+    with pytest.raises(DiffError, match="not a git revision"):
+        check_rev("--output=/tmp/x")
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo,
+                   check=True, capture_output=True)
+
+
+def test_rev_reads_the_spec_and_its_fragments_at_the_revision(tmp_path: Path, monkeypatch) -> None:
+    repo = tmp_path / "repo"
+    spec = _write(repo / "specs", "demo.tracec", SPEC)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "first")
+    monkeypatch.chdir(repo)
+    rel = "specs/demo.tracec"
+    assert f"**No change in behaviour on {SEEDS} seeds**" in _diff(rel, "--rev", "HEAD")[1]
+    # only the fragment changes in the working tree: the old one must come from HEAD
+    (spec.parent / "common" / "bags.tracec-frag").write_text("total_baggages = randint(5..9)\n")
+    report = _json(rel, "--rev", "HEAD")
+    assert report["before"]["label"] == f"HEAD:{rel}" and report["after"]["label"] == rel
+    assert "seed block" in report["settings_changed"]
+    world = _rows(report)["initial world"]
+    assert world["differ"] == int(SEEDS) and "total_baggages" in world["example"]["what"]
+    status, out = _diff(rel, "--rev", "nosuchrev")
+    assert status == 1 and out.startswith(f"Error: nosuchrev:{rel}: ") and len(out.strip().splitlines()) == 1
+    _git(repo, "rm", "-q", "--cached", rel)
+    _git(repo, "commit", "-qm", "untrack")
+    status, out = _diff(rel, "--rev", "HEAD")
+    assert status == 1 and out.startswith(f"Error: HEAD:{rel}: ") and "not in 'HEAD'" in out
+
+
+def test_first_difference_and_code_spans() -> None:
+    a = {"t": {"r1": {"x": 1, "y": [1, 2]}}, "u": 1}
+    b = {"t": {"r1": {"x": 1, "y": [1, 3]}}, "u": 1}
+    assert first_difference(a, b) == ("t.r1.y[1]", 2, 3)
+    assert first_difference({"k": 1}, {}) == ("k", 1, "(absent)")
+    assert code("a|b") == "`a\\|b`"
+    assert code("x `y` z") == "``x `y` z``"
+    assert code("") == "—"
