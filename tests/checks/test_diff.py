@@ -129,6 +129,17 @@ def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path
            "`get_reservation_details(reservation_id = s.reservation_id)`" in md
 
 
+def test_added_and_removed_tasks_are_listed_and_only_shared_tasks_compared(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("task who weight 1", "task whose weight 1"))
+    report = _json(str(old), str(new))
+    assert report["tasks"] == [{"name": "who", "change": "removed", "fields": []},
+                               {"name": "whose", "change": "added", "fields": []}]
+    assert report["compared_tasks"] == ["look"]
+    assert _rows(report)["gold actions"]["compared"] == int(SEEDS)
+    _, md = _diff(str(old), str(new))
+    assert "| `who` | removed | ~~1~~ |" in md and "| `whose` | added | 1 |" in md
+
+
 def test_identical_specs_say_no_change(old: Path, tmp_path: Path) -> None:
     # layout and comments only: the same program
     same = _write(tmp_path / "b", "demo.tracec", SPEC.replace("  task who", "  # who owns it\n  task who")
@@ -179,7 +190,7 @@ def test_rev_reads_the_spec_and_its_fragments_at_the_revision(tmp_path: Path, mo
     assert report["before"]["label"] == f"HEAD:{rel}" and report["after"]["label"] == rel
     assert "seed block" in report["settings_changed"]
     world = _rows(report)["initial world"]
-    assert world["differ"] == int(SEEDS) and "total_baggages" in world["example"]["what"]
+    assert world["differ"] == world["compared"] == 2 * int(SEEDS) and "total_baggages" in world["example"]["what"]
     status, out = _diff(rel, "--rev", "nosuchrev")
     assert status == 1 and out.startswith(f"Error: nosuchrev:{rel}: ") and len(out.strip().splitlines()) == 1
     _git(repo, "rm", "-q", "--cached", rel)

@@ -5,9 +5,10 @@ Two compiled versions are compared twice over:
 * as declared: tasks and weights, the reward ladder (rule texts and levels), each task's gold
   calls, forbids, communicated values and user text, settings (max_turns, hint, tools shown,
   policy, ...) and the first-prompt size (as `tracec check` measures it);
-* in behaviour, on a fixed set of seeds (0..N-1): the task ``reset(seed)`` draws and its world,
-  and for every task both versions declare, the drawn instance (user text, hint, communicated
-  values, forbids, replies), the gold actions, and the rewards of the oracle and of the probes
+* in behaviour, on a fixed set of seeds (0..N-1): the task ``reset(seed)`` draws, and for
+  every task both versions declare, the world of ``reset(seed, task)`` (its setup and
+  distractors included), the drawn instance (user text, hint, communicated values, forbids,
+  replies), the gold actions, and the rewards of the oracle and of the probes
   `tracec check` plays (:mod:`tracec.checks.probes`), each with one example of a difference.
 
 Everything is bounded: at most :data:`MAX_SEEDS` seeds, examples shortened to
@@ -227,12 +228,13 @@ def call_texts(calls: list[dict]) -> str:
 
 
 class _Snapshot:
-    """What one version does on one seed: the drawn task and world, and per task what a forced
-    reset draws and what the oracle and probes get (``error: ...`` where reset fails)."""
+    """What one version does on one seed: the task ``reset(seed)`` draws, and per task what a
+    forced reset draws (world, instance, gold) and what the oracle and probes get (``error: ...``
+    where that reset fails)."""
 
     def __init__(self) -> None:
         self.task: str = ""
-        self.world: Any = None
+        self.world: dict[str, Any] = {}
         self.instance: dict[str, Any] = {}
         self.gold: dict[str, Any] = {}
         self.oracle: dict[str, Any] = {}
@@ -265,17 +267,20 @@ def snapshot(env: CapabilityEnv, seed: int, tasks: list[str]) -> _Snapshot:
     snap = _Snapshot()
     try:
         _, info = env.reset(seed=seed)
-        snap.task, snap.world = info["task"], env.initial_db
+        snap.task = info["task"]
     except Exception as exc:  # noqa: BLE001 - a spec that fails at run time is a difference
-        snap.task = snap.world = _error(exc)
+        snap.task = _error(exc)
     rules = env.capability.rules
     for name in tasks:
         try:
             env.reset(seed=seed, options={"task": name})
         except Exception as exc:  # noqa: BLE001 - as above
-            snap.instance[name] = snap.gold[name] = snap.oracle[name] = snap.probes[name] = _error(exc)
+            err = _error(exc)
+            snap.world[name] = snap.instance[name] = snap.gold[name] = err
+            snap.oracle[name] = snap.probes[name] = err
             continue
         inst = env.instance
+        snap.world[name] = env.initial_db  # the seed's world with the task's setup and distractors
         snap.instance[name] = _instance(inst)
         snap.gold[name] = _calls(inst.gold)
         box = env._box
@@ -362,7 +367,7 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
     names_b = {t.name for t in new.ir.tasks}
     tasks = [t.name for t in old.ir.tasks if t.name in names_b]
     drawn = BehaviourRow(name="task drawn by reset(seed)", unit="seeds")
-    world = BehaviourRow(name="initial world", unit="seeds")
+    world = BehaviourRow(name="initial world", unit="task instances")
     inst = BehaviourRow(name="task instance (user text, hint, values, forbids, replies)",
                         unit="task instances")
     gold = BehaviourRow(name="gold actions", unit="task instances")
@@ -373,14 +378,13 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
         for seed in range(first_seed, first_seed + seeds):
             a, b = snapshot(env_a, seed, tasks), snapshot(env_b, seed, tasks)
             drawn.compared += 1
-            world.compared += 1
             if a.task != b.task:
                 _row_example(drawn, seed, None, a.task, b.task, render=str)
-            if not _same(a.world, b.world):
-                _row_example(world, seed, None, a.world, b.world)
             for name in tasks:
-                for row in (inst, gold, oracle, probes):
+                for row in (world, inst, gold, oracle, probes):
                     row.compared += 1
+                if not _same(a.world[name], b.world[name]):
+                    _row_example(world, seed, name, a.world[name], b.world[name])
                 if not _same(a.instance[name], b.instance[name]):
                     _row_example(inst, seed, name, a.instance[name], b.instance[name])
                 if not _same(a.gold[name], b.gold[name]):
