@@ -163,6 +163,21 @@ def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) ->
     assert "usr_id" in lines[0]
 
 
+def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path: Path) -> None:
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace(
+        "let total = sum(f.price for f in r.flights)",
+        "let z = len(r.flights) - len(r.flights)\n    let total = sum(f.price for f in r.flights) / z"))
+    report = _json(str(old), str(new))
+    line_no = SPEC.splitlines().index("    let total = sum(f.price for f in r.flights)") + 2
+    oracle = _rows(report)["oracle reward"]
+    assert oracle["differ"] == int(SEEDS)  # `look` fails on every seed, `who` is unchanged
+    assert oracle["example"]["after"].startswith(f"{new}:{line_no}:")
+    assert "task `look` failed at seed" in oracle["example"]["after"]
+    assert report["after"]["prompt_tokens"] is None and "ZeroDivisionError" in report["after"]["prompt_error"]
+    status, md = _diff(str(old), str(new))
+    assert status == 0 and "First prompt: not measured" in md
+
+
 def test_usage_errors(old: Path) -> None:
     assert "give two specs" in _diff(str(old))[1]
     assert "--rev takes one SPEC" in _diff(str(old), str(old), "--rev", "HEAD")[1]

@@ -74,9 +74,10 @@ class VersionSummary(BaseModel):
     tasks: list[TaskSummary]
     rules: list[RuleSummary]
     settings: dict[str, str]
-    prompt_tokens: int
-    prompt_tool_tokens: int
+    prompt_tokens: int | None  # None: no first prompt (reset fails on seeds 0-7, see prompt_error)
+    prompt_tool_tokens: int | None
     prompt_method: str
+    prompt_error: str = ""
 
 
 class Example(BaseModel):
@@ -183,13 +184,19 @@ def settings_of(ir: IR.CapabilityIR) -> dict[str, str]:
 def summarize(version: Version, count: Counter | None = None, method: str = "estimate") -> VersionSummary:
     """A version as declared, with its first prompt measured as `tracec check` does."""
     ir = version.ir
-    size = first_prompt_size(env_class(version.module)(), count, method=method)
+    tokens = tool_tokens = None
+    error = ""
+    try:
+        size = first_prompt_size(env_class(version.module)(), count, method=method)
+        tokens, tool_tokens = size.tokens, size.tool_tokens
+    except Exception as exc:  # noqa: BLE001 - a spec failing at run time is reported, not raised
+        error = _error(exc)
     return VersionSummary(
         label=version.label, capability=ir.name, tasks=[task_summary(t) for t in ir.tasks],
         rules=[RuleSummary(level=r.level, fractional=r.fractional, text=r.text,
                            sha256=_sha(r.model_dump(exclude={"text"}))) for r in ir.rules],
-        settings=settings_of(ir), prompt_tokens=size.tokens, prompt_tool_tokens=size.tool_tokens,
-        prompt_method=method,
+        settings=settings_of(ir), prompt_tokens=tokens, prompt_tool_tokens=tool_tokens,
+        prompt_method=method, prompt_error=error,
     )
 
 
@@ -242,7 +249,10 @@ class _Snapshot:
 
 
 def _error(exc: BaseException) -> str:
-    return "error: " + short(str(exc) or type(exc).__name__, 300)
+    """``error: `` and the first line of the message (a located run-time error's location)."""
+    lines = str(exc).strip().splitlines()
+    text = short(lines[0] if lines else type(exc).__name__, 300)
+    return text if ": error: " in text else "error: " + text
 
 
 def _instance(inst: Any) -> dict[str, Any]:
@@ -300,7 +310,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def first_difference(a: Any, b: Any, path: str = "", depth: int = 0) -> tuple[str, Any, Any]:
-    """Where two JSON-like values first differ: (path, value before, value after)."""
+    """Where two JSON-like values first differ: (path, "" at the top, value before, after)."""
     if depth < 12 and isinstance(a, dict) and isinstance(b, dict):
         for k in list(a) + [k for k in b if k not in a]:
             if k not in a or k not in b:
@@ -313,7 +323,7 @@ def first_difference(a: Any, b: Any, path: str = "", depth: int = 0) -> tuple[st
                 return first_difference(x, y, f"{path}[{i}]", depth + 1)
         if len(a) != len(b):
             return f"{path} (length)".lstrip("."), len(a), len(b)
-    return path.lstrip(".") or "value", a, b
+    return path.lstrip("."), a, b
 
 
 def _row_example(row: BehaviourRow, seed: int, task: str | None, a: Any, b: Any,
@@ -334,8 +344,11 @@ def _render_calls(v: Any) -> str:
 
 
 def _render_reward(v: Any) -> str:
+    """One reward ``{reward, rule}``, or the rewards of every probe (``{probe: reward}``)."""
     if v is None or isinstance(v, str):
         return str(v)
+    if "reward" not in v:
+        return "; ".join(f"{k} {_render_reward(x)}" for k, x in v.items())
     return f"{v['reward']:.2f} ({v['rule']})"
 
 

@@ -102,18 +102,27 @@ def _ladder(r: DiffReport) -> list[str]:
 
 def _settings(r: DiffReport) -> list[str]:
     a, b = r.before, r.after
-    delta = b.prompt_tokens - a.prompt_tokens
-    how = f"estimated: characters / {CHARS_PER_TOKEN:g}" if b.prompt_method == "estimate" else f"counted with {b.prompt_method}"
-    pct = f", {delta / a.prompt_tokens:+.1%}" if a.prompt_tokens and delta else ""
-    prompt = (f"First prompt: {a.prompt_tokens} → {b.prompt_tokens} tokens ({delta:+d}{pct}; "
-              f"tool schemas {a.prompt_tool_tokens} → {b.prompt_tool_tokens}; {how})."
-              if delta or a.prompt_tool_tokens != b.prompt_tool_tokens
-              else f"First prompt: {b.prompt_tokens} tokens, no change ({how}).")
-    out = [prompt]
+    sizes = (a.prompt_tokens, b.prompt_tokens, a.prompt_tool_tokens, b.prompt_tool_tokens)
+    if None in sizes:
+        why = "; ".join(f"{v.label}: {v.prompt_error}" for v in (a, b) if v.prompt_error)
+        out = [f"First prompt: not measured ({code(why, 200)})."]
+    else:
+        out = [_prompt(*sizes, b.prompt_method)]  # type: ignore[arg-type]
     for k in r.settings_changed:
         out.append(f"- {k}: {code(a.settings.get(k, ''), 80)} → {code(b.settings[k], 80)}")
     out.append("")
     return out
+
+
+def _prompt(before: int, after: int, tools_before: int, tools_after: int, method: str) -> str:
+    how = (f"estimated: characters / {CHARS_PER_TOKEN:g}" if method == "estimate"
+           else f"counted with {method}")
+    delta = after - before
+    if not delta and tools_before == tools_after:
+        return f"First prompt: {after} tokens, no change ({how})."
+    pct = f", {delta / before:+.1%}" if before and delta else ""
+    return (f"First prompt: {before} → {after} tokens ({delta:+d}{pct}; "
+            f"tool schemas {tools_before} → {tools_after}; {how}).")
 
 
 def _example(e: Example | None) -> str:
