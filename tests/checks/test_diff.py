@@ -163,10 +163,13 @@ def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) ->
     assert "usr_id" in lines[0]
 
 
-def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace(
+def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    _write(tmp_path / "b", "demo.tracec", SPEC.replace(
         "let total = sum(f.price for f in r.flights)",
         "let z = len(r.flights) - len(r.flights)\n    let total = sum(f.price for f in r.flights) / z"))
+    monkeypatch.chdir(tmp_path)
+    old, new = Path("a/demo.tracec"), Path("b/demo.tracec")
     report = _json(str(old), str(new))
     line_no = SPEC.splitlines().index("    let total = sum(f.price for f in r.flights)") + 2
     oracle = _rows(report)["oracle reward"]
