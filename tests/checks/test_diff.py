@@ -225,3 +225,20 @@ def test_first_difference_and_code_spans() -> None:
     assert code("a|b") == "`a\\|b`"
     assert code("x `y` z") == "``x `y` z``"
     assert code("") == "—"
+
+
+def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from tracec.llm.tiny import build_tokenizer
+
+    tok = tmp_path / "tiny-tok"
+    build_tokenizer().save_pretrained(tok)
+    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace('domain airline', 'domain airline\n  compact_tools'))
+    report = _json(str(old), str(new), "--tokenizer", str(tok))
+    a, b = report["before"], report["after"]
+    assert a["prompt_method"] == b["prompt_method"] == "tiny-tok"
+    assert 0 < b["prompt_tokens"] < a["prompt_tokens"] and b["prompt_tool_tokens"] < a["prompt_tool_tokens"]
+    assert report["settings_changed"] == ["compact_tools"]
+    assert not _rows(report)["oracle reward"]["differ"]
+    status, out = _diff(str(old), str(new), "--tokenizer", str(tmp_path / "nope"))
+    assert status == 1 and "cannot load tokenizer" in out and "Traceback" not in out
