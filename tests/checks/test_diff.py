@@ -169,16 +169,20 @@ def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path:
         "let total = sum(f.price for f in r.flights)",
         "let z = len(r.flights) - len(r.flights)\n    let total = sum(f.price for f in r.flights) / z"))
     monkeypatch.chdir(tmp_path)
-    old, new = Path("a/demo.tracec"), Path("b/demo.tracec")
+    old, new = Path("a/demo.tracec"), Path("b/demo.tracec")  # short labels: examples are shortened
     report = _json(str(old), str(new))
     line_no = SPEC.splitlines().index("    let total = sum(f.price for f in r.flights)") + 2
     oracle = _rows(report)["oracle reward"]
     assert oracle["differ"] == int(SEEDS)  # `look` fails on every seed, `who` is unchanged
-    assert oracle["example"]["after"].startswith(f"{new}:{line_no}:")
+    assert oracle["example"]["after"].startswith(f"line {line_no}:")
     assert "task `look` failed at seed" in oracle["example"]["after"]
     assert report["after"]["prompt_tokens"] is None and "ZeroDivisionError" in report["after"]["prompt_error"]
     status, md = _diff(str(old), str(new))
     assert status == 0 and "First prompt: not measured" in md
+    # the same failure in both versions (named differently) is no difference
+    copy = _write(tmp_path / "c", "demo.tracec", new.read_text())
+    same = _json(str(new), str(copy.relative_to(tmp_path)))
+    assert not same["behaviour_changed"]
 
 
 def test_usage_errors(old: Path) -> None:
@@ -227,6 +231,7 @@ def test_first_difference_and_code_spans() -> None:
     assert code("") == "—"
 
 
+@pytest.mark.slow
 def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from tracec.llm.tiny import build_tokenizer

@@ -248,10 +248,14 @@ class _Snapshot:
         self.probes: dict[str, Any] = {}
 
 
-def _error(exc: BaseException) -> str:
-    """``error: `` and the first line of the message (a located run-time error's location)."""
+def _error(exc: BaseException, label: str = "") -> str:
+    """The first line of the message, as ``error: ...`` (a located run-time error's
+    ``LABEL:LINE:COL`` becomes ``line LINE:COL``, so that both versions failing alike compare
+    equal)."""
     lines = str(exc).strip().splitlines()
     text = short(lines[0] if lines else type(exc).__name__, 300)
+    if label and text.startswith(label + ":"):
+        text = "line " + text[len(label) + 1:]
     return text if ": error: " in text else "error: " + text
 
 
@@ -272,20 +276,21 @@ def _reward(ep: Any, rules: Any) -> dict[str, Any]:
     return {"reward": round(ep.reward, 6), "rule": rule or ep.ended_by}
 
 
-def snapshot(env: CapabilityEnv, seed: int, tasks: list[str]) -> _Snapshot:
-    """Play ``seed`` on ``env``: the unforced reset, then each of ``tasks`` forced."""
+def snapshot(env: CapabilityEnv, seed: int, tasks: list[str], label: str = "") -> _Snapshot:
+    """Play ``seed`` on ``env`` (the version ``label``): the unforced reset, then each of
+    ``tasks`` forced."""
     snap = _Snapshot()
     try:
         _, info = env.reset(seed=seed)
         snap.task = info["task"]
     except Exception as exc:  # noqa: BLE001 - a spec that fails at run time is a difference
-        snap.task = _error(exc)
+        snap.task = _error(exc, label)
     rules = env.capability.rules
     for name in tasks:
         try:
             env.reset(seed=seed, options={"task": name})
         except Exception as exc:  # noqa: BLE001 - as above
-            err = _error(exc)
+            err = _error(exc, label)
             snap.world[name] = snap.instance[name] = snap.gold[name] = err
             snap.oracle[name] = snap.probes[name] = err
             continue
@@ -389,7 +394,7 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
                           unit="task instances")
     with old_objects_frozen():
         for seed in range(first_seed, first_seed + seeds):
-            a, b = snapshot(env_a, seed, tasks), snapshot(env_b, seed, tasks)
+            a, b = snapshot(env_a, seed, tasks, old.label), snapshot(env_b, seed, tasks, new.label)
             drawn.compared += 1
             if a.task != b.task:
                 _row_example(drawn, seed, None, a.task, b.task, render=str)
