@@ -150,6 +150,9 @@ def test_identical_specs_say_no_change(old: Path, tmp_path: Path) -> None:
     assert "Tasks: no change (2 tasks, total weight 3)." in md
     assert "Reward ladder: no change (3 rules, levels 1, 0.5, 0)." in md
     assert not (tmp_path / "generated_envs").exists() and not Path("generated_envs/demo.py").exists()
+    target = tmp_path / "comment.md"
+    result = CliRunner().invoke(cli, ["diff", str(old), str(same), "--seeds", SEEDS, "-o", str(target)])
+    assert result.exit_code == 0 and target.read_text(encoding="utf-8") == md
 
 
 def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) -> None:

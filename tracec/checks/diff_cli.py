@@ -21,11 +21,13 @@ from tracec.checks.prompt_size import CHARS_PER_TOKEN
 @click.option("--seeds", default=DEFAULT_SEEDS, show_default=True, type=click.IntRange(1, MAX_SEEDS),
               help="Seeds compared (0..N-1, as `tracec check` uses).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the markdown (or JSON) to this file instead of printing it.")
 @click.option("--tokenizer", default=None, metavar="NAME",
               help="Count prompt tokens with this tokenizer (smollm2, a path or an HF id) "
                    f"[default: an estimate of characters / {CHARS_PER_TOKEN:g}].")
 def diff_cmd(specs: tuple[Path, ...], rev: str | None, seeds: int, as_json: bool,
-             tokenizer: str | None) -> None:
+             out: Path | None, tokenizer: str | None) -> None:
     """Show what changing a spec does: tasks, weights, reward ladder, gold calls, forbids,
     first-prompt size, and how worlds, task instances, gold actions and oracle/probe rewards
     change on a fixed set of seeds. Markdown, fit for a PR comment.
@@ -55,7 +57,13 @@ def diff_cmd(specs: tuple[Path, ...], rev: str | None, seeds: int, as_json: bool
         task = bar.add_task(new.ir.name, total=seeds)
         report = diff_versions(old, new, seeds=seeds, count=counter, method=method,
                                progress=lambda n: bar.advance(task, n))
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        click.echo(render_markdown(report), nl=False)
+    text = (json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n" if as_json
+            else render_markdown(report))
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"{out}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {out}", err=True)
