@@ -69,7 +69,7 @@ def _json(*args: str) -> dict:
 
 
 def _rows(report: dict) -> dict[str, dict]:
-    return {r["name"].split(" (")[0]: r for r in report["behaviour"]}
+    return {r["key"]: r for r in report["behaviour"]}
 
 
 @pytest.fixture
@@ -82,11 +82,11 @@ def test_weight_change_shows_in_tasks_and_in_the_drawn_task(old: Path, tmp_path:
     report = _json(str(old), str(new))
     assert report["tasks"] == [{"name": "look", "change": "changed", "fields": ["weight"]}]
     rows = _rows(report)
-    assert rows["task drawn by reset(seed)"]["differ"] >= 1  # 2/3 -> 9/10 of the draws
-    ex = rows["task drawn by reset(seed)"]["example"]
+    assert rows["task"]["differ"] >= 1  # 2/3 -> 9/10 of the draws
+    ex = rows["task"]["example"]
     assert {ex["before"], ex["after"]} == {"look", "who"}
     # the forced tasks draw the same worlds, instances and actions: only the mix changed
-    for name in ("initial world", "task instance", "gold actions", "oracle reward", "probe rewards"):
+    for name in ("world", "instance", "gold", "oracle", "probes"):
         assert rows[name]["differ"] == 0, name
     status, md = _diff(str(old), str(new))
     assert status == 0
@@ -99,12 +99,12 @@ def test_rule_change_shows_the_ladder_and_probe_rewards(old: Path, tmp_path: Pat
     assert report["rules_changed"] and report["tasks"] == []
     assert [r["text"] for r in report["after"]["rules"]][1] == "0.2 when progress == 1"
     rows = _rows(report)
-    probes = rows["probe rewards"]
+    probes = rows["probes"]
     assert probes["differ"] == probes["compared"] == 2 * int(SEEDS)  # silent_gold: 0.5 -> 0.2
     assert probes["example"]["what"] == "probe silent_gold"
     assert probes["example"]["before"].startswith("0.50 (rule 2")
     assert probes["example"]["after"].startswith("0.20 (rule 2")
-    assert rows["oracle reward"]["differ"] == 0
+    assert rows["oracle"]["differ"] == 0
     _, md = _diff(str(old), str(new))
     assert "| 2 **≠** | `0.5 when progress == 1` | `0.2 when progress == 1` |" in md
     assert "| 1 | `1.0 when progress == 1 and communicated()` |" in md
@@ -119,11 +119,11 @@ def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path
     look = next(t for t in report["after"]["tasks"] if t["name"] == "look")
     assert look["gold"] == ["get_reservation_details(reservation_id = s.reservation_id)"]
     rows = _rows(report)
-    gold = rows["gold actions"]
+    gold = rows["gold"]
     assert gold["differ"] >= 1 and gold["example"]["task"] == "look"
     ex = gold["example"]
     assert ex["before"].startswith("get_reservation_details(reservation_id=") and ex["before"] != ex["after"]
-    assert rows["initial world"]["differ"] == rows["task instance"]["differ"] == 0
+    assert rows["world"]["differ"] == rows["instance"]["differ"] == 0
     _, md = _diff(str(old), str(new))
     assert "`get_reservation_details(reservation_id = r.reservation_id)`<br>→<br>" \
            "`get_reservation_details(reservation_id = s.reservation_id)`" in md
@@ -135,7 +135,7 @@ def test_added_and_removed_tasks_are_listed_and_only_shared_tasks_compared(old: 
     assert report["tasks"] == [{"name": "who", "change": "removed", "fields": []},
                                {"name": "whose", "change": "added", "fields": []}]
     assert report["compared_tasks"] == ["look"]
-    assert _rows(report)["gold actions"]["compared"] == int(SEEDS)
+    assert _rows(report)["gold"]["compared"] == int(SEEDS)
     _, md = _diff(str(old), str(new))
     assert "| `who` | removed | ~~1~~ |" in md and "| `whose` | added | 1 |" in md
 
@@ -175,7 +175,7 @@ def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path:
     old, new = Path("a/demo.tracec"), Path("b/demo.tracec")  # short labels: examples are shortened
     report = _json(str(old), str(new))
     line_no = SPEC.splitlines().index("    let total = sum(f.price for f in r.flights)") + 2
-    oracle = _rows(report)["oracle reward"]
+    oracle = _rows(report)["oracle"]
     assert oracle["differ"] == int(SEEDS)  # `look` fails on every seed, `who` is unchanged
     assert oracle["example"]["after"].startswith(f"line {line_no}:")
     assert "task `look` failed at seed" in oracle["example"]["after"]
@@ -214,7 +214,7 @@ def test_rev_reads_the_spec_and_its_fragments_at_the_revision(tmp_path: Path, mo
     report = _json(rel, "--rev", "HEAD")
     assert report["before"]["label"] == f"HEAD:{rel}" and report["after"]["label"] == rel
     assert "seed block" in report["settings_changed"]
-    world = _rows(report)["initial world"]
+    world = _rows(report)["world"]
     assert world["differ"] == world["compared"] == 2 * int(SEEDS) and "total_baggages" in world["example"]["what"]
     status, out = _diff(rel, "--rev", "nosuchrev")
     assert status == 1 and out.startswith(f"Error: nosuchrev:{rel}: ") and len(out.strip().splitlines()) == 1
@@ -247,6 +247,6 @@ def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
     assert a["prompt_method"] == b["prompt_method"] == "tiny-tok"
     assert 0 < b["prompt_tokens"] < a["prompt_tokens"] and b["prompt_tool_tokens"] < a["prompt_tool_tokens"]
     assert report["settings_changed"] == ["compact_tools"]
-    assert not _rows(report)["oracle reward"]["differ"]
+    assert not _rows(report)["oracle"]["differ"]
     status, out = _diff(str(old), str(new), "--tokenizer", str(tmp_path / "nope"))
     assert status == 1 and "cannot load tokenizer" in out and "Traceback" not in out

@@ -93,6 +93,7 @@ class Example(BaseModel):
 class BehaviourRow(BaseModel):
     """How many of ``compared`` units (seeds or seed x task instances) differ."""
 
+    key: Literal["task", "world", "instance", "gold", "oracle", "probes"]
     name: str
     unit: Literal["seeds", "task instances"]
     compared: int = 0
@@ -384,13 +385,13 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
     env_a, env_b = env_class(old.module)(), env_class(new.module)()
     names_b = {t.name for t in new.ir.tasks}
     tasks = [t.name for t in old.ir.tasks if t.name in names_b]
-    drawn = BehaviourRow(name="task drawn by reset(seed)", unit="seeds")
-    world = BehaviourRow(name="initial world", unit="task instances")
-    inst = BehaviourRow(name="task instance (user text, hint, values, forbids, replies)",
+    drawn = BehaviourRow(key="task", name="task drawn by reset(seed)", unit="seeds")
+    world = BehaviourRow(key="world", name="initial world", unit="task instances")
+    inst = BehaviourRow(key="instance", name="task instance (user text, hint, values, forbids, replies)",
                         unit="task instances")
-    gold = BehaviourRow(name="gold actions", unit="task instances")
-    oracle = BehaviourRow(name="oracle reward", unit="task instances")
-    probes = BehaviourRow(name="probe rewards (noop, silent_gold, gold_minus_one, forbidden)",
+    gold = BehaviourRow(key="gold", name="gold actions", unit="task instances")
+    oracle = BehaviourRow(key="oracle", name="oracle reward", unit="task instances")
+    probes = BehaviourRow(key="probes", name="probe rewards (noop, silent_gold, gold_minus_one, forbidden)",
                           unit="task instances")
     with old_objects_frozen():
         for seed in range(first_seed, first_seed + seeds):

@@ -91,9 +91,11 @@ def _git(args: list[str], cwd: Path, what: str) -> bytes:
 
 
 def _show(rev: str, name: str, cwd: Path, limit: int, what: str) -> str:
+    size = _git(["cat-file", "-s", f"{rev}:./{name}"], cwd, what).strip()
+    if not size.isdigit() or int(size) > limit:
+        raise DiffError(f"{what}: {size.decode('ascii', 'replace')} bytes, more than the {limit} "
+                        "a spec may have")
     raw = _git(["show", f"{rev}:./{name}"], cwd, what)
-    if len(raw) > limit:
-        raise DiffError(f"{what}: {len(raw)} bytes, more than the {limit} a spec may have")
     try:
         return decode_bytes(raw, what)
     except InputError as exc:
