@@ -14,7 +14,7 @@ from tracec.checks.diff_markdown import code
 from tracec.checks.diff_source import DiffError, check_rev
 from tracec.cli import cli
 
-SPEC = '''capability demo {
+SPEC = """capability demo {
   description "A demo."
   domain airline
   seed {
@@ -44,7 +44,7 @@ SPEC = '''capability demo {
     0.0 otherwise
   }
 }
-'''
+"""
 FRAG = "total_baggages = randint(0..4)\n"
 SEEDS = "6"
 
@@ -78,7 +78,9 @@ def old(tmp_path: Path) -> Path:
 
 
 def test_weight_change_shows_in_tasks_and_in_the_drawn_task(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("task look weight 2", "task look weight 9"))
+    new = _write(
+        tmp_path / "b", "demo.tracec", SPEC.replace("task look weight 2", "task look weight 9")
+    )
     report = _json(str(old), str(new))
     assert report["tasks"] == [{"name": "look", "change": "changed", "fields": ["weight"]}]
     rows = _rows(report)
@@ -94,7 +96,11 @@ def test_weight_change_shows_in_tasks_and_in_the_drawn_task(old: Path, tmp_path:
 
 
 def test_rule_change_shows_the_ladder_and_probe_rewards(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("0.5 when progress == 1", "0.2 when progress == 1"))
+    new = _write(
+        tmp_path / "b",
+        "demo.tracec",
+        SPEC.replace("0.5 when progress == 1", "0.2 when progress == 1"),
+    )
     report = _json(str(old), str(new))
     assert report["rules_changed"] and report["tasks"] == []
     assert [r["text"] for r in report["after"]["rules"]][1] == "0.2 when progress == 1"
@@ -111,9 +117,14 @@ def test_rule_change_shows_the_ladder_and_probe_rewards(old: Path, tmp_path: Pat
 
 
 def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace(
-        "gold { get_reservation_details(reservation_id = r.reservation_id) }\n    communicate total",
-        "gold { get_reservation_details(reservation_id = s.reservation_id) }\n    communicate total"))
+    new = _write(
+        tmp_path / "b",
+        "demo.tracec",
+        SPEC.replace(
+            "gold { get_reservation_details(reservation_id = r.reservation_id) }\n    communicate total",
+            "gold { get_reservation_details(reservation_id = s.reservation_id) }\n    communicate total",
+        ),
+    )
     report = _json(str(old), str(new))
     assert report["tasks"] == [{"name": "look", "change": "changed", "fields": ["gold"]}]
     look = next(t for t in report["after"]["tasks"] if t["name"] == "look")
@@ -122,18 +133,29 @@ def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path
     gold = rows["gold"]
     assert gold["differ"] >= 1 and gold["example"]["task"] == "look"
     ex = gold["example"]
-    assert ex["before"].startswith("get_reservation_details(reservation_id=") and ex["before"] != ex["after"]
+    assert (
+        ex["before"].startswith("get_reservation_details(reservation_id=")
+        and ex["before"] != ex["after"]
+    )
     assert rows["world"]["differ"] == rows["instance"]["differ"] == 0
     _, md = _diff(str(old), str(new))
-    assert "`get_reservation_details(reservation_id = r.reservation_id)`<br>→<br>" \
-           "`get_reservation_details(reservation_id = s.reservation_id)`" in md
+    assert (
+        "`get_reservation_details(reservation_id = r.reservation_id)`<br>→<br>"
+        "`get_reservation_details(reservation_id = s.reservation_id)`" in md
+    )
 
 
-def test_added_and_removed_tasks_are_listed_and_only_shared_tasks_compared(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("task who weight 1", "task whose weight 1"))
+def test_added_and_removed_tasks_are_listed_and_only_shared_tasks_compared(
+    old: Path, tmp_path: Path
+) -> None:
+    new = _write(
+        tmp_path / "b", "demo.tracec", SPEC.replace("task who weight 1", "task whose weight 1")
+    )
     report = _json(str(old), str(new))
-    assert report["tasks"] == [{"name": "who", "change": "removed", "fields": []},
-                               {"name": "whose", "change": "added", "fields": []}]
+    assert report["tasks"] == [
+        {"name": "who", "change": "removed", "fields": []},
+        {"name": "whose", "change": "added", "fields": []},
+    ]
     assert report["compared_tasks"] == ["look"]
     assert _rows(report)["gold"]["compared"] == int(SEEDS)
     _, md = _diff(str(old), str(new))
@@ -142,21 +164,32 @@ def test_added_and_removed_tasks_are_listed_and_only_shared_tasks_compared(old: 
 
 def test_identical_specs_say_no_change(old: Path, tmp_path: Path) -> None:
     # layout and comments only: the same program
-    same = _write(tmp_path / "b", "demo.tracec", SPEC.replace("  task who", "  # who owns it\n  task who")
-                  .replace("progress == 1 and", "progress==1   and"))
+    same = _write(
+        tmp_path / "b",
+        "demo.tracec",
+        SPEC.replace("  task who", "  # who owns it\n  task who").replace(
+            "progress == 1 and", "progress==1   and"
+        ),
+    )
     status, md = _diff(str(old), str(same))
     assert status == 0, md
     assert f"**No change in behaviour on {SEEDS} seeds**" in md
     assert "Tasks: no change (2 tasks, total weight 3)." in md
     assert "Reward ladder: no change (3 rules, levels 1, 0.5, 0)." in md
-    assert not (tmp_path / "generated_envs").exists() and not Path("generated_envs/demo.py").exists()
+    assert (
+        not (tmp_path / "generated_envs").exists() and not Path("generated_envs/demo.py").exists()
+    )
     target = tmp_path / "comment.md"
-    result = CliRunner().invoke(cli, ["diff", str(old), str(same), "--seeds", SEEDS, "-o", str(target)])
+    result = CliRunner().invoke(
+        cli, ["diff", str(old), str(same), "--seeds", SEEDS, "-o", str(target)]
+    )
     assert result.exit_code == 0 and target.read_text(encoding="utf-8") == md
 
 
 def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) -> None:
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace("communicate r.user_id", "communicate r.usr_id"))
+    new = _write(
+        tmp_path / "b", "demo.tracec", SPEC.replace("communicate r.user_id", "communicate r.usr_id")
+    )
     status, out = _diff(str(old), str(new))
     assert status == 1
     lines = out.strip().splitlines()
@@ -166,11 +199,17 @@ def test_a_broken_new_version_is_one_located_error(old: Path, tmp_path: Path) ->
     assert "usr_id" in lines[0]
 
 
-def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path: Path,
-                                                           monkeypatch) -> None:
-    _write(tmp_path / "b", "demo.tracec", SPEC.replace(
-        "let total = sum(f.price for f in r.flights)",
-        "let z = len(r.flights) - len(r.flights)\n    let total = sum(f.price for f in r.flights) / z"))
+def test_a_version_failing_at_run_time_shows_located_errors(
+    old: Path, tmp_path: Path, monkeypatch
+) -> None:
+    _write(
+        tmp_path / "b",
+        "demo.tracec",
+        SPEC.replace(
+            "let total = sum(f.price for f in r.flights)",
+            "let z = len(r.flights) - len(r.flights)\n    let total = sum(f.price for f in r.flights) / z",
+        ),
+    )
     monkeypatch.chdir(tmp_path)
     old, new = Path("a/demo.tracec"), Path("b/demo.tracec")  # short labels: examples are shortened
     report = _json(str(old), str(new))
@@ -179,7 +218,10 @@ def test_a_version_failing_at_run_time_shows_located_errors(old: Path, tmp_path:
     assert oracle["differ"] == int(SEEDS)  # `look` fails on every seed, `who` is unchanged
     assert oracle["example"]["after"].startswith(f"line {line_no}:")
     assert "task `look` failed at seed" in oracle["example"]["after"]
-    assert report["after"]["prompt_tokens"] is None and "ZeroDivisionError" in report["after"]["prompt_error"]
+    assert (
+        report["after"]["prompt_tokens"] is None
+        and "ZeroDivisionError" in report["after"]["prompt_error"]
+    )
     status, md = _diff(str(old), str(new))
     assert status == 0 and "First prompt: not measured" in md
     # the same failure in both versions (named differently) is no difference
@@ -196,8 +238,12 @@ def test_usage_errors(old: Path) -> None:
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_rev_reads_the_spec_and_its_fragments_at_the_revision(tmp_path: Path, monkeypatch) -> None:
@@ -215,9 +261,16 @@ def test_rev_reads_the_spec_and_its_fragments_at_the_revision(tmp_path: Path, mo
     assert report["before"]["label"] == f"HEAD:{rel}" and report["after"]["label"] == rel
     assert "seed block" in report["settings_changed"]
     world = _rows(report)["world"]
-    assert world["differ"] == world["compared"] == 2 * int(SEEDS) and "total_baggages" in world["example"]["what"]
+    assert (
+        world["differ"] == world["compared"] == 2 * int(SEEDS)
+        and "total_baggages" in world["example"]["what"]
+    )
     status, out = _diff(rel, "--rev", "nosuchrev")
-    assert status == 1 and out.startswith(f"Error: nosuchrev:{rel}: ") and len(out.strip().splitlines()) == 1
+    assert (
+        status == 1
+        and out.startswith(f"Error: nosuchrev:{rel}: ")
+        and len(out.strip().splitlines()) == 1
+    )
     _git(repo, "rm", "-q", "--cached", rel)
     _git(repo, "commit", "-qm", "untrack")
     status, out = _diff(rel, "--rev", "HEAD")
@@ -241,11 +294,18 @@ def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
 
     tok = tmp_path / "tiny-tok"
     build_tokenizer().save_pretrained(tok)
-    new = _write(tmp_path / "b", "demo.tracec", SPEC.replace('domain airline', 'domain airline\n  compact_tools'))
+    new = _write(
+        tmp_path / "b",
+        "demo.tracec",
+        SPEC.replace("domain airline", "domain airline\n  compact_tools"),
+    )
     report = _json(str(old), str(new), "--tokenizer", str(tok))
     a, b = report["before"], report["after"]
     assert a["prompt_method"] == b["prompt_method"] == "tiny-tok"
-    assert 0 < b["prompt_tokens"] < a["prompt_tokens"] and b["prompt_tool_tokens"] < a["prompt_tool_tokens"]
+    assert (
+        0 < b["prompt_tokens"] < a["prompt_tokens"]
+        and b["prompt_tool_tokens"] < a["prompt_tool_tokens"]
+    )
     assert report["settings_changed"] == ["compact_tools"]
     assert not _rows(report)["oracle"]["differ"]
     status, out = _diff(str(old), str(new), "--tokenizer", str(tmp_path / "nope"))

@@ -147,7 +147,9 @@ def _json(value: Any) -> str:
 
 def _no_positions(x: Any) -> Any:
     if isinstance(x, dict):
-        return {k: _no_positions(v) for k, v in x.items() if k not in {"line", "column", "fragment"}}
+        return {
+            k: _no_positions(v) for k, v in x.items() if k not in {"line", "column", "fragment"}
+        }
     if isinstance(x, list):
         return [_no_positions(v) for v in x]
     return x
@@ -159,8 +161,13 @@ def _sha(data: Any) -> str:
 
 def task_summary(t: IR.TaskIR) -> TaskSummary:
     return TaskSummary(
-        name=t.name, weight=t.weight, gold=gold_texts(t.gold), forbid=[forbid_text(f) for f in t.forbid],
-        communicate=[c.label for c in t.communicate], user=text_text(t.user), hint=text_text(t.hint),
+        name=t.name,
+        weight=t.weight,
+        gold=gold_texts(t.gold),
+        forbid=[forbid_text(f) for f in t.forbid],
+        communicate=[c.label for c in t.communicate],
+        user=text_text(t.user),
+        hint=text_text(t.hint),
         body_sha256=_sha(t.model_dump(exclude={"name", "weight"})),
     )
 
@@ -173,16 +180,22 @@ def settings_of(ir: IR.CapabilityIR) -> dict[str, str]:
         "hint": short(ir.hint),
         "tools shown": "all" if ir.shown_tools is None else ", ".join(ir.shown_tools),
         "inline tools": ", ".join(t.name for t in ir.tools),
-        "policy": ("domain policy" if ir.policy is None and ir.policy_sections is None
-                   else f"sections {', '.join(ir.policy_sections)}" if ir.policy is None
-                   else f"inline ({len(ir.policy)} chars, sha {hashlib.sha256(ir.policy.encode()).hexdigest()[:8]})"),
+        "policy": (
+            "domain policy"
+            if ir.policy is None and ir.policy_sections is None
+            else f"sections {', '.join(ir.policy_sections)}"
+            if ir.policy is None
+            else f"inline ({len(ir.policy)} chars, sha {hashlib.sha256(ir.policy.encode()).hexdigest()[:8]})"
+        ),
         "compact_tools": str(ir.compact_tools).lower(),
         "seed block": _sha([s.model_dump() for s in ir.seed])[:12],
         "inline tool bodies": _sha([t.model_dump() for t in ir.tools])[:12],
     }
 
 
-def summarize(version: Version, count: Counter | None = None, method: str = "estimate") -> VersionSummary:
+def summarize(
+    version: Version, count: Counter | None = None, method: str = "estimate"
+) -> VersionSummary:
     """A version as declared, with its first prompt measured as `tracec check` does."""
     ir = version.ir
     tokens = tool_tokens = None
@@ -193,11 +206,23 @@ def summarize(version: Version, count: Counter | None = None, method: str = "est
     except Exception as exc:  # noqa: BLE001 - a spec failing at run time is reported, not raised
         error = _error(exc)
     return VersionSummary(
-        label=version.label, capability=ir.name, tasks=[task_summary(t) for t in ir.tasks],
-        rules=[RuleSummary(level=r.level, fractional=r.fractional, text=r.text,
-                           sha256=_sha(r.model_dump(exclude={"text"}))) for r in ir.rules],
-        settings=settings_of(ir), prompt_tokens=tokens, prompt_tool_tokens=tool_tokens,
-        prompt_method=method, prompt_error=error,
+        label=version.label,
+        capability=ir.name,
+        tasks=[task_summary(t) for t in ir.tasks],
+        rules=[
+            RuleSummary(
+                level=r.level,
+                fractional=r.fractional,
+                text=r.text,
+                sha256=_sha(r.model_dump(exclude={"text"})),
+            )
+            for r in ir.rules
+        ],
+        settings=settings_of(ir),
+        prompt_tokens=tokens,
+        prompt_tool_tokens=tool_tokens,
+        prompt_method=method,
+        prompt_error=error,
     )
 
 
@@ -230,7 +255,9 @@ def call_texts(calls: list[dict]) -> str:
     def one(c: dict) -> str:
         if c["args"] is None:
             return c["name"]
-        return f"{c['name']}(" + ", ".join(f"{k}={short(v, 40)}" for k, v in c["args"].items()) + ")"
+        return (
+            f"{c['name']}(" + ", ".join(f"{k}={short(v, 40)}" for k, v in c["args"].items()) + ")"
+        )
 
     return "; ".join(one(c) for c in calls) or "(none)"
 
@@ -256,7 +283,7 @@ def _error(exc: BaseException, label: str = "") -> str:
     lines = str(exc).strip().splitlines()
     text = short(lines[0] if lines else type(exc).__name__, 300)
     if label and text.startswith(label + ":"):
-        text = "line " + text[len(label) + 1:]
+        text = "line " + text[len(label) + 1 :]
     return text if ": error: " in text else "error: " + text
 
 
@@ -264,8 +291,9 @@ def _instance(inst: Any) -> dict[str, Any]:
     return {
         "user": inst.user,
         "hint": inst.hint,
-        "communicate": {k: fmt(v) if not isinstance(v, (list, dict)) else v
-                        for k, v in inst.communicate.items()},
+        "communicate": {
+            k: fmt(v) if not isinstance(v, (list, dict)) else v for k, v in inst.communicate.items()
+        },
         "forbid": _calls(inst.forbid),
         "replies": [{"keywords": list(r.keywords), "text": r.text} for r in inst.replies],
         "distractors": list(inst.distractors),
@@ -332,14 +360,22 @@ def first_difference(a: Any, b: Any, path: str = "", depth: int = 0) -> tuple[st
     return path.lstrip("."), a, b
 
 
-def _row_example(row: BehaviourRow, seed: int, task: str | None, a: Any, b: Any,
-                 render: Callable[[Any], str] | None = None, what: str | None = None) -> None:
+def _row_example(
+    row: BehaviourRow,
+    seed: int,
+    task: str | None,
+    a: Any,
+    b: Any,
+    render: Callable[[Any], str] | None = None,
+    what: str | None = None,
+) -> None:
     row.differ += 1
     if row.example is not None:
         return
     if render is not None:
-        row.example = Example(seed=seed, task=task, what=what or "", before=short(render(a)),
-                              after=short(render(b)))
+        row.example = Example(
+            seed=seed, task=task, what=what or "", before=short(render(a)), after=short(render(b))
+        )
         return
     where, x, y = first_difference(a, b)
     row.example = Example(seed=seed, task=task, what=what or where, before=short(x), after=short(y))
@@ -364,7 +400,11 @@ def _probe_diff(a: Any, b: Any) -> tuple[str, Any, Any] | None:
     for name in list(a) + [n for n in b if n not in a]:
         x, y = a.get(name), b.get(name)
         if x is None or y is None:
-            return (name, x if x is not None else "(no such probe)", y if y is not None else "(no such probe)")
+            return (
+                name,
+                x if x is not None else "(no such probe)",
+                y if y is not None else "(no such probe)",
+            )
         if abs(x["reward"] - y["reward"]) > TOL:
             return name, x, y
     return None
@@ -376,8 +416,13 @@ def _reward_differs(a: Any, b: Any) -> bool:
     return a != b
 
 
-def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, first_seed: int = 0,
-                      progress: Progress | None = None) -> tuple[list[BehaviourRow], list[str]]:
+def compare_behaviour(
+    old: Version,
+    new: Version,
+    seeds: int = DEFAULT_SEEDS,
+    first_seed: int = 0,
+    progress: Progress | None = None,
+) -> tuple[list[BehaviourRow], list[str]]:
     """The behaviour rows over seeds ``first_seed .. first_seed + seeds - 1``, and the tasks
     compared (those both versions declare)."""
     if not 1 <= seeds <= MAX_SEEDS:
@@ -387,12 +432,18 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
     tasks = [t.name for t in old.ir.tasks if t.name in names_b]
     drawn = BehaviourRow(key="task", name="task drawn by reset(seed)", unit="seeds")
     world = BehaviourRow(key="world", name="initial world", unit="task instances")
-    inst = BehaviourRow(key="instance", name="task instance (user text, hint, values, forbids, replies)",
-                        unit="task instances")
+    inst = BehaviourRow(
+        key="instance",
+        name="task instance (user text, hint, values, forbids, replies)",
+        unit="task instances",
+    )
     gold = BehaviourRow(key="gold", name="gold actions", unit="task instances")
     oracle = BehaviourRow(key="oracle", name="oracle reward", unit="task instances")
-    probes = BehaviourRow(key="probes", name="probe rewards (noop, silent_gold, gold_minus_one, forbidden)",
-                          unit="task instances")
+    probes = BehaviourRow(
+        key="probes",
+        name="probe rewards (noop, silent_gold, gold_minus_one, forbidden)",
+        unit="task instances",
+    )
     with old_objects_frozen():
         for seed in range(first_seed, first_seed + seeds):
             a, b = snapshot(env_a, seed, tasks, old.label), snapshot(env_b, seed, tasks, new.label)
@@ -409,26 +460,43 @@ def compare_behaviour(old: Version, new: Version, seeds: int = DEFAULT_SEEDS, fi
                 if not _same(a.gold[name], b.gold[name]):
                     _row_example(gold, seed, name, a.gold[name], b.gold[name], render=_render_calls)
                 if _reward_differs(a.oracle[name], b.oracle[name]):
-                    _row_example(oracle, seed, name, a.oracle[name], b.oracle[name],
-                                 render=_render_reward)
+                    _row_example(
+                        oracle, seed, name, a.oracle[name], b.oracle[name], render=_render_reward
+                    )
                 hit = _probe_diff(a.probes[name], b.probes[name])
                 if hit is not None:
-                    _row_example(probes, seed, name, hit[1], hit[2], render=_render_reward,
-                                 what=hit[0] and f"probe {hit[0]}")
+                    _row_example(
+                        probes,
+                        seed,
+                        name,
+                        hit[1],
+                        hit[2],
+                        render=_render_reward,
+                        what=hit[0] and f"probe {hit[0]}",
+                    )
             if progress:
                 progress(1)
     return [drawn, world, inst, gold, oracle, probes], tasks
 
 
-def diff_versions(old: Version, new: Version, seeds: int = DEFAULT_SEEDS,
-                  count: Counter | None = None, method: str = "estimate",
-                  progress: Progress | None = None) -> DiffReport:
+def diff_versions(
+    old: Version,
+    new: Version,
+    seeds: int = DEFAULT_SEEDS,
+    count: Counter | None = None,
+    method: str = "estimate",
+    progress: Progress | None = None,
+) -> DiffReport:
     """What changing ``old`` into ``new`` does, as declared and on ``seeds`` seeds."""
     before, after = summarize(old, count, method), summarize(new, count, method)
     rows, tasks = compare_behaviour(old, new, seeds, progress=progress)
     return DiffReport(
-        before=before, after=after, seeds=seeds, tasks=task_changes(before, after),
+        before=before,
+        after=after,
+        seeds=seeds,
+        tasks=task_changes(before, after),
         rules_changed=[r.sha256 for r in before.rules] != [r.sha256 for r in after.rules],
         settings_changed=[k for k in after.settings if before.settings.get(k) != after.settings[k]],
-        behaviour=rows, compared_tasks=tasks,
+        behaviour=rows,
+        compared_tasks=tasks,
     )

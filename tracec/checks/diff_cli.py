@@ -16,18 +16,42 @@ from tracec.checks.prompt_size import CHARS_PER_TOKEN
 
 @click.command("diff")
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--rev", default=None, metavar="REV",
-              help="Compare SPEC with its version at this git revision (HEAD~1, main, a hash).")
-@click.option("--seeds", default=DEFAULT_SEEDS, show_default=True, type=click.IntRange(1, MAX_SEEDS),
-              help="Seeds compared (0..N-1, as `tracec check` uses).")
+@click.option(
+    "--rev",
+    default=None,
+    metavar="REV",
+    help="Compare SPEC with its version at this git revision (HEAD~1, main, a hash).",
+)
+@click.option(
+    "--seeds",
+    default=DEFAULT_SEEDS,
+    show_default=True,
+    type=click.IntRange(1, MAX_SEEDS),
+    help="Seeds compared (0..N-1, as `tracec check` uses).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Write the markdown (or JSON) to this file instead of printing it.")
-@click.option("--tokenizer", default=None, metavar="NAME",
-              help="Count prompt tokens with this tokenizer (smollm2, a path or an HF id) "
-                   f"[default: an estimate of characters / {CHARS_PER_TOKEN:g}].")
-def diff_cmd(specs: tuple[Path, ...], rev: str | None, seeds: int, as_json: bool,
-             out: Path | None, tokenizer: str | None) -> None:
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the markdown (or JSON) to this file instead of printing it.",
+)
+@click.option(
+    "--tokenizer",
+    default=None,
+    metavar="NAME",
+    help="Count prompt tokens with this tokenizer (smollm2, a path or an HF id) "
+    f"[default: an estimate of characters / {CHARS_PER_TOKEN:g}].",
+)
+def diff_cmd(
+    specs: tuple[Path, ...],
+    rev: str | None,
+    seeds: int,
+    as_json: bool,
+    out: Path | None,
+    tokenizer: str | None,
+) -> None:
     """Show what changing a spec does: tasks, weights, reward ladder, gold calls, forbids,
     first-prompt size, and how worlds, task instances, gold actions and oracle/probe rewards
     change on a fixed set of seeds. Markdown, fit for a PR comment.
@@ -51,14 +75,29 @@ def diff_cmd(specs: tuple[Path, ...], rev: str | None, seeds: int, as_json: bool
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("diff {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} seeds"),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True,
-                  disable=not sys.stderr.isatty()) as bar:
+    with Progress(
+        TextColumn("diff {task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} seeds"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    ) as bar:
         task = bar.add_task(new.ir.name, total=seeds)
-        report = diff_versions(old, new, seeds=seeds, count=counter, method=method,
-                               progress=lambda n: bar.advance(task, n))
-    text = (json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n" if as_json
-            else render_markdown(report))
+        report = diff_versions(
+            old,
+            new,
+            seeds=seeds,
+            count=counter,
+            method=method,
+            progress=lambda n: bar.advance(task, n),
+        )
+    text = (
+        json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        if as_json
+        else render_markdown(report)
+    )
     if out is None:
         click.echo(text, nl=False)
         return

@@ -45,20 +45,43 @@ def _tasks(r: DiffReport) -> list[str]:
     if not r.tasks:
         total_b = sum(t.weight for t in r.before.tasks)
         n = len(r.after.tasks)
-        return [f"Tasks: no change ({n} task{'s' if n != 1 else ''}, total weight {_num(total_b)}).", ""]
-    out = ["### Tasks", "", "| task | change | weight | gold calls | forbids |", "|---|---|---|---|---|"]
+        return [
+            f"Tasks: no change ({n} task{'s' if n != 1 else ''}, total weight {_num(total_b)}).",
+            "",
+        ]
+    out = [
+        "### Tasks",
+        "",
+        "| task | change | weight | gold calls | forbids |",
+        "|---|---|---|---|---|",
+    ]
     for c in r.tasks[:MAX_TASK_ROWS]:
         a: TaskSummary | None = old.get(c.name)
         b: TaskSummary | None = new.get(c.name)
         if c.change == "added" and b is not None:
-            out.append(f"| {code(c.name)} | added | {_num(b.weight)} | {_items(b.gold)} | {_items(b.forbid)} |")
+            out.append(
+                f"| {code(c.name)} | added | {_num(b.weight)} | {_items(b.gold)} | {_items(b.forbid)} |"
+            )
         elif c.change == "removed" and a is not None:
-            out.append(f"| {code(c.name)} | removed | ~~{_num(a.weight)}~~ | {_items(a.gold)} | {_items(a.forbid)} |")
+            out.append(
+                f"| {code(c.name)} | removed | ~~{_num(a.weight)}~~ | {_items(a.gold)} | {_items(a.forbid)} |"
+            )
         elif a is not None and b is not None:
-            weight = _num(b.weight) if a.weight == b.weight else (
-                f"{_num(a.weight)} → {_num(b.weight)} ({_share(a, r.before)} → {_share(b, r.after)})")
-            gold = _items(b.gold) if a.gold == b.gold else f"{_items(a.gold)}<br>→<br>{_items(b.gold)}"
-            forbid = _items(b.forbid) if a.forbid == b.forbid else f"{_items(a.forbid)}<br>→<br>{_items(b.forbid)}"
+            weight = (
+                _num(b.weight)
+                if a.weight == b.weight
+                else (
+                    f"{_num(a.weight)} → {_num(b.weight)} ({_share(a, r.before)} → {_share(b, r.after)})"
+                )
+            )
+            gold = (
+                _items(b.gold) if a.gold == b.gold else f"{_items(a.gold)}<br>→<br>{_items(b.gold)}"
+            )
+            forbid = (
+                _items(b.forbid)
+                if a.forbid == b.forbid
+                else f"{_items(a.forbid)}<br>→<br>{_items(b.forbid)}"
+            )
             what = "changed: " + ", ".join(c.fields)
             out.append(f"| {code(c.name)} | {what} | {weight} | {gold} | {forbid} |")
     if len(r.tasks) > MAX_TASK_ROWS:
@@ -92,7 +115,7 @@ def _ladder(r: DiffReport) -> list[str]:
     out = ["### Reward ladder", "", "| # | before | after |", "|---|---|---|"]
     for i in range(max(len(r.before.rules), len(r.after.rules))):
         a, b = rung(r.before, i), rung(r.after, i)
-        ra, rb = r.before.rules[i:i + 1], r.after.rules[i:i + 1]
+        ra, rb = r.before.rules[i : i + 1], r.after.rules[i : i + 1]
         same = bool(ra and rb) and ra[0].sha256 == rb[0].sha256
         mark = "" if same else " **≠**"
         out.append(f"| {i + 1}{mark} | {a} | {b} |")
@@ -115,14 +138,19 @@ def _settings(r: DiffReport) -> list[str]:
 
 
 def _prompt(before: int, after: int, tools_before: int, tools_after: int, method: str) -> str:
-    how = (f"estimated: characters / {CHARS_PER_TOKEN:g}" if method == "estimate"
-           else f"counted with {method}")
+    how = (
+        f"estimated: characters / {CHARS_PER_TOKEN:g}"
+        if method == "estimate"
+        else f"counted with {method}"
+    )
     delta = after - before
     if not delta and tools_before == tools_after:
         return f"First prompt: {after} tokens, no change ({how})."
     pct = f", {delta / before:+.1%}" if before and delta else ""
-    return (f"First prompt: {before} → {after} tokens ({delta:+d}{pct}; "
-            f"tool schemas {tools_before} → {tools_after}; {how}).")
+    return (
+        f"First prompt: {before} → {after} tokens ({delta:+d}{pct}; "
+        f"tool schemas {tools_before} → {tools_after}; {how})."
+    )
 
 
 def _example(e: Example | None) -> str:
@@ -138,10 +166,19 @@ def _behaviour(r: DiffReport) -> list[str]:
     tasks = len(r.compared_tasks)
     if not r.behaviour_changed:
         plural = "s" if tasks != 1 else ""
-        return [(f"**No change in behaviour on {r.seeds} seeds** ({span}, {tasks} task{plural} "
-                 "compared: worlds, task instances, gold actions, oracle and probe rewards)."), ""]
-    out = [f"### Behaviour on {r.seeds} seeds ({span}; {tasks} task{'s' if tasks != 1 else ''} in both versions)",
-           "", "| what | differ | example (before → after) |", "|---|---|---|"]
+        return [
+            (
+                f"**No change in behaviour on {r.seeds} seeds** ({span}, {tasks} task{plural} "
+                "compared: worlds, task instances, gold actions, oracle and probe rewards)."
+            ),
+            "",
+        ]
+    out = [
+        f"### Behaviour on {r.seeds} seeds ({span}; {tasks} task{'s' if tasks != 1 else ''} in both versions)",
+        "",
+        "| what | differ | example (before → after) |",
+        "|---|---|---|",
+    ]
     for row in r.behaviour:
         share = f"{row.differ} of {row.compared} {row.unit}"
         out.append(f"| {row.name} | {share} | {_example(row.example) or '—'} |")
@@ -152,6 +189,10 @@ def _behaviour(r: DiffReport) -> list[str]:
 def render_markdown(r: DiffReport) -> str:
     """The whole comment."""
     a, b = r.before, r.after
-    name = code(b.capability) if a.capability == b.capability else f"{code(a.capability)} → {code(b.capability)}"
+    name = (
+        code(b.capability)
+        if a.capability == b.capability
+        else f"{code(a.capability)} → {code(b.capability)}"
+    )
     head = [f"## `tracec diff` {name}", "", f"{code(a.label)} → {code(b.label)}", ""]
     return "\n".join(head + _tasks(r) + _ladder(r) + _settings(r) + _behaviour(r)).rstrip() + "\n"

@@ -45,16 +45,28 @@ def _first_error(result, label: str) -> str:
         return f"{label}: does not compile"
     first = min(errors, key=lambda d: (d.span.line, d.span.column))
     where = f"{label}:{first.span.line}:{first.span.column}" if first.span.line else label
-    more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    more = (
+        f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+        if len(errors) > 1
+        else ""
+    )
     hint = f"; hint: {first.hint}" if first.hint else ""
     text = " ".join(f"{where}: {first.message}{hint}{more}".split())
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-def compile_version(text: str, label: str, tag: str, base_dir: Path | None = None,
-                    display_dir: str = "", spec_path: str | None = None) -> Version:
+def compile_version(
+    text: str,
+    label: str,
+    tag: str,
+    base_dir: Path | None = None,
+    display_dir: str = "",
+    spec_path: str | None = None,
+) -> Version:
     """Compile ``text`` and load its module under a name private to ``tag`` (``old``/``new``)."""
-    result = compile_text(text, label, spec_path=spec_path, base_dir=base_dir, display_dir=display_dir)
+    result = compile_text(
+        text, label, spec_path=spec_path, base_dir=base_dir, display_dir=display_dir
+    )
     if not result.ok or result.code is None or result.ir is None:
         raise DiffError(_first_error(result, label))
     module = load_module_source(result.code, f"tracec_diff_{tag}_{result.ir.name}")
@@ -71,20 +83,30 @@ def from_file(path: Path, tag: str) -> Version:
     except InputError as exc:
         raise DiffError(str(exc)) from None
     parent = str(path.parent)
-    return compile_version(text, str(path), tag, base_dir=path.parent,
-                           display_dir="" if parent == "." else parent, spec_path=display_path(path))
+    return compile_version(
+        text,
+        str(path),
+        tag,
+        base_dir=path.parent,
+        display_dir="" if parent == "." else parent,
+        spec_path=display_path(path),
+    )
 
 
 def _git(args: list[str], cwd: Path, what: str) -> bytes:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S,
-                              check=False)
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
     except FileNotFoundError:
         raise DiffError("--rev needs git, which is not installed (or not on PATH)") from None
     except subprocess.TimeoutExpired:
         raise DiffError(f"{what}: git took longer than {GIT_TIMEOUT_S}s") from None
     if proc.returncode != 0:
-        why = " ".join(proc.stderr.decode("utf-8", "replace").split()) or f"git exited {proc.returncode}"
+        why = (
+            " ".join(proc.stderr.decode("utf-8", "replace").split())
+            or f"git exited {proc.returncode}"
+        )
         why = why.removeprefix("fatal: ")
         raise DiffError(f"{what}: {why[:300]}")
     return proc.stdout
@@ -93,8 +115,10 @@ def _git(args: list[str], cwd: Path, what: str) -> bytes:
 def _show(rev: str, name: str, cwd: Path, limit: int, what: str) -> str:
     size = _git(["cat-file", "-s", f"{rev}:./{name}"], cwd, what).strip()
     if not size.isdigit() or int(size) > limit:
-        raise DiffError(f"{what}: {size.decode('ascii', 'replace')} bytes, more than the {limit} "
-                        "a spec may have")
+        raise DiffError(
+            f"{what}: {size.decode('ascii', 'replace')} bytes, more than the {limit} "
+            "a spec may have"
+        )
     raw = _git(["show", f"{rev}:./{name}"], cwd, what)
     try:
         return decode_bytes(raw, what)
@@ -111,14 +135,20 @@ def check_rev(rev: str) -> str:
 
 def _fragments_at(rev: str, folder: Path, into: Path) -> None:
     """Copy the `*.tracec-frag` files under ``folder`` at ``rev`` into ``into`` (bounded)."""
-    listing = _git(["ls-tree", "-r", "-z", "--name-only", rev, "--", "."], folder, f"{rev}:{folder}")
-    names = [n for n in listing.decode("utf-8", "replace").split("\0") if n.endswith(FRAGMENT_SUFFIX)]
+    listing = _git(
+        ["ls-tree", "-r", "-z", "--name-only", rev, "--", "."], folder, f"{rev}:{folder}"
+    )
+    names = [
+        n for n in listing.decode("utf-8", "replace").split("\0") if n.endswith(FRAGMENT_SUFFIX)
+    ]
     for name in names[: 4 * MAX_USES]:
         if name.startswith(("/", "../")) or "/../" in name:
             continue
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(_show(rev, name, folder, MAX_FRAGMENT_BYTES, f"{rev}:{folder / name}"), encoding="utf-8")
+        target.write_text(
+            _show(rev, name, folder, MAX_FRAGMENT_BYTES, f"{rev}:{folder / name}"), encoding="utf-8"
+        )
 
 
 def from_revision(path: Path, rev: str, tag: str) -> Version:
@@ -133,9 +163,11 @@ def from_revision(path: Path, rev: str, tag: str) -> Version:
     parent = str(path.parent)
     shown = "" if parent == "." else parent
     if not _USES.search(text):
-        return compile_version(text, label, tag, base_dir=None, display_dir=shown,
-                               spec_path=display_path(path))
+        return compile_version(
+            text, label, tag, base_dir=None, display_dir=shown, spec_path=display_path(path)
+        )
     with tempfile.TemporaryDirectory(prefix="tracec-diff-") as tmp:
         _fragments_at(rev, folder, Path(tmp))
-        return compile_version(text, label, tag, base_dir=Path(tmp), display_dir=shown,
-                               spec_path=display_path(path))
+        return compile_version(
+            text, label, tag, base_dir=Path(tmp), display_dir=shown, spec_path=display_path(path)
+        )

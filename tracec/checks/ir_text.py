@@ -11,8 +11,21 @@ from typing import Any
 
 from tracec.compiler import ir as IR
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7,
-         "neg": 8, "atom": 10, "ifelse": 0}
+_PREC = {
+    "or": 1,
+    "and": 2,
+    "not": 3,
+    "cmp": 4,
+    "+": 6,
+    "-": 6,
+    "*": 7,
+    "/": 7,
+    "//": 7,
+    "%": 7,
+    "neg": 8,
+    "atom": 10,
+    "ifelse": 0,
+}
 
 
 def _lit(value: Any) -> str:
@@ -46,7 +59,9 @@ def _gen(e: Any) -> tuple[str, int]:
     if node == "index":
         return f"{_wrap(e.obj, atom)}[{expr_text(e.index)}]", atom
     if node == "call":
-        args = [expr_text(a) for a in e.args] + [f"{k.name} = {expr_text(k.value)}" for k in e.kwargs]
+        args = [expr_text(a) for a in e.args] + [
+            f"{k.name} = {expr_text(k.value)}" for k in e.kwargs
+        ]
         return f"{e.func}({', '.join(args)})", atom
     if node == "call_gen":
         return f"{e.func}({expr_text(e.elt)} {_comp(e.comp)})", atom
@@ -55,9 +70,14 @@ def _gen(e: Any) -> tuple[str, int]:
     if node == "list_comp":
         return f"[{expr_text(e.elt)} {_comp(e.comp)}]", atom
     if node == "dict":
-        return "{" + ", ".join(f"{expr_text(p.key)}: {expr_text(p.value)}" for p in e.pairs) + "}", atom
+        return "{" + ", ".join(
+            f"{expr_text(p.key)}: {expr_text(p.value)}" for p in e.pairs
+        ) + "}", atom
     if node == "dict_comp":
-        return "{" + f"{expr_text(e.pair.key)}: {expr_text(e.pair.value)} {_comp(e.comp)}" + "}", atom
+        return (
+            "{" + f"{expr_text(e.pair.key)}: {expr_text(e.pair.value)} {_comp(e.comp)}" + "}",
+            atom,
+        )
     if node == "unary":
         if e.op == "not":
             return f"not {_wrap(e.operand, _PREC['not'])}", _PREC["not"]
