@@ -133,15 +133,13 @@ def test_gold_argument_change_shows_the_call_and_the_actions(old: Path, tmp_path
     gold = rows["gold"]
     assert gold["differ"] >= 1 and gold["example"]["task"] == "look"
     ex = gold["example"]
-    assert (
-        ex["before"].startswith("get_reservation_details(reservation_id=")
-        and ex["before"] != ex["after"]
-    )
+    assert ex["what"] == "call 1 get_reservation_details: reservation_id"
+    assert ex["before"] != ex["after"] and "(" not in ex["before"]  # the two reservation ids
     assert rows["world"]["differ"] == rows["instance"]["differ"] == 0
     _, md = _diff(str(old), str(new))
     assert (
-        "`get_reservation_details(reservation_id = r.reservation_id)`<br>→<br>"
-        "`get_reservation_details(reservation_id = s.reservation_id)`" in md
+        "− `get_reservation_details(reservation_id = r.reservation_id)`<br>"
+        "+ `get_reservation_details(reservation_id = s.reservation_id)`" in md
     )
 
 

@@ -381,8 +381,31 @@ def _row_example(
     row.example = Example(seed=seed, task=task, what=what or where, before=short(x), after=short(y))
 
 
-def _render_calls(v: Any) -> str:
-    return v if isinstance(v, str) else call_texts(v)
+def gold_difference(a: Any, b: Any) -> tuple[str, str, str]:
+    """Where two gold-call lists first differ: (where, before, after). The same tool at the
+    same place with other arguments names the argument; otherwise the whole calls are shown."""
+    if isinstance(a, str) or isinstance(b, str):
+        return (
+            "",
+            a if isinstance(a, str) else call_texts(a),
+            b if isinstance(b, str) else call_texts(b),
+        )
+    for i in range(max(len(a), len(b))):
+        x, y = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+        if x is not None and y is not None and _same(x, y):
+            continue
+        if x is not None and y is not None and x["name"] == y["name"] and x["args"] and y["args"]:
+            xa, ya = x["args"], y["args"]
+            keys = list(xa) + [k for k in ya if k not in xa]
+            k = next(k for k in keys if k not in xa or k not in ya or not _same(xa[k], ya[k]))
+            vx, vy = xa.get(k, "(absent)"), ya.get(k, "(absent)")
+            return f"call {i + 1} {x['name']}: {k}", short(vx), short(vy)
+        return (
+            f"call {i + 1}",
+            call_texts([x]) if x else "(none)",
+            call_texts([y]) if y else "(none)",
+        )
+    return "", call_texts(a), call_texts(b)  # pragma: no cover - only called when they differ
 
 
 def _render_reward(v: Any) -> str:
@@ -458,7 +481,8 @@ def compare_behaviour(
                 if not _same(a.instance[name], b.instance[name]):
                     _row_example(inst, seed, name, a.instance[name], b.instance[name])
                 if not _same(a.gold[name], b.gold[name]):
-                    _row_example(gold, seed, name, a.gold[name], b.gold[name], render=_render_calls)
+                    where, x, y = gold_difference(a.gold[name], b.gold[name])
+                    _row_example(gold, seed, name, x, y, render=str, what=where)
                 if _reward_differs(a.oracle[name], b.oracle[name]):
                     _row_example(
                         oracle, seed, name, a.oracle[name], b.oracle[name], render=_render_reward

@@ -6,6 +6,8 @@ spec cannot inject markup, mentions or links into the comment.
 
 from __future__ import annotations
 
+import difflib
+
 from tracec.checks.diff import DiffReport, Example, TaskSummary, VersionSummary, short
 from tracec.checks.prompt_size import CHARS_PER_TOKEN
 
@@ -37,6 +39,21 @@ def _items(xs: list[str]) -> str:
         return "—"
     shown = "<br>".join(code(x, 100) for x in xs[:MAX_LIST_ITEMS])
     return shown + (f"<br>… {len(xs) - MAX_LIST_ITEMS} more" if len(xs) > MAX_LIST_ITEMS else "")
+
+
+def _changed_items(before: list[str], after: list[str]) -> str:
+    """A list before -> after, line by line: kept items plain, removed ones `−`, added `+`."""
+    rows: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        a=before, b=after, autojunk=False
+    ).get_opcodes():
+        if op == "equal":
+            rows += [code(x, 100) for x in before[i1:i2]]
+            continue
+        rows += [f"− {code(x, 160)}" for x in before[i1:i2]]
+        rows += [f"+ {code(x, 160)}" for x in after[j1:j2]]
+    more = len(rows) - 2 * MAX_LIST_ITEMS
+    return "<br>".join(rows[: 2 * MAX_LIST_ITEMS]) + (f"<br>… {more} more" if more > 0 else "")
 
 
 def _tasks(r: DiffReport) -> list[str]:
@@ -74,13 +91,9 @@ def _tasks(r: DiffReport) -> list[str]:
                     f"{_num(a.weight)} → {_num(b.weight)} ({_share(a, r.before)} → {_share(b, r.after)})"
                 )
             )
-            gold = (
-                _items(b.gold) if a.gold == b.gold else f"{_items(a.gold)}<br>→<br>{_items(b.gold)}"
-            )
+            gold = _items(b.gold) if a.gold == b.gold else _changed_items(a.gold, b.gold)
             forbid = (
-                _items(b.forbid)
-                if a.forbid == b.forbid
-                else f"{_items(a.forbid)}<br>→<br>{_items(b.forbid)}"
+                _items(b.forbid) if a.forbid == b.forbid else _changed_items(a.forbid, b.forbid)
             )
             what = "changed: " + ", ".join(c.fields)
             out.append(f"| {code(c.name)} | {what} | {weight} | {gold} | {forbid} |")
