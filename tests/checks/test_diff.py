@@ -308,3 +308,29 @@ def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
     assert not _rows(report)["oracle"]["differ"]
     status, out = _diff(str(old), str(new), "--tokenizer", str(tmp_path / "nope"))
     assert status == 1 and "cannot load tokenizer" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "(len(r.flights) + 1) * 2",
+        "len(r.flights) - (len(r.flights) - 1)",
+        "-len(r.flights) + 2 * 3",
+        "sum(f.price for f in r.flights if f.price > 0)",
+        "[f.flight_number for f in r.flights]",
+        '"a" if len(r.flights) > 1 and not (r.status == "cancelled" or False) else "b"',
+        '{"n": len(r.flights), "ids": [1, 2.5, None]}',
+    ],
+)
+def test_ir_text_writes_expressions_back_as_spec_text(expr: str) -> None:
+    from tracec.checks.ir_text import expr_text
+    from tracec.compiler.api import compile_text
+
+    spec = SPEC.replace(
+        "    let s = pick(reservations)\n", f"    let s = pick(reservations)\n    let e = {expr}\n"
+    )
+    spec = spec.replace('\n      use "common/bags.tracec-frag"', "")
+    result = compile_text(spec, "x.tracec")
+    assert result.ok, result.rendered
+    let = next(x for x in result.ir.tasks[0].lets if x.name == "e")
+    assert expr_text(let.value) == expr

@@ -30,7 +30,7 @@ _PREC = {
 
 def _lit(value: Any) -> str:
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return "True" if value else "False"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return repr(value)
@@ -51,7 +51,7 @@ def _gen(e: Any) -> tuple[str, int]:
     if node in {"num", "str", "bool"}:
         return _lit(e.value), atom
     if node == "none":
-        return "none", atom
+        return "None", atom
     if node == "name":
         return e.id, atom
     if node == "attr":
