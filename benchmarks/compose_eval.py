@@ -103,7 +103,7 @@ def main() -> None:
             start = int(args.env_seeds.replace("_", ""))
         except ValueError:
             sys.exit(f"--env-seeds {args.env_seeds!r}: expected `heldout` or an integer start seed")
-        from tracec.targets.seeds import HELDOUT_START, SEED_LIMIT
+        from tracec.core.seeds import HELDOUT_START, SEED_LIMIT
         if not HELDOUT_START <= start <= SEED_LIMIT - args.tasks:
             sys.exit(f"--env-seeds {start}: held-out seeds lie in [{HELDOUT_START}, {SEED_LIMIT})")
     composed = args.composed or [compose_classifier(args.adapters, args.out / "composed_classifier",

@@ -30,21 +30,21 @@ HINT = (
 
 def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
-    def phone_fields() -> dict:  # spec:13
+    def _phone_fields() -> dict:  # spec:13
         return {"low_battery_mode": False, "cellular": True, "wifi": True, "location_service": True}
 
-    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
+    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, _phone_fields)
     people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))  # spec:14
     chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 10, 16))  # spec:15
 
-    def notes_fields() -> dict:  # spec:16
+    def _notes_fields() -> dict:  # spec:16
         return {
             "reminder_timestamp": phone[0]["now"] + rt.randint(rng, 2, 240) * 3600,
             "latitude": None,
             "longitude": None,
         }
 
-    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 5, 8), notes_fields)
+    notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 5, 8), _notes_fields)
     # spec:22
     weekdays = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"]
     return {"phone": phone, "people": people, "chats": chats, "notes": notes, "weekdays": weekdays}
@@ -368,11 +368,7 @@ RULES = (
     Rule(  # spec:111
         1.0,
         "1.0 when state_matches and communicated() and not forbidden_called",
-        lambda o: (
-            o.state_matches
-            and o.communicated(*o.v["_communicate"])
-            and not o.forbidden_called
-        ),
+        lambda o: o.state_matches and o.communicated_all() and not o.forbidden_called,
     ),
     Rule(  # spec:112
         0.5,
@@ -382,7 +378,7 @@ RULES = (
     Rule(  # spec:113
         0.25,
         "0.25 when communicated() and not forbidden_called",
-        lambda o: o.communicated(*o.v["_communicate"]) and not o.forbidden_called,
+        lambda o: o.communicated_all() and not o.forbidden_called,
     ),
     Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:114
 )
@@ -473,6 +469,6 @@ SPEC_LINES = (
     (307, 92, 9), (315, 93, 9), (316, 94, 9), (317, 95, 9), (318, 96, 9), (319, 97, 10),
     (328, 107, 0), (329, 107, 36), (334, 91, 0), (338, 99, 7), (339, 100, 7), (344, 101, 7),
     (348, 102, 7), (349, 91, 0), (352, 105, 12), (356, 91, 0), (357, 106, 10), (362, 91, 0),
-    (365, 0, 0), (368, 111, 14), (377, 112, 14), (382, 113, 15), (387, 114, 0), (388, 0, 0),
-    (400, 25, 0), (401, 52, 0), (402, 70, 0), (403, 91, 0), (404, 0, 0),
+    (365, 0, 0), (368, 111, 14), (373, 112, 14), (378, 113, 15), (383, 114, 0), (384, 0, 0),
+    (396, 25, 0), (397, 52, 0), (398, 70, 0), (399, 91, 0), (400, 0, 0),
 )

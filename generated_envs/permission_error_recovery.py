@@ -33,7 +33,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     year = rt.pick(rng, [2024, 2025])  # spec:17
     today = rt.date_between(rng, str(year) + "-01-05", str(year) + "-06-25")  # spec:18
 
-    def phone_fields() -> dict:  # spec:19
+    def _phone_fields() -> dict:  # spec:19
         return {
             "low_battery_mode": False,
             "now": (
@@ -43,7 +43,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
             ),
         }
 
-    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, phone_fields)
+    phone = rt.spawn(rng, DOMAIN, db, "settings", 1, _phone_fields)
     people = rt.spawn(rng, DOMAIN, db, "contact", rt.randint(rng, 5, 8))  # spec:23
     chats = rt.spawn(rng, DOMAIN, db, "message", rt.randint(rng, 5, 9))  # spec:24
     notes = rt.spawn(rng, DOMAIN, db, "reminder", rt.randint(rng, 3, 6))  # spec:25

@@ -31,7 +31,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     """The `seed` block: generate the world; returns the seed variables."""
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))  # spec:14
 
-    def reservations_fields() -> dict:  # spec:15
+    def _reservations_fields() -> dict:  # spec:15
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -40,7 +40,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         db,
         "reservation",
         rt.randint(rng, 4, 6),
-        reservations_fields,
+        _reservations_fields,
     )
     return {"users": users, "reservations": reservations}
 
@@ -161,7 +161,7 @@ RULES = (
     Rule(  # spec:47
         1.0,
         "1.0 when state_matches and progress == 1 and communicated()",
-        lambda o: o.state_matches and o.progress == 1 and o.communicated(*o.v["_communicate"]),
+        lambda o: o.state_matches and o.progress == 1 and o.communicated_all(),
     ),
     Rule(  # spec:48
         0.3,

@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from tracec.llm.quiet import quiet_libraries
+
 # command name -> ("module:attribute" of a click.Command, one-line help), in pipeline order.
 # The help is here so that `tracec --help` lists commands without importing them (and torch).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,12 +48,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+TRAIN_EXTRA = frozenset({"torch", "transformers", "peft", "trl", "accelerate", "safetensors"})
+TRAIN_HINT = "pip install 'tracec[train]'"
+BUG_HINT = ("this is a tracec bug: please report it with the traceback that "
+            "TRACEC_DEBUG=1 prints (rerun the command with it set)")
+
+
 def one_line_error(exc: BaseException) -> str:
-    """A one-line message for an exception that escaped a command."""
+    """A one-line message for an exception that escaped a command: tracec's own errors as they
+    are, a missing training extra with the install line, anything else as a bug report line."""
     from tracec.files import InputError
 
     if isinstance(exc, InputError):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in TRAIN_EXTRA:
+        return (f"this command needs the training extra ({exc.name} is not installed): "
+                f"{TRAIN_HINT}")
+    if type(exc).__module__.split(".")[0] == "tracec" and str(exc).strip():
+        return " ".join(str(exc).split())
+    if type(exc).__name__ == "SafetensorError":
+        return (f"cannot read a safetensors weight file ({' '.join(str(exc).split())[:200]}): it "
+                "is truncated or not safetensors; save or train it again")
     errors = getattr(exc, "errors", None)
     if callable(errors) and type(exc).__name__ == "ValidationError":  # pydantic
         try:
@@ -65,10 +82,21 @@ def one_line_error(exc: BaseException) -> str:
         text = text[:297] + "..."
     if isinstance(exc, RecursionError):
         return "input nested too deeply"
-    if isinstance(exc, (UnicodeError, ValueError, KeyError, TypeError, OSError)):
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or text}"
+    if isinstance(exc, (UnicodeError, OSError)) or type(exc) is ValueError:
         return f"{type(exc).__name__}: {text}"
-    return (f"internal error: {type(exc).__name__}: {text} "
-            "(set TRACEC_DEBUG=1 for the traceback)")
+    return f"unexpected {type(exc).__name__}: {text}; {BUG_HINT}"
+
+
+PIPE_COLUMNS = 200
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class LazyGroup(click.Group):
@@ -76,6 +104,12 @@ class LazyGroup(click.Group):
     that is not a click exit becomes a one-line ``Error: ...`` (``TRACEC_DEBUG=1``: traceback)."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # rich cuts tables at 80 columns when stdout is not a terminal (a pipe, a file, CI):
+        # give them room there unless the user set COLUMNS
+        quiet_libraries()  # transformers' deprecation warnings and progress bars stay out
+        widened = "COLUMNS" not in os.environ and not _isatty()
+        if widened:
+            os.environ["COLUMNS"] = str(PIPE_COLUMNS)
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
@@ -84,6 +118,9 @@ class LazyGroup(click.Group):
             if os.environ.get("TRACEC_DEBUG"):
                 raise
             raise click.ClickException(one_line_error(exc)) from None
+        finally:
+            if widened:
+                os.environ.pop("COLUMNS", None)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -108,7 +145,7 @@ class LazyGroup(click.Group):
             missing = exc.name or "?"
             hint = ""
             if missing.split(".")[0] in {"torch", "transformers", "peft", "trl", "accelerate"}:
-                hint = "\nhint: training support is an extra: pip install -e '.[train]'"
+                hint = f"; training support is an extra: {TRAIN_HINT}"
             raise click.ClickException(
                 f"`tracec {name}` is unavailable: missing module {missing!r}{hint}"
             ) from None

@@ -14,13 +14,21 @@ import json
 import math
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "JSONLimitError", "Locked", "decode_json", "exclusive_lock", "parse_json", "read_json",
-           "read_jsonl", "read_text", "read_toml", "require_type", "too_deep"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: files are not locked
+    fcntl = None
+
+__all__ = ["CONFIG_BYTES", "DEFAULT_BYTES", "META_BYTES", "RESULTS_BYTES", "SPEC_BYTES", "InputError",
+           "JSONLimitError", "Locked", "decode_json", "exclusive_lock", "parse_json", "read_bytes",
+           "read_json", "read_jsonl", "read_text", "read_toml", "require_regular", "require_type",
+           "too_deep"]
 
 MAX_JSON_DEPTH = 200
 MAX_INT_DIGITS = 4000  # below Python's int-string conversion limit (4300)
@@ -57,19 +65,114 @@ def decode_bytes(raw: bytes, path: Path | str, error: type[Exception] = InputErr
                          "save the file as UTF-8") from None
 
 
-def read_text(path: Path | str, what: str = "file", error: type[Exception] = InputError) -> str:
-    """The UTF-8 text of a file (``error`` when missing, unreadable or not UTF-8; every reader
-    here takes ``error``: the caller's own InputError subclass)."""
-    p = Path(path)
+MiB = 1 << 20
+# size caps per kind of file (TRACEC_MAX_INPUT_MB raises every one of them)
+SPEC_BYTES = 4 * MiB  # a .tracec spec or fragment
+CONFIG_BYTES = 1 * MiB  # a TOML config
+META_BYTES = 16 * MiB  # adapter_config.json, tracec.json, moe.json, manifests
+RESULTS_BYTES = 1024 * MiB  # results, trajectories, tasks files
+DEFAULT_BYTES = 256 * MiB
+SPECIAL_ENV = "TRACEC_READ_SPECIAL"  # =1: also read FIFOs and devices (still capped)
+LIMIT_ENV = "TRACEC_MAX_INPUT_MB"
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n} bytes"
+
+
+def _cap(limit: int | None) -> int:
+    override = os.environ.get(LIMIT_ENV, "").strip()
+    if override:
+        try:
+            mb = float(override)
+        except ValueError:
+            mb = -1.0
+        if math.isfinite(mb) and mb > 0:
+            return int(mb * MiB)
+    return DEFAULT_BYTES if limit is None else limit
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _stat_error(path: Path | str, what: str, exc: OSError, error: type[Exception]) -> Exception:
+    if isinstance(exc, FileNotFoundError):
+        return error(f"{path}: cannot read {what}: no such file")
+    return error(f"{path}: cannot read {what}: {exc.strerror or exc}")
+
+
+def require_regular(path: Path | str, what: str = "file", error: type[Exception] = InputError,
+                    limit: int | None = None) -> os.stat_result:
+    """The stat of ``path`` if it is a regular file within ``limit`` bytes, else ``error``
+    (never opens it: a FIFO or a device is refused at once, without blocking)."""
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{path}: cannot read {what}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{path}: cannot read {what}: it is a directory") from None
+        st = os.stat(path)
     except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    return decode_bytes(raw, path, error)
+        raise _stat_error(path, what, exc, error) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: cannot read {what}: it is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        if os.environ.get(SPECIAL_ENV) == "1":
+            return st
+        raise error(f"{path}: cannot read {what}: it is {_file_kind(st.st_mode)}; tracec reads "
+                    f"regular files only (copy it to a file, or set {SPECIAL_ENV}=1)")
+    cap = _cap(limit)
+    if st.st_size > cap:
+        raise error(f"{path}: {what} is {_size(st.st_size)}, over the {_size(cap)} limit for a "
+                    f"{what} (set {LIMIT_ENV}=<MiB> to raise it)")
+    return st
+
+
+def read_bytes(path: Path | str, what: str = "file", error: type[Exception] = InputError,
+               limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (default 256 MiB); FIFOs and
+    devices are refused before they are opened (``TRACEC_READ_SPECIAL=1`` reads them, capped)."""
+    require_regular(path, what, error, limit)
+    cap = _cap(limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _stat_error(path, what, exc, error) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) and os.environ.get(SPECIAL_ENV) != "1":  # swapped since
+            raise error(f"{path}: cannot read {what}: it is {_file_kind(st.st_mode)}; tracec "
+                        "reads regular files only")
+        if not stat.S_ISREG(st.st_mode):
+            os.set_blocking(fd, True)
+        chunks, total = [], 0
+        while total <= cap:
+            try:
+                chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            except OSError as exc:
+                raise _stat_error(path, what, exc, error) from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > cap:
+        raise error(f"{path}: {what} is over the {_size(cap)} limit for a {what} "
+                    f"(set {LIMIT_ENV}=<MiB> to raise it)")
+    return b"".join(chunks)
+
+
+def read_text(path: Path | str, what: str = "file", error: type[Exception] = InputError,
+              limit: int | None = None) -> str:
+    """The UTF-8 text of a regular file (``error`` when missing, unreadable, not regular, over
+    ``limit`` bytes or not UTF-8; every reader here takes ``error``: the caller's own
+    InputError subclass)."""
+    return decode_bytes(read_bytes(path, what, error, limit), path, error)
 
 
 class JSONLimitError(ValueError):
@@ -210,9 +313,9 @@ def _json_kind(value: Any) -> str:
 
 
 def read_json(path: Path | str, what: str = "JSON file", expect: type | None = None,
-              error: type[Exception] = InputError) -> Any:
+              error: type[Exception] = InputError, limit: int | None = None) -> Any:
     """A JSON file's value (``expect``: the top-level type it must have)."""
-    obj = parse_json(read_text(path, what, error), path, error)
+    obj = parse_json(read_text(path, what, error, limit), path, error)
     if expect is not None:
         try:
             require_type(obj, expect, str(path))
@@ -222,17 +325,19 @@ def read_json(path: Path | str, what: str = "JSON file", expect: type | None = N
 
 
 def read_jsonl(path: Path | str, what: str = "JSONL file",
-               error: type[Exception] = InputError) -> Iterator[tuple[int, Any]]:
+               error: type[Exception] = InputError, limit: int | None = RESULTS_BYTES,
+               ) -> Iterator[tuple[int, Any]]:
     """(line number, value) for every non-blank line of a JSON Lines file."""
-    for i, line in enumerate(read_text(path, what, error).splitlines(), 1):
+    for i, line in enumerate(read_text(path, what, error, limit).splitlines(), 1):
         if line.strip():
             yield i, parse_json(line, path, error, line=i)
 
 
 def read_toml(path: Path | str, what: str = "config",
-              error: type[Exception] = InputError) -> dict[str, Any]:
+              error: type[Exception] = InputError, limit: int | None = CONFIG_BYTES,
+              ) -> dict[str, Any]:
     """A TOML file's table (errors name the file and, where TOML says it, the line)."""
-    text = read_text(path, what, error)
+    text = read_text(path, what, error, limit)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -267,11 +372,8 @@ def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None
     fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
     try:
         try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX: no locking
-            pass
+            if fcntl is not None:  # not POSIX: no locking
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.seek(0)
             holder = fh.read().strip() or "?"

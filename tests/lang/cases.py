@@ -70,6 +70,77 @@ BROKEN: dict[str, str] = {
     "true_lowercase": mutate("let r = pick(reservations)", "let r = pick(x for x in reservations if true)"),
     "spawn_unknown_kind": mutate("users = user[2..3]", "users = passenger[2..3]"),
     "empty_range": mutate("user[2..3]", "user[3..2]"),
+    # types flow through lets, parameters, lists, pick and comprehensions (issue 22)
+    "enum_through_let": mutate("let r = pick(reservations)",
+                               'let cc = "buisness"\n    let r = pick(x for x in reservations if x.cabin == cc)'),
+    "enum_through_parameter": BASE.replace(
+        "task look weight 2 {\n    let r = pick(reservations)",
+        'task look(c) for "economy", "buisness" weight 2 {\n'
+        '    let r = pick(x for x in reservations if x.cabin == c)'),
+    "enum_compared_with_other_enum": mutate(
+        "let r = pick(reservations)",
+        "let u = pick(users)\n    let r = pick(x for x in reservations if x.cabin == u.membership)"),
+    "enum_other_enum_assigned": mutate("{ user_id = pick(users).user_id }",
+                                       "{ user_id = pick(users).user_id, cabin = pick(users).membership }"),
+    "enum_through_pick_list": mutate(
+        "reservations = reservation[3..4] { user_id = pick(users).user_id }",
+        'cabin = pick(["basic_economy", "buisness"])\n'
+        "    reservations = reservation[3..4] { user_id = pick(users).user_id, cabin = cabin }"),
+    "enum_through_seed_list": mutate(
+        "reservations = reservation[3..4] { user_id = pick(users).user_id }",
+        'cabins = ["basic_economy", "buisness"]\n'
+        "    reservations = reservation[3..4] { user_id = pick(users).user_id, cabin = pick(cabins) }"),
+    "enum_through_comprehension": mutate(
+        "let r = pick(reservations)",
+        'let cs = [c for c in ["economy", "busines"]]\n'
+        "    let r = pick(x for x in reservations if x.cabin in cs)"),
+    "enum_literal_in_list_of_enum_values": mutate(
+        "let r = pick(reservations)",
+        'let r = pick(x for x in reservations if "buisness" in [f.flight.dates[f.date].status for f in x.flights])'),
+    "pick_of_empty_list": mutate("let r = pick(reservations)",
+                                 "let none = []\n    let r = pick(reservations)\n    let x = pick(none)")
+    .replace("communicate total", "communicate total, x"),
+    "enum_through_parameter_in_reward": BASE.replace(
+        "task look weight 2 {", 'task look(c) for "economy", "buisness" weight 2 {')
+    .replace('user "Hi, what', 'user "Hi, {c}: what')
+    .replace("1.0 when progress == 1", "1.0 when called(book_reservation, cabin = c) and progress == 1"),
+    "enum_map_key_through_let": mutate(
+        "let total = sum(f.price for f in r.flights)",
+        'let c = "buisness"\n    let total = sum(f.flight.dates[f.date].prices[c] for f in r.flights)'),
+    "fmt_of_record": mutate("reservation {r.reservation_id} cost", "reservation {fmt(r)} cost"),
+    "str_of_map": mutate("reservation {r.reservation_id} cost",
+                         "reservation {str(r.flights[0].flight.dates)} cost"),
+    # parameterised tasks, generated names and gold loops (issue 22)
+    "task_tuple_twice": BASE.replace(
+        "task look weight 2 {\n    let r = pick(reservations)",
+        'task look(c) for "economy", "business", "economy" weight 2 {\n'
+        "    let r = pick(x for x in reservations if x.cabin == c)"),
+    "task_parameter_mixed_kinds": BASE.replace("task look weight 2 {", 'task look(n) for 2, "!" weight 2 {')
+    .replace('user "Hi, what', 'user "Hi {n}, what'),
+    "generated_name_hint": mutate("let total = sum", "let HINT = \"Read it.\"\n    let total = sum")
+    .replace("communicate total", "communicate total, HINT"),
+    "generated_name_distractor_function": mutate("let total = sum", "let distractor_d = 1\n    let total = sum")
+    .replace("communicate total", "communicate total, distractor_d")
+    .replace("  reward {", "  distractor d { say \"I think it was cheap.\" }\n  reward {"),
+    "gold_for_over_text": mutate("gold { get_reservation_details(reservation_id = r.reservation_id) }",
+                                 'gold {\n      for c in r.reservation_id { get_reservation_details(reservation_id = c) }\n    }'),
+    "gold_for_too_many_calls": mutate("reservation[3..4]", "reservation[300..400]").replace(
+        "gold { get_reservation_details(reservation_id = r.reservation_id) }",
+        "gold {\n      for x in reservations { get_reservation_details(reservation_id = x.reservation_id) }\n    }"),
+    # spec variants (issue 22)
+    "variant_declared_twice": mutate("domain airline", "domain airline\n  variant compact { compact_tools }\n"
+                                     "  variant compact { tools [get_reservation_details] }"),
+    "variant_changes_nothing": mutate("domain airline", "domain airline\n  variant compact { }"),
+    "variant_tools_gold_not_listed": mutate("domain airline",
+                                            "domain airline\n  variant small { tools [get_user_details] }"),
+    # join, min_by, max_by (issue 22)
+    "min_by_without_generator": mutate("let total = sum(f.price for f in r.flights)",
+                                       "let total = min_by(r.flights).price"),
+    "min_by_key_not_comparable": mutate("let total = sum(f.price for f in r.flights)",
+                                        "let total = max_by(f for f in r.flights).price"),
+    "join_of_records": mutate("reservation {r.reservation_id} cost", "reservation {join(r.flights)} cost"),
+    "join_separator_not_text": mutate("reservation {r.reservation_id} cost",
+                                      "reservation {join([f.flight_number for f in r.flights], 1)} cost"),
     # prompt budget: `tools [...]`, `policy ...`, `compact_tools`
     "tools_unknown_name": mutate("domain airline", "domain airline\n  tools [get_reservation_detail]"),
     "tools_gold_not_listed": mutate("domain airline", "domain airline\n  tools [get_user_details]"),

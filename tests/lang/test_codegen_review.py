@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tracec.compiler.api import compile_file
+from tests.lang.cases import BASE
+from tracec.compiler.api import compile_file, compile_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.tracec"))
@@ -57,3 +58,9 @@ def test_top_level_distractors_are_functions_called_by_every_task() -> None:
     assert "# distractor `stranger`" not in res.code
     assert res.code.count("user_text = distractor_stranger(") == len(res.ir.tasks)
 
+
+
+def test_header_names_what_to_regenerate_with() -> None:
+    """`Regenerate:` gives the spec's folder, or for a spec without one, the spec itself."""
+    assert "Regenerate: tracec compile specs/\n" in compile_text(BASE, "specs/demo.tracec").code
+    assert "Regenerate: tracec compile demo.tracec\n" in compile_text(BASE, "demo.tracec").code

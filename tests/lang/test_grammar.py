@@ -61,7 +61,7 @@ def test_interpolation_parts_and_spans() -> None:
     user = cap.tasks[0].user
     assert user is not None
     assert [p if isinstance(p, str) else type(p).__name__ for p in user.parts] == [
-        "Hi ", "Attr", ", reservation ", "Attr", ": total? {literal braces}"]
+        "Hi ", "Attr", ", reservation ", "Attr", ": total? {literal braces} ", "Attr", " ", "Attr"]
     first = user.parts[1]
     line = SPEC.read_text().splitlines()[first.span.line - 1]
     assert line[first.span.column - 1:first.span.end_column - 1] == "owner.name.first_name"

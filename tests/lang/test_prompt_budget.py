@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 from tests.lang.cases import BASE, mutate
-from tracec.compiler.api import compile_text
+from tracec.compiler.api import compile_file, compile_text
 from tracec.domains import get_domain
 from tracec.domains import policy as P
 from tracec.domains.compact import compact_parameters, compact_schema, first_sentence
@@ -243,23 +242,75 @@ def test_shipped_compact_spec_registers_and_shows_its_budget() -> None:
     assert len(info["tools"]) == 4 and "description" in str(info["tools"][0]["function"]["parameters"])
 
 
-def _without_budget(text: str, name: str) -> str:
-    """A spec's text without its leading comments and prompt-budget lines, under ``name``."""
-    lines = text.split("\n")
-    while lines and lines[0].startswith("#"):
-        lines.pop(0)
-    kept = [ln for ln in lines if not re.match(r"\s*(tools \[|policy |compact_tools\s*$)", ln)]
-    return re.sub(r"^capability \w+ \{", f"capability {name} {{", "\n".join(kept), count=1,
-                  flags=re.MULTILINE)
+VARIANT_SPEC = mutate("domain airline", """domain airline
+  variant compact {
+    tools [get_reservation_details, cancel_reservation]
+    policy sections ["Cancel flight"]
+    compact_tools
+  }""")
 
 
-def test_shipped_compact_variants_differ_from_their_spec_only_in_the_budget() -> None:
+def test_a_variant_compiles_to_a_second_env_with_the_same_worlds() -> None:
+    """`variant compact { ... }`: env `demo_compact`, its prompt budget, every world and task
+    instance the capability's own."""
+    result = compile_text(VARIANT_SPEC, "specs/demo.tracec")
+    assert result.ok, result.rendered
+    assert [v.ir.name for v in result.variants] == ["demo_compact"]
+    variant = result.variants[0]
+    assert "Source: specs/demo.tracec" in variant.code
+    full, small = env_class(result.module)(), env_class(variant.module)()
+    assert small.compact_tools and not full.compact_tools
+    for seed in range(10):
+        _, info_full = full.reset(seed=seed)
+        _, info_small = small.reset(seed=seed)
+        assert full.db == small.db
+        assert (full.instance.user, full.instance.gold, full.instance.values) == \
+            (small.instance.user, small.instance.gold, small.instance.values)
+        assert len(info_small["tools"]) == 2 < len(info_full["tools"])
+
+
+def test_variant_inherits_the_budget_it_does_not_give() -> None:
+    spec = mutate("domain airline", "domain airline\n  tools [get_reservation_details]\n"
+                  "  variant compact { compact_tools }")
+    result = compile_text(spec, "specs/demo.tracec")
+    assert result.ok, result.rendered
+    cap = env_class(result.variants[0].module).capability
+    assert cap.tool_names == ("get_reservation_details",) and cap.compact_tools
+
+
+def test_a_variant_is_checked_against_its_own_budget() -> None:
+    spec = mutate("domain airline", "domain airline\n  variant small { tools [get_user_details] }")
+    result = compile_text(spec, "specs/demo.tracec")
+    assert not result.ok and not result.variants
+    assert "specs/demo.tracec:13:12: error: tool `get_reservation_details` is not in variant " \
+           "`small`'s `tools` list" in result.rendered
+
+
+def test_shipped_specs_use_variants_not_copies() -> None:
     specs = Path("specs")
-    pairs = [(p, specs / (p.stem[: -len("_compact")] + ".tracec"))
-             for p in sorted(specs.glob("*_compact.tracec"))]
-    pairs = [(c, f) for c, f in pairs if f.exists()]
-    assert len(pairs) >= 4
-    for compact, full in pairs:
-        name = full.stem
-        assert _without_budget(compact.read_text(), name) == _without_budget(full.read_text(), name), compact
-        assert "compact_tools" in compact.read_text() and "tools [" in compact.read_text()
+    for p in sorted(specs.glob("*_compact.tracec")):
+        assert not (specs / (p.stem[: -len("_compact")] + ".tracec")).exists(), \
+            f"{p} copies a spec: declare `variant compact {{ ... }}` in it instead"
+    with_variant = [p for p in sorted(specs.glob("*.tracec")) if "variant compact {" in p.read_text()]
+    assert len(with_variant) >= 4
+    for p in with_variant:
+        assert Path("generated_envs", p.stem + "_compact.py").exists()
+
+
+@pytest.mark.parametrize("name", ["multi_step_task_completion", "precondition_verification",
+                                  "structured_data_reasoning", "tool_calling_precision"])
+def test_shipped_compact_variant_has_its_spec_s_worlds(name: str) -> None:
+    """Replaces the copies kept equal by hand: the variant env draws the spec's own worlds and
+    task instances, seed for seed; only what the agent is shown is smaller."""
+    result = compile_file(Path("specs") / f"{name}.tracec")
+    assert result.ok, result.rendered
+    (variant,) = result.variants
+    assert variant.ir.name == f"{name}_compact"
+    full, small = env_class(result.module)(), env_class(variant.module)()
+    for seed in range(6):
+        _, info_full = full.reset(seed=seed)
+        _, info_small = small.reset(seed=seed)
+        assert full.db == small.db
+        assert (full.instance.task, full.instance.user, full.instance.gold) == \
+            (small.instance.task, small.instance.user, small.instance.gold)
+        assert len(info_small["tools"]) < len(info_full["tools"])

@@ -154,3 +154,47 @@ def test_parameter_tuples_are_bounded() -> None:
     result = _compile(spec)
     assert not result.ok
     assert "task `cancel_some` has 70 parameter tuples (at most 64)" in result.rendered
+
+
+def test_task_level_distractor_inside_a_parameterised_task() -> None:
+    """Each instance of the task runs its distractor; it is declared once, not twice."""
+    spec = SPEC.replace("    gold {", '    distractor twin { clone pick(rs) with cabin = "economy" }\n'
+                        "    gold {")
+    result = _compile(spec)
+    assert result.ok, result.rendered
+    env = env_class(result.module)()
+    env.reset(seed=0, options={"task": "cancel_some_3_three"})
+    assert env.instance.distractors == ("twin",)
+    assert len(env.db["reservations"]) > len(env.instance.values["rs"])
+
+
+def test_instances_are_numbered_when_the_values_make_no_distinct_names() -> None:
+    for header in ['task cancel_some(n, word) for (2, "!"), (3, "three")',
+                   'task cancel_some(n, word) for (2, "a b"), (2, "a_b")']:
+        result = _compile(SPEC.replace('task cancel_some(n, word) for (2, "two"), (3, "three")',
+                                       header))
+        assert result.ok, result.rendered
+        assert [t.name for t in result.ir.tasks] == ["cancel_some_1", "cancel_some_2"]
+
+
+def test_seed_name_ending_in_fields_beside_a_field_block() -> None:
+    """`X_fields` next to a field-block seed `X`: the generated field function cannot clash."""
+    spec = SPEC.replace("    users = user[1]", "    users = user[1]\n    reservations_fields = 3") \
+        .replace("{word}", "{word} {reservations_fields}")
+    result = _compile(spec)
+    assert result.ok, result.rendered
+    env = env_class(result.module)()
+    for seed in range(3):
+        env.reset(seed=seed)
+        assert "three 3:" in env.instance.user or "two 3:" in env.instance.user
+
+
+def test_gold_loop_bound_counts_what_is_sampled() -> None:
+    """`sample(xs, 1..3)` holds at most 3 elements, however many `xs` has."""
+    big = SPEC.replace("reservation[3..4]", "reservation[300..400]")
+    assert _compile(big).ok, _compile(big).rendered  # sample(reservations, n): n is 2 or 3
+    loop_all = big.replace("let rs = sample(reservations, n)", "let rs = shuffle(reservations)")
+    result = _compile(loop_all)
+    assert not result.ok
+    assert "error: the gold calls may number 800 here (at most 200 per task): `rs` holds up " \
+           "to 400 elements" in result.rendered

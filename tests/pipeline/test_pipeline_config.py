@@ -91,6 +91,23 @@ def test_report_of_a_run_that_has_not_started(tmp_path):
     assert "- **baseline**: not run yet." in text
 
 
+def test_runner_and_report_read_one_stage_registry(tmp_path):
+    """The report's stage table and failure list name every registered stage, in run order."""
+    from tracec.pipeline import registry, runner
+
+    assert runner.STAGES is registry.STAGES
+    cfg = parse_config({}, tmp_path)
+    (tmp_path / "run_config.json").write_text(cfg.model_dump_json())
+    text = write_report(tmp_path).read_text()
+    table = [line.split("|")[1].strip() for line in text.split("## Stages\n", 1)[1].split("\n## ")[0]
+             .splitlines() if line.startswith("|") and "not run" in line]
+    assert table == list(registry.STAGE_NAMES)
+    failures = text.split("## What failed and why\n", 1)[1]
+    assert [n for n in registry.STAGE_NAMES if f"**{n}**: not run yet" in failures] == list(registry.STAGE_NAMES)
+    with pytest.raises(ValueError, match="unknown stage 'nope': stages are baseline, analyze"):
+        registry.stage("nope")
+
+
 @pytest.mark.parametrize("name", ["cancel_on_request_compact", "reservation_amount_compact"])
 def test_cpu_demo_specs_compile_and_pass_their_checks(name):
     from tracec.checks.run import run_checks

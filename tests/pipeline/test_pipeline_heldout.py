@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.pipeline.helpers import tiny_run_config
+from tracec.core.seeds import HELDOUT_START
 from tracec.pipeline.config import parse_config
 from tracec.pipeline.manifest import read_manifest
 from tracec.pipeline.report import write_report
 from tracec.pipeline.runner import run_pipeline
-from tracec.targets.seeds import HELDOUT_START
 
 ENVS = ["datetime_reasoning", "permission_error_recovery"]
 

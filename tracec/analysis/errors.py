@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import click
+
 from tracec.files import InputError
 
 
@@ -11,6 +13,4 @@ class AnalysisError(InputError):
 
 def warn(message: str) -> None:
     """A warning for the user on stderr (``warning: ...``), one line."""
-    import click
-
     click.echo(f"warning: {message}", err=True)

@@ -226,9 +226,34 @@ def _build(
         raise AnalysisError(f"{where}: {_first_error(exc)}") from None
 
 
+def _sibling_tau2_tasks(path: Path) -> dict[str, dict[str, Any]]:
+    """``tau2:<domain>`` -> task id -> task, from the τ² results files ``tracec eval`` writes
+    next to its ``trajectories.jsonl`` (they hold the tasks: no --tasks needed)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in sorted(Path(path).parent.glob("tau2_*_results.json")):
+        if not f.is_file():
+            continue
+        data = files.read_json(f, "τ² results file", error=AnalysisError, limit=files.RESULTS_BYTES)
+        domain = f.name.removeprefix("tau2_").removesuffix("_results.json")
+        tasks = data.get("tasks") if isinstance(data, dict) else None
+        if isinstance(tasks, list):
+            out[f"tau2:{domain}"] = {str(t.get("id")): t for t in tasks if isinstance(t, dict)}
+    return out
+
+
 def read_jsonl(path: Path, env: str | None = None) -> list[Trajectory]:
-    return [from_jsonl_record(rec, f"{path}:{lineno}", f"{Path(path).stem}:{lineno}", env)
-            for lineno, rec in files.read_jsonl(path, "trajectory file", AnalysisError)]
+    records = [(lineno, rec) for lineno, rec in files.read_jsonl(path, "trajectory file", AnalysisError)]
+    siblings = _sibling_tau2_tasks(path) if any(
+        isinstance(r, dict) and str(r.get("env", "")).startswith("tau2:") for _, r in records) else {}
+    out = []
+    for lineno, rec in records:
+        where = f"{path}:{lineno}"
+        t = from_jsonl_record(rec, where, f"{Path(path).stem}:{lineno}", env)
+        task = siblings.get(t.env, {}).get(t.task_id)
+        if task is not None and t.gold_actions() is None:
+            t.info["gold_actions"], t.info["communicate_info"] = _tau2_gold(task, f"{where}: task {t.task_id}")
+        out.append(t)
+    return out
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -255,11 +280,12 @@ def load_trajectories(path: Path | str, fmt: str = "auto", env: str | None = Non
     path = Path(path)
     if fmt not in FORMATS:
         raise AnalysisError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if not path.is_file():
-        raise AnalysisError(f"{path}: no such file")
+    if path.is_dir() and (path / "trajectories.jsonl").is_file():  # a `tracec eval --out` folder
+        path = path / "trajectories.jsonl"
+    files.require_regular(path, "trajectory file", AnalysisError, files.RESULTS_BYTES)
     if fmt == "jsonl" or (fmt == "auto" and path.suffix == ".jsonl"):
         return read_jsonl(path, env)
-    data = files.read_json(path, "trajectory file", error=AnalysisError)
+    data = files.read_json(path, "trajectory file", error=AnalysisError, limit=files.RESULTS_BYTES)
     kind = detect_format(path, data) if fmt == "auto" else fmt
     if kind == "tau2":
         if not isinstance(data, dict):

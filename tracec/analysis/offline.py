@@ -20,6 +20,7 @@ from tracec.analysis.candidates import Candidate
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.runs import LabelRun, build_run
 from tracec.analysis.trajectory import GoldAction, Trajectory
+from tracec.domains import get_domain
 
 READ_PREFIXES = ("get_", "search_", "list_", "find_", "calculate", "think", "transfer_", "lookup")
 ID_ARG = re.compile(r"(^|_)id$")
@@ -33,8 +34,6 @@ Label = str  # "NA" | "PRESENT" | "LACKING"
 def is_write(name: str, env: str) -> bool:
     """Whether a tool mutates state: the domain's flag when the domain is known, else by name."""
     try:
-        from tracec.domains import get_domain
-
         tool = get_domain(env).tools.get(name)
         if tool is not None:
             return bool(tool.writes)
@@ -103,11 +102,6 @@ class Evidence:
         self.gold_writes = [g for g in gold or [] if is_write(g.name, t.env)]
         self.tool_text = [(i, m.content or "") for i, m in enumerate(t.messages) if m.role == "tool"]
         self.assistant_text = [m.content for m in t.messages if m.role == "assistant" and m.content]
-
-    def matched_gold(self) -> list[bool]:
-        """Per gold write: did the agent make that call (name and arguments)?"""
-        return [any(n == g.name and _args_match(g.arguments, a) for _, n, a in self.writes)
-                for g in self.gold_writes]
 
 
 def executes_required_actions(e: Evidence) -> Label:

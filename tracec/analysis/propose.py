@@ -6,17 +6,22 @@ Specs that never pass are reported, never written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
+from tracec import files
 from tracec.analysis.aggregate import Selection
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.prompts import load_prompt
+from tracec.checks import run_checks
+from tracec.compiler.api import compile_text
+from tracec.domains import get_domain
+from tracec.domains.describe import describe_text
 from tracec.llm.client import LLMError
 
-SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.S)
+SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 @dataclass
@@ -38,20 +43,17 @@ def load_language_reference(path: Path | None = None) -> str:
     candidates.append(Path(__file__).resolve().parents[2] / "docs" / "language.md")
     for c in candidates:
         if c is not None and c.is_file():
-            return c.read_text(encoding="utf-8")
+            return files.read_text(c, "language reference", error=AnalysisError)
     raise AnalysisError(
         "the tracec language reference (docs/language.md) was not found; pass --language PATH")
 
 
 def domain_tools_text(domain: str) -> str:
     """What `tracec describe DOMAIN` prints: tools, entities, references, enums, generators."""
-    from tracec.domains import get_domain
-
     try:
         dom = get_domain(domain)
     except (KeyError, ModuleNotFoundError):
         raise AnalysisError(f"unknown domain {domain!r}") from None
-    from tracec.domains.describe import describe_text
 
     return describe_text(dom)
 
@@ -62,14 +64,10 @@ def extract_spec(reply: str) -> str:
 
 
 def _default_compile(text: str, path: str):
-    from tracec.compiler.api import compile_text
-
     return compile_text(text, path)
 
 
 def _default_check(capability, seeds: int):
-    from tracec.checks import run_checks
-
     return run_checks(capability, seeds=seeds)
 
 

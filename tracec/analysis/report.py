@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tracec.analysis.aggregate import Selection
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 
 def selection_table(entries: list[Selection], title: str = "Capabilities") -> Table:
+    from rich.table import Table
+
     table = Table(title=title)
     for col, justify in (("capability", "left"), ("Cov", "right"), ("Δ", "right"),
                          ("runs passed", "right"), ("selected", "center"),
@@ -29,6 +33,8 @@ def selection_table(entries: list[Selection], title: str = "Capabilities") -> Ta
 
 
 def print_selection(entries: list[Selection], console: Console | None = None) -> None:
+    from rich.console import Console
+
     (console or Console()).print(selection_table(entries))
 
 

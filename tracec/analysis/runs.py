@@ -8,6 +8,7 @@ A run: ``{"attempt": n, "totals": {"total_failed", "total_passed"},
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,6 @@ def build_run(
 
 
 def _natural_key(s: str) -> tuple:
-    import re
-
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
 
 

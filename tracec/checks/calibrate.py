@@ -20,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tracec.harness.agents import make_agent, parse_agent_spec
 from tracec.harness.resolve import env_class
+from tracec.harness.runner import Job, run_jobs
 
 TOL = 1e-9
 PASS_KS = (1, 4, 8, 16)
@@ -224,8 +226,6 @@ def calibrate(
     Episodes run through :func:`tracec.harness.runner.run_jobs`, ``batch_size`` (default
     ``samples``) in flight. ``success`` defaults to the env's top reward level.
     """
-    from tracec.harness.runner import Job, run_jobs
-
     start = time.perf_counter()
     cls = env_class(capability)
     cap = cls.capability
@@ -255,8 +255,6 @@ def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
 
     Raises ``AgentSpecError`` for a malformed spec; loading errors propagate.
     """
-    from tracec.harness.agents import make_agent, parse_agent_spec
-
     kind, _ = parse_agent_spec(spec)
     if kind == "openai":
         opts: dict[str, Any] = {"temperature": temperature, "max_tokens": max_new_tokens,

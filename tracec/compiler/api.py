@@ -9,16 +9,18 @@ import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tracec.compiler import codegen
 from tracec.compiler.ir import CapabilityIR
 from tracec.compiler.lower import lower
 from tracec.core.diagnostics import Diagnostic, Span, SpecError, did_you_mean, render_all
 from tracec.domains import DOMAIN_MODULES, Domain, get_domain
-from tracec.files import InputError, decode_bytes
+from tracec.files import SPEC_BYTES, InputError, decode_bytes, read_bytes
 from tracec.lang import fragments
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
+from tracec.lang.variants import variant_capabilities
 
 SPEC_SUFFIX = ".tracec"
 
@@ -34,6 +36,7 @@ class CompileResult:
     ir: CapabilityIR | None = None
     code: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    variants: list[CompileResult] = field(default_factory=list)  # `variant NAME { ... }` envs
     _module: types.ModuleType | None = None
 
     @property
@@ -84,6 +87,7 @@ def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None,
     ``path``) is the stable name written into the generated module; ``base_dir`` is the folder
     that `use "..."` fragments are read from (None: `use` is an error), ``display_dir`` that
     folder as the user typed it."""
+    text = fragments.lf_lines(text)  # a CR-only (old Mac) file: lines the parser counts
     result = CompileResult(path=path, source=text)
     expanded = fragments.expand(text, base_dir, display_dir)
     if expanded.errors:
@@ -119,7 +123,39 @@ def compile_text(text: str, path: str = "<spec>", spec_path: str | None = None,
             ir.spec_sha256 = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         result.ir = ir
         result.code = codegen.generate_module(ir)
+        _compile_variants(result, cap, source, spec_path or path, domain, origins)
     return result
+
+
+def _compile_variants(result: CompileResult, cap: Any, source: str, spec_path: str,
+                      domain: Domain, origins: list | None) -> None:
+    """Each `variant` of a compiled capability as one more result (`result.variants`); their
+    problems (not already reported for the capability) go to ``result``'s diagnostics."""
+    caps, diags = variant_capabilities(cap)
+    known = {(d.severity, d.code, d.span.line, d.span.column, d.message)
+             for d in result.diagnostics}
+    result.diagnostics.extend(_placed(diags, origins))
+    variants = []
+    for vcap in caps:
+        vres = CompileResult(path=result.path, source=result.source)
+        checked, vdiags = check(vcap, source, spec_path, domain)
+        result.diagnostics.extend(
+            d for d in _placed(vdiags, origins)
+            if (d.severity, d.code, d.span.line, d.span.column, d.message) not in known)
+        if checked is None:
+            continue
+        vres.ir = lower(checked, origins)
+        assert result.ir is not None
+        vres.ir.spec_sha256 = result.ir.spec_sha256
+        vres.code = codegen.generate_module(vres.ir)
+        variants.append(vres)
+    if not any(d.severity == "error" for d in result.diagnostics):
+        result.variants = variants
+
+
+def with_variants(results: list[CompileResult]) -> list[CompileResult]:
+    """Each result followed by its variants' (one per env)."""
+    return [x for r in results for x in [r, *r.variants]]
 
 
 def find_specs(paths: list[Path]) -> list[Path]:
@@ -148,10 +184,12 @@ def compile_file(path: Path | str) -> CompileResult:
     path = Path(path)
     shown = display_path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
+        raw = read_bytes(path, "spec", limit=SPEC_BYTES)  # regular files only, size-capped
+    except InputError as exc:
+        message = str(exc).split(": ", 1)[-1] if str(exc).startswith(str(path)) else str(exc)
+        message = message.removeprefix("cannot read spec: ")
         return CompileResult(path=str(path), source="", diagnostics=[Diagnostic(
-            message=f"cannot read spec: {exc.strerror or exc}", span=Span(), code="E250")])
+            message=f"cannot read spec: {message}", span=Span(), code="E250")])
     try:
         text = decode_bytes(raw, shown)  # UTF-8 (a BOM is dropped); UTF-16 etc. are errors
     except InputError as exc:
@@ -192,7 +230,7 @@ def load_module_source(code: str, module_name: str) -> types.ModuleType:
 
 def build_modules(paths: list[Path]) -> list[types.ModuleType]:
     """Compile spec files/folders and load their env modules (CompileFailed on errors)."""
-    results = [compile_file(p) for p in find_specs(paths)]
+    results = with_variants([compile_file(p) for p in find_specs(paths)])
     if not results:
         raise CompileFailed(f"no {SPEC_SUFFIX} files in {', '.join(map(str, paths))}")
     check_unique_names(results)

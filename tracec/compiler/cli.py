@@ -100,14 +100,14 @@ def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_i
             sys.exit(1)
         if not as_json:
             console.print(f"[green]ok[/]: {out_dir}/ is up to date with "
-                          f"{len(bp.results)} spec(s)")
+                          f"{_counted(bp.results)}")
         return
     changed = build.write(bp, out_dir)
     summary["changed"] = changed
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
-    table = Table(title=f"compiled {len(bp.results)} spec(s) in {elapsed * 1000:.0f} ms")
+    table = Table(title=f"compiled {_counted(bp.results)} in {elapsed * 1000:.0f} ms")
     for col in ("spec", "domain", "tasks", "reward levels", "env id"):
         table.add_column(col, no_wrap=True)
     for r in bp.results:
@@ -118,6 +118,13 @@ def compile_cmd(paths: tuple[Path, ...], out_dir: Path, check_only: bool, emit_i
     console.print(f"wrote {len(changed)} changed file(s) to {out_dir}/" if changed
                   else f"{out_dir}/ already up to date")
     console.print(f"next: tracec check {out_dir}/")
+
+
+def _counted(results: list) -> str:
+    """`7 spec(s)`, or `11 env(s) from 7 spec(s)` when specs declare variants."""
+    specs = len({r.path for r in results})
+    return f"{specs} spec(s)" if specs == len(results) else \
+        f"{len(results)} env(s) from {specs} spec(s)"
 
 
 @click.command("schema")

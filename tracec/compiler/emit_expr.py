@@ -107,7 +107,7 @@ class ExprGen:
         if e.func == "communicated":
             vals = ", ".join(self.gen(a) for a in e.args)
             if not vals:  # every value the task lists under `communicate`
-                return 'o.communicated(*o.v["_communicate"])', PREC["atom"]
+                return "o.communicated_all()", PREC["atom"]
             return f"o.communicated({vals})", PREC["atom"]
         if e.func == "called":
             tool = e.args[0].id  # type: ignore[union-attr]
@@ -141,6 +141,8 @@ class ExprGen:
             return f"next(({elt} {comp}), None)", PREC["atom"]
         if e.func == "count":
             return f"sum(1 {comp})", PREC["atom"]
+        if e.func in ("min_by", "max_by"):  # (key, element) pairs
+            return f"rt.{e.func}([({elt}, {e.comp.var}) {comp}])", PREC["atom"]
         b = BUILTINS[e.func]
         if b.needs_rng:
             return f"{b.runtime}(rng, [{elt} {comp}])", PREC["atom"]

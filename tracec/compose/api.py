@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from tracec import files
 from tracec.compose.classify import generate_classified
 from tracec.compose.model import (
     FORMAT,
@@ -185,7 +186,9 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
     if not (root / "moe.json").is_file():
         raise ComposeError(f"{root}: not a composed model (no moe.json)")
     try:
-        config = MoeConfig.model_validate_json((root / "moe.json").read_text())
+        config = MoeConfig.model_validate_json(files.read_text(root / "moe.json", "moe.json",
+                                                               error=ComposeError,
+                                                               limit=files.META_BYTES))
     except ValueError as exc:
         raise ComposeError(f"{root / 'moe.json'}: invalid ({exc})") from None
     if config.format != FORMAT:

@@ -179,6 +179,19 @@ def classify(cm: ComposedModel, messages: list[dict], spec: ClassifierSpec | Non
                               weights=[round(w, 6) for w in weights], chosen=chosen)
 
 
+def cached_classification(cm: ComposedModel, messages: list[dict],
+                          spec: ClassifierSpec | None = None):
+    """:func:`classify` of the conversation's task, once per task prompt (cached on ``cm``)."""
+    cache = cm.__dict__.setdefault("_classifier_cache", {})
+    key = hashlib.sha256(json.dumps([task_text(messages, 10**6), (spec or ClassifierSpec()).model_dump()],
+                                    ensure_ascii=False).encode()).hexdigest()
+    if key not in cache:
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = classify(cm, messages, spec)
+    return cache[key]
+
+
 def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
                         tools: list[dict] | None = None, max_new_tokens: int = 256,
                         temperature: float = 0.0, seed: int | None = None,
@@ -190,16 +203,9 @@ def generate_classified(cm: ComposedModel, batch_messages: list[list[dict]],
     model keeps the KV cache of the prompt prefix they share per merge (the system prompt and
     tools), so later turns and batches do not prefill it again.
     """
-    cache = cm.__dict__.setdefault("_classifier_cache", {})
     groups: dict[tuple[float, ...], list[int]] = {}
     for i, messages in enumerate(batch_messages):
-        key = hashlib.sha256(json.dumps([task_text(messages, 10**6), (spec or ClassifierSpec()).model_dump()],
-                                        ensure_ascii=False).encode()).hexdigest()
-        if key not in cache:
-            if len(cache) > 4096:
-                cache.clear()
-            cache[key] = classify(cm, messages, spec)
-        groups.setdefault(tuple(cache[key].weights), []).append(i)
+        groups.setdefault(tuple(cached_classification(cm, messages, spec).weights), []).append(i)
     out = [""] * len(batch_messages)
     for weights, idx in groups.items():
         batch = [batch_messages[i] for i in idx]

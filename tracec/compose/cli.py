@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,13 @@ def _routing_table(stats: Any, title: str):
     return table
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan, which a FloatRange lets through."""
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("must be a finite number, not nan")
+    return value
+
+
 @click.command("compose")
 @click.argument("adapters", nargs=-1, type=click.Path(file_okay=False))
 @click.option("--data", "data", multiple=True, type=click.Path(dir_okay=False),
@@ -60,8 +68,8 @@ def _routing_table(stats: Any, title: str):
 @click.option("--epochs", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--max-steps", type=click.IntRange(1), help="Stop after this many optimiser steps.")
 @click.option("--batch-size", default=4, show_default=True, type=click.IntRange(1))
-@click.option("--lr", default=5e-3, show_default=True, type=float)
-@click.option("--alpha", default=1e-2, show_default=True, type=float, help="Load-balancing loss weight.")
+@click.option("--lr", default=5e-3, show_default=True, type=click.FloatRange(0, 10, min_open=True), callback=_finite)
+@click.option("--alpha", default=1e-2, show_default=True, type=click.FloatRange(0, 1000), callback=_finite, help="Load-balancing loss weight.")
 @click.option("--lb-over", type=click.Choice(["experts", "all"]), default="experts", show_default=True,
               help="Load balancing over the N experts, or over all N+1 slots (with 'no adapter').")
 @click.option("--warmup", type=click.Choice(["dense", "top2", "none"]), default="dense", show_default=True,
@@ -77,9 +85,9 @@ def _routing_table(stats: Any, title: str):
 @click.option("--max-memory", "max_memory", type=click.FloatRange(0, min_open=True),
               help="GiB a gate step may use beyond the model (default: the RAM available at start); "
                    "a batch estimated above it stops with an error before training.")
-@click.option("--z-loss", "z_coef", default=0.0, show_default=True, type=float, help="Router z-loss weight.")
+@click.option("--z-loss", "z_coef", default=0.0, show_default=True, type=click.FloatRange(0, 1000), callback=_finite, help="Router z-loss weight.")
 @click.option("--max-length", default=1024, show_default=True, type=click.IntRange(8))
-@click.option("--min-reward", type=float, help="Train on reward ≥ this instead of success=true.")
+@click.option("--min-reward", type=click.FloatRange(-1e6, 1e6), callback=_finite, help="Train on reward ≥ this instead of success=true.")
 @click.option("--holdout", default=0.1, show_default=True, type=click.FloatRange(0, 0.5),
               help="Share of trajectories held out for the CE comparison (≥10 trajectories).")
 @click.option("--seed", default=0, show_default=True, type=int)

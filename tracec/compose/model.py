@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,8 @@ from pydantic import BaseModel, Field
 from torch import nn
 
 from tracec import files
+from tracec.llm.adapters import check_adapter_dir, check_base_model
+from tracec.llm.local import resolve_model
 
 FORMAT = "tracec-moe/1"
 NONE_SLOT = "<none>"
@@ -125,6 +126,7 @@ def adapter_weights_file(adapter_dir: Path) -> Path:
 def describe_adapter(adapter_dir: str | Path) -> AdapterRef:
     """Read an adapter folder's identity: name, capability (tracec.json) and weight hash."""
     path = Path(adapter_dir).expanduser().resolve()
+    _check_adapter_config(path)
     weights = adapter_weights_file(path)
     meta: dict[str, Any] = {}
     if (path / "tracec.json").is_file():
@@ -672,8 +674,13 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
     refs = refs or [describe_adapter(d) for d in adapter_dirs]
     if len({r.sha256 for r in refs}) != len(refs):
         raise ComposeError("the same adapter weights are given twice")
+    try:
+        base_path: str | None = resolve_model(base_name)
+    except (RuntimeError, ValueError):
+        base_path = None
     for d in adapter_dirs:
         _check_adapter_config(Path(d))
+        check_base_model(d, base_name, base_path)
     model = PeftModel.from_pretrained(base_model, str(adapter_dirs[0]), adapter_name="e0",
                                       is_trainable=False)
     for i, d in enumerate(adapter_dirs[1:], start=1):
@@ -699,18 +706,10 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
 
 
 def _check_adapter_config(path: Path) -> None:
-    cfg = files.read_json(path / "adapter_config.json", "adapter config", expect=dict, error=ComposeError)
+    cfg = check_adapter_dir(path)  # LoRA config types, complete safetensors, tracec.json object
     if cfg.get("peft_type", "LORA") != "LORA":
         raise ComposeError(f"{path}: a {cfg.get('peft_type')} adapter; only LoRA adapters compose")
     if cfg.get("use_dora"):
         raise ComposeError(f"{path}: DoRA adapters are not supported")
     if cfg.get("modules_to_save"):
         raise ComposeError(f"{path}: adapters with modules_to_save are not supported")
-
-
-_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def safe_name(text: str) -> str:
-    """A file-/module-safe version of an adapter name."""
-    return _SAFE.sub("_", text).strip("_") or "adapter"

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from tracec import files
 from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
+from tracec.llm.adapters import hub_id
 
 Method = Literal["gate", "describe"]
 
@@ -153,7 +154,7 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
     peft_model.save_pretrained(str(out), selected_adapters=["default"])
     cfg_path = out / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
-    cfg["base_model_name_or_path"] = base
+    cfg["base_model_name_or_path"] = hub_id(base)
     cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
     meta: dict[str, Any] = {
         "capability": "+".join(r.name for r in refs),

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
+from tracec.llm.client import ChatClient
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -49,8 +50,6 @@ class OpenAIAgent:
                  temperature: float = 0.0, max_tokens: int = 1024, concurrency: int = 4,
                  client: Any = None) -> None:
         if client is None:
-            from tracec.llm.client import ChatClient
-
             client = ChatClient(base_url, model, api_key=api_key)
         self.client = client
         self.name = f"openai:{model}@{base_url}"
@@ -78,7 +77,8 @@ class LocalAgent:
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None) -> None:
         if chat_model is None:
-            from tracec.llm.local import LocalChatModel
+            # the local engine may load torch at its top: only a local agent pays for it
+            from tracec.llm.local import LocalChatModel  # noqa: PLC0415
 
             chat_model = LocalChatModel(model, adapter=adapter)
         self.chat_model = chat_model
@@ -178,6 +178,22 @@ class ComposedAgent(LocalAgent):
             raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
         super().__init__(directory, chat_model=model, **kwargs)
         self.name = f"composed:{directory}"
+
+    def episode_info(self, messages: list[dict]) -> dict:
+        """What the routing chose for this episode (recorded in its trajectory): under
+        classifier routing the adapters picked for its task and their merge weights."""
+        cm = self.chat_model
+        config = getattr(cm, "config", None)
+        if getattr(config, "routing", None) != "classifier":
+            return {"routing": getattr(config, "routing", None)} if config is not None else {}
+        from tracec.compose.classify import cached_classification  # lazy: needs torch
+
+        choice = cached_classification(cm, plain_messages(messages, args_as_dict=True),
+                                       config.classifier)
+        slots = list(getattr(cm, "slots", []))
+        weights = {s: round(w, 6) for s, w in zip(slots, choice.weights) if w}
+        return {"routing": "classifier", "adapters_chosen": list(choice.chosen),
+                "merge_weights": weights}
 
 
 def parse_agent_spec(spec: str) -> tuple[str, dict]:

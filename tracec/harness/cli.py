@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import sys
@@ -74,6 +75,22 @@ def to_action(line: str) -> str:
     return line.rstrip("\n")
 
 
+def mistyped_call_hint(line: str, tools: list[str]) -> str | None:
+    """A hint when a line sent to the simulated user looks like a tool call gone wrong."""
+    text = line.strip()
+    if not text or text.startswith(("<tool_call>", "{")) or _SHORTHAND.match(text):
+        return None
+    first = re.split(r"[\s(:={]", text, maxsplit=1)[0]
+    if "tool_call" in text:
+        return ("that went to the user as a message: a tool call is <tool_call>{\"name\": …, "
+                "\"arguments\": {…}}</tool_call>")
+    close = difflib.get_close_matches(first, tools, n=1, cutoff=0.75)
+    if close:
+        return (f"that went to the user as a message; to call the tool type "
+                f"{close[0]}(key=value, …) (:tools lists them)")
+    return None
+
+
 def _tools_table(env: CapabilityEnv) -> Table:
     table = Table(title="tools", show_lines=False)
     table.add_column("tool")
@@ -101,10 +118,12 @@ def _breakdown_table(bd: dict) -> Table:
 @click.option("--seed", default=0, show_default=True, type=int, help="Episode seed.")
 @click.option("--task", default=None, help="Force a task of the capability.")
 @click.option("--hint", is_flag=True, help="Show the expert hint (also in the system prompt).")
-def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool) -> None:
+@click.option("--envs-dir", default="generated_envs", show_default=True,
+              help="Compiled env folder where names and gym ids are looked up first.")
+def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool, envs_dir: str) -> None:
     """Play ENV (a capability name, gym id, or generated module path) as the agent."""
     try:
-        cls = resolve_env(env_ref).cls
+        cls = resolve_env(env_ref, envs_dir).cls
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
     env = cls()
@@ -145,6 +164,9 @@ def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool) -> None:
         except InputError as exc:
             console.print(f"[red]cannot read that tool call:[/] {escape(str(exc))}")
             continue
+        hint = mistyped_call_hint(action, list(env._box.tools))
+        if hint:
+            console.print(f"[yellow]hint:[/] {escape(hint)}")
         obs, reward, terminated, truncated, info = env.step(action)
         turns += 1
         is_user = info["messages"][-1]["role"] == "user"

@@ -17,9 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+from tracec.compiler.api import CompileFailed, build_modules
 from tracec.runtime.env import Capability, CapabilityEnv
 
 EnvClass = type[CapabilityEnv]
+DEFAULT_ENVS_DIR = "generated_envs"
+_NOTED: set[tuple[str, str]] = set()
+
+
+def _note(ref: str, envs_dir: str | Path, entry: str, registered: str) -> None:
+    """Say once that ``envs_dir``'s env is used for ``ref`` although another is registered."""
+    key = (ref, str(envs_dir))
+    if key not in _NOTED:
+        _NOTED.add(key)
+        print(f"note: {ref}: using {entry} from {envs_dir} (it shadows {registered}; pass "
+              "another --envs-dir to choose)", file=sys.stderr)
 
 
 class LoadError(ValueError):
@@ -61,6 +75,14 @@ def env_class(target: Any) -> EnvClass:
     raise TypeError(f"cannot use {target!r}: expected a Capability, env class or module")
 
 
+def _need_file(path: Path) -> None:
+    """A regular file, else one LoadError (a FIFO or device is refused, never opened)."""
+    if not path.is_file():
+        if path.exists():
+            raise LoadError(f"{path}: not a regular file (tracec reads regular files only)")
+        raise LoadError(f"{path}: no such file")
+
+
 def _dotted_name(path: Path) -> str | None:
     """``a.b.c`` when ``path`` is inside packages reachable from the current directory."""
     try:
@@ -76,8 +98,7 @@ def _dotted_name(path: Path) -> str | None:
 
 def import_path(path: Path) -> types.ModuleType:
     """Import a Python file (as its package module when it lies in a package under cwd)."""
-    if not path.is_file():
-        raise LoadError(f"{path}: no such file")
+    _need_file(path)
     cwd = str(Path.cwd())
     if cwd not in sys.path and "" not in sys.path:  # like `python -m`: local packages importable
         sys.path.insert(0, cwd)
@@ -106,10 +127,6 @@ def is_env_module(path: Path) -> bool:
 def compile_specs(paths: list[Path]) -> list[types.ModuleType]:
     """Compile .tracec specs into modules with the compiler (``LoadError`` with its diagnostics)."""
     try:
-        from tracec.compiler.api import CompileFailed, build_modules
-    except ImportError as exc:
-        raise LoadError(f"cannot compile specs: the compiler is unavailable ({exc})") from exc
-    try:
         return list(build_modules([Path(p) for p in paths]))
     except CompileFailed as exc:
         raise LoadError(str(exc)) from exc
@@ -126,13 +143,11 @@ def load_paths(paths: list[Path]) -> list[tuple[str, Any]]:
             specs.extend(sorted(path.glob("*.tracec")))
             files = sorted(p for p in path.glob("*.py") if is_env_module(p))
         elif path.suffix == ".tracec":
-            if not path.is_file():
-                raise LoadError(f"{path}: no such file")
+            _need_file(path)
             specs.append(path)
             continue
         elif path.suffix == ".py":
-            if not path.is_file():
-                raise LoadError(f"{path}: no such file")
+            _need_file(path)
             files = [path]
         elif not path.exists():
             raise LoadError(f"{path}: no such file or folder")
@@ -170,8 +185,6 @@ def _pick_class(module: types.ModuleType, cls_name: str | None, label: str) -> t
         return env_class(module)
     except LoadError:
         pass
-    import gymnasium as gym
-
     found = [v for v in vars(module).values()
              if isinstance(v, type) and issubclass(v, gym.Env) and v.__module__ == module.__name__]
     if len(found) != 1:
@@ -193,6 +206,11 @@ def import_registry(envs_dir: str | Path = "generated_envs") -> dict[str, str]:
     """Import the ``generated_envs``-style package at ``envs_dir`` (registers the gym ids) and
     return its ``ENVS`` map (capability -> ``module:Class``); ``{}`` when there is none."""
     path = Path(envs_dir)
+    if not (path / "__init__.py").exists() and str(envs_dir) != DEFAULT_ENVS_DIR:
+        if path.is_dir():  # a folder the user named, with no envs in it: none, never the packaged
+            return {}
+        raise LoadError(f"--envs-dir {envs_dir}: not a folder of compiled envs (no such folder); "
+                        f"compile into it first: tracec compile specs/ -o {envs_dir}")
     if not (path / "__init__.py").exists():
         path = Path("generated_envs")
         if not (path / "__init__.py").exists():
@@ -229,13 +247,22 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
     if path.suffix == ".py":
         return _target(ref, _pick_class(import_path(path), cls_name or None, str(path)))
     if path.suffix == ".tracec":
-        if not path.is_file():
-            raise LoadError(f"{path}: no such file")
+        _need_file(path)
         return _target(ref, env_class(compile_specs([path])[0]))
     envs = import_registry(envs_dir)
+    bare = ref.removeprefix("tracec/").removesuffix("-v0")
+    if ref != bare and bare in envs:  # the chosen folder's env, even where another has the id
+        cls = _load_entry(envs[bare])
+        registered = gym.registry.get(ref)
+        entry = getattr(registered, "entry_point", None)
+        if isinstance(entry, str) and entry != envs[bare]:
+            _note(ref, envs_dir, envs[bare], entry)
+        return EnvTarget(ref, _capability_name(cls, bare), cls, cls)
+    if ref.startswith("tracec/") and str(envs_dir) != DEFAULT_ENVS_DIR:  # never the packaged one
+        known = ", ".join(sorted(envs)) or "none"
+        raise LoadError(f"{ref}: not in --envs-dir {envs_dir} (its capabilities: {known}); "
+                        "compile the spec into it or drop --envs-dir for the packaged envs")
     if ref.startswith("tracec/") or ref.endswith("-v0"):
-        import gymnasium as gym
-
         try:
             spec = gym.spec(ref)
         except Exception as exc:  # noqa: BLE001 - gymnasium raises several kinds

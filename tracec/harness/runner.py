@@ -14,6 +14,7 @@ from typing import Any
 
 from tracec.harness.agents import Agent
 from tracec.harness.results import Episode, EpisodeWriter, now
+from tracec.runtime.oracle import oracle_turns
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,6 @@ def task_of(env: Any, info: dict) -> Any:
     if isinstance(task, dict) or getattr(inner, "instance", None) is None \
             or getattr(inner, "capability", None) is None:
         return task
-    from tracec.runtime.oracle import oracle_turns
 
     return {"name": task, "oracle_turns": list(oracle_turns(inner))}
 
@@ -146,6 +146,9 @@ def _episode(slot: _Slot, reward: float, info: dict, agent: Agent,
     }
     if extra_info is not None:
         meta.update(extra_info(slot.env, info))
+    record = getattr(agent, "episode_info", None)  # e.g. the adapters a router chose
+    if callable(record):
+        meta.update(record(info["messages"]))
     return Episode(
         id=episode_id(job),
         task_id=job.task_id,

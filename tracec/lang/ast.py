@@ -346,6 +346,18 @@ class PolicyDecl(Node):
     text: str | None = None
 
 
+class Variant(Node):
+    """`variant NAME { tools [...] policy ... compact_tools }`: the same capability with another
+    prompt budget, compiled to a second env `<capability>_<NAME>`; what it does not give is the
+    capability's own."""
+
+    name: str
+    shown_tools: list[NameRef] | None = None
+    shown_tools_span: Span | None = None
+    policy: PolicyDecl | None = None
+    compact_tools: bool | None = None
+
+
 class Capability(Node):
     name: str
     description: Text | None = None
@@ -362,3 +374,5 @@ class Capability(Node):
     shown_tools_span: Span | None = None
     policy: PolicyDecl | None = None
     compact_tools: bool = False
+    variants: list[Variant] = []
+    variant_of: str | None = None  # set on the capability a `variant` compiles to: its name

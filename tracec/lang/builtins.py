@@ -135,6 +135,23 @@ def _first(args: list[T]) -> tuple[T, str | None]:
     return _elem(args[0]), None
 
 
+def _join(args: list[T]) -> tuple[T, str | None]:
+    if not _is_list(args[0]):
+        return STR, f"`join` needs a list, got {args[0]}"
+    if len(args) > 1 and args[1] not in (STR, ANY):
+        return STR, f"`join`'s separator must be a string, got {args[1]}"
+    return STR, None
+
+
+def _by(fn: str) -> Check:
+    def check(args: list[T]) -> tuple[T, str | None]:
+        key = _elem(args[0])
+        if key not in (INT, FLOAT, STR, ANY):
+            return ANY, f"`{fn}` compares numbers or strings, got {key}"
+        return ANY, None  # the element's type: the checker gives it (`e_call_gen`)
+    return check
+
+
 def _pick_range(fn: str, result: T) -> Check:
     def check(args: list[T]) -> tuple[T, str | None]:
         for a in args:
@@ -200,7 +217,16 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in [
     Builtin("int", 1, 1, _any_to(INT), "int", doc="integer of a value"),
     Builtin("float", 1, 1, _any_to(FLOAT), "float", doc="float of a value"),
     Builtin("fmt", 1, 1, _any_to(STR), "rt.fmt", doc="a value as the agent should say it"),
+    Builtin("join", 1, 2, _join, "rt.join", accepts_generator=True,
+            doc="the elements as text, separated: join(codes, \" / \"), join(x for x in xs) "
+                "(default \", \")"),
+    Builtin("min_by", 1, 1, _by("min_by"), "rt.min_by", accepts_generator=True,
+            doc="the element with the least key: min_by(f.price for f in flights)"),
+    Builtin("max_by", 1, 1, _by("max_by"), "rt.max_by", accepts_generator=True,
+            doc="the element with the greatest key: max_by(p.amount for p in payments)"),
 ]}
+
+GENERATOR_ONLY = {"min_by", "max_by"}  # the key is the generator's element
 
 # Reward predicates: only inside `reward { ... }`.
 PREDICATE_NAMES = {"state_matches": BOOL, "progress": FLOAT, "forbidden_called": BOOL}
@@ -210,5 +236,6 @@ PREDICATE_FUNCS = {"communicated", "called", "fraction"}
 RESERVED = {
     "rng", "db", "v", "o", "rt", "DOMAIN", "RULES", "TOOLS", "CAPABILITY", "Call", "Capability",
     "CapabilityEnv", "Outcome", "Reply", "Rule", "TaskDef", "TaskInstance", "Tool", "user_text",
-    "annotations", "next", "iter", "list", "dict",
+    "annotations", "next", "iter", "list", "dict", "HINT", "SPEC_LINES", "Any", "build_world",
+    "get_domain", "bool", "object",
 }

@@ -18,6 +18,7 @@ MAX_NAME_LEN = 64  # names become module, file and function names
 MAX_SPAWN = 1000  # records one `kind[count]` may generate
 MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
 MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
+MAX_GOLD_CALLS = 200  # gold calls one task may make (`for` loops counted at their bound)
 
 
 def source_slice(source: str, span: Span) -> str:
@@ -75,6 +76,7 @@ class CheckerBase:
         self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum
         self.zero_lets: set[str] = set()  # let names some task binds to the literal 0
         self.clone_kinds: dict[int, str] = {}  # id(Clone node) -> entity kind, in this task
+        self.task_flows: list[dict[str, Any]] = []  # per task: let name -> `flow.Flow`
 
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
         self.diags.append(Diagnostic(message=message, span=span, hint=hint, code=code))

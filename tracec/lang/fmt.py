@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from lark import Lark, Token, Tree
 
 from tracec.core.diagnostics import Span, SpecError
-from tracec.lang.fragments import USE_LINE
+from tracec.lang.fragments import use_lines
 from tracec.lang.parser import GRAMMAR_PATH, parse_source
 
 INDENT = "  "
@@ -148,10 +148,28 @@ _USE_MARK = "#\x00use "  # a `use` line is laid out as a comment, then restored
 
 
 def mask_uses(source: str) -> str:
-    """The spec with each `use "..."` line turned into a comment (so that it parses)."""
-    lines = source.split("\n")
-    return "\n".join(_USE_MARK + line.strip() if USE_LINE.match(line) else line
-                     for line in lines)
+    """The spec with each `use "..."` line turned into a comment (so that it parses); a line
+    inside a triple-quoted string is text, not a `use`."""
+    uses = use_lines(source)
+    return "\n".join(_USE_MARK + line.strip() if i in uses else line
+                     for i, line in enumerate(source.split("\n")))
+
+
+def _newline(text: str) -> str:
+    """The file's line ending: CRLF, CR (old Mac) or LF."""
+    if "\r\n" in text:
+        return "\r\n"
+    return "\r" if "\r" in text else "\n"
+
+
+def format_file_text(text: str, fragment: bool = False) -> str:
+    """`format_source` (or `format_fragment`) of a file's text, keeping its line endings
+    (CRLF and CR files stay so) and a leading byte-order mark."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    nl = _newline(text)
+    plain = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    out = format_fragment(plain) if fragment else format_source(plain)
+    return bom + (out.replace("\n", nl) if nl != "\n" else out)
 
 
 def format_source(source: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracec import files
 from tracec.core.diagnostics import Diagnostic, Span
 
 FRAGMENT_SUFFIX = ".tracec-frag"
@@ -48,8 +49,71 @@ class Expanded:
         return bool(self.fragments)
 
 
-def _long_string_open(line: str, inside: bool) -> bool:
-    return inside ^ (line.count('"""') % 2 == 1)
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lf_lines(text: str) -> str:
+    """``text`` with each lone CR (an old Mac line end) made LF; CRLF stays as it is (the
+    parser counts lines by LF and skips CR as space)."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
+def code_line_starts(text: str) -> list[bool]:
+    """For each line of ``text`` (split on ``\n``), whether it starts in code, not inside a
+    triple-quoted string: a scan with the grammar's own tokens (`#` comments to the end of the
+    line, one-line strings with escapes, triple-quoted strings over lines), so triple quotes in
+    a comment or a string open nothing."""
+    starts: list[bool] = []
+    in_long = False
+    i, n = 0, len(text)
+    starts.append(True)
+    while i < n:
+        c = text[i]
+        if in_long:
+            if c == "\\":
+                if i + 1 < n and text[i + 1] == "\n":
+                    starts.append(False)
+                i += 2
+                continue
+            if text.startswith('"""', i):
+                in_long = False
+                i += 3
+                continue
+            if c == "\n":
+                starts.append(False)
+            i += 1
+            continue
+        if c == "\n":
+            starts.append(True)
+            i += 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith('"""', i):
+            in_long = True
+            i += 3
+        elif c == '"':
+            i += 1
+            while i < n and text[i] not in '"\n':
+                i += 2 if text[i] == "\\" else 1
+            if i < n and text[i] == '"':
+                i += 1
+        else:
+            i += 1
+    return starts
+
+
+def use_lines(text: str) -> dict[int, re.Match[str]]:
+    """The `use "..."` lines of ``text``: 0-based line index -> the match (only lines that
+    start in code; see `code_line_starts`)."""
+    starts = code_line_starts(text)
+    out: dict[int, re.Match[str]] = {}
+    for index, line in enumerate(text.split("\n")):
+        if index < len(starts) and starts[index]:
+            m = USE_LINE.match(line)
+            if m is not None:
+                out[index] = m
+    return out
 
 
 def _resolve(raw: str, root: Path) -> tuple[Path | None, str | None]:
@@ -83,10 +147,9 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
     counter = [0]
 
     def include(text: str, depth: int, origin_of: Any) -> None:
-        inside = False
+        uses = use_lines(text)
         for number, line in enumerate(text.split("\n"), start=1):
-            m = None if inside else USE_LINE.match(line)
-            inside = _long_string_open(line, inside)
+            m = uses.get(number - 1)
             if m is None:
                 lines.append(line)
                 out.origins.append(origin_of(number))
@@ -120,8 +183,9 @@ def expand(source: str, base_dir: Path | None, display_dir: str = "") -> Expande
             body = ""
             if error is None and path is not None:
                 try:
-                    body = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-                except (OSError, UnicodeDecodeError) as exc:
+                    raw_bytes = files.read_bytes(path, "fragment", limit=MAX_FRAGMENT_BYTES)
+                    body = lf_lines(raw_bytes.decode("utf-8").removeprefix("\ufeff"))
+                except (files.InputError, UnicodeDecodeError) as exc:
                     error = f"cannot read fragment `{raw}`: {exc}"
             if error is not None:
                 out.errors.append(Diagnostic(message=where + error, span=span, code="E263",

@@ -22,6 +22,26 @@ class Scope:
         self.parent = parent
         self.names: dict[str, T] = {}
         self.consts: dict[str, Any] = {}  # names bound to a number literal -> its value
+        self.flows: dict[str, Any] = {}  # name -> its `flow.Flow` (literals, enum), if known
+        self.sizes: dict[str, int] = {}  # list names -> the most elements they can hold
+
+    def size(self, name: str) -> int | None:
+        """The most elements the list ``name`` refers to can hold (None: not known)."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.sizes.get(name)
+            scope = scope.parent
+        return None
+
+    def flow(self, name: str) -> Any:
+        """The `flow.Flow` of the binding ``name`` refers to here (None: nothing known)."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.flows.get(name)
+            scope = scope.parent
+        return None
 
     def lookup(self, name: str) -> T | None:
         scope: Scope | None = self
@@ -53,10 +73,19 @@ class NameResolution(CheckerBase):
         if len(name) > MAX_NAME_LEN:
             self.error(f"{what} name is {len(name)} characters long (at most {MAX_NAME_LEN})",
                        span, "choose a shorter name", code="E102")
-        elif keyword.iskeyword(name) or name.startswith("_") or name in RESERVED:
+        elif name in RESERVED:
+            self.error(f"`{name}` cannot be used as a {what} name", span,
+                       f"`{name}` is one of the generated code's own names (rng, db, v, o, rt, "
+                       "HINT, DOMAIN, ...): choose another name", code="E101")
+        elif keyword.iskeyword(name) or name.startswith("_"):
             self.error(f"`{name}` cannot be used as a {what} name", span,
                        "names may not be Python keywords, start with `_`, or be one of the "
                        "generated code's own names (rng, db, v, o, rt, ...)", code="E101")
+        elif name.startswith("distractor_") and any(
+                d.name == name[len("distractor_"):] for d in self.cap.distractors):
+            self.error(f"`{name}` is the name of distractor `{name[len('distractor_'):]}`'s "
+                       "function in the generated code", span, "choose another name",
+                       code="E101")
         elif name in BUILTINS:
             self.error(f"{what} `{name}` would hide the built-in function `{name}`", span,
                        "choose another name", code="E101")
@@ -125,7 +154,8 @@ class NameResolution(CheckerBase):
         if self.shown is None or tool in self.shown or tool in self.tools or self.shown_unknown:
             return  # (after a wrong `tools` entry, its fix decides what is shown)
         line = self.cap.shown_tools_span.line if self.cap.shown_tools_span else 0
-        self.error(f"tool `{tool}` is not in this capability's `tools` list", span,
+        whose = f"variant `{self.cap.variant_of}`'s" if self.cap.variant_of else "this capability's"
+        self.error(f"tool `{tool}` is not in {whose} `tools` list", span,
                    f"the agent is only shown the tools listed on line {line}; add `{tool}` "
                    "there", code="E167")
 

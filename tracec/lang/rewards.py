@@ -38,6 +38,7 @@ class RewardAnalysis(TypeChecking):
                 scope.names[n] = types.pop() if len(types) == 1 else ANY
                 if n in self.zero_lets:
                     scope.consts[n] = 0
+            self.reward_flows(scope)
         rules: list[RuleFacts] = []
         seen_conj: list[tuple[frozenset[str], int]] = []
         otherwise_line: int | None = None

@@ -65,8 +65,8 @@ class Checker(StatementChecks):
         task_scopes: list[dict[str, T]] = []
         top_names: set[str] | None = None
         for named, what in [(t, "task") for t in cap.tasks] + [
-                (d, "distractor") for d in cap.distractors + [d for t in cap.tasks
-                                                              for d in t.distractors]]:
+                (d, "distractor") for d in _unique(cap.distractors + [
+                    d for t in cap.tasks for d in t.distractors])]:
             if len(named.name) > MAX_NAME_LEN:
                 self.error(f"{what} name is {len(named.name)} characters long (at most "
                            f"{MAX_NAME_LEN})", named.span, "choose a shorter name", code="E102")
@@ -78,7 +78,7 @@ class Checker(StatementChecks):
             lets = {let.name for let in t.lets}
             top_names = lets if top_names is None else top_names & lets
         seen_d: dict[str, int] = {}
-        for d in cap.distractors + [d for t in cap.tasks for d in t.distractors]:
+        for d in _unique(cap.distractors + [d for t in cap.tasks for d in t.distractors]):
             if d.name in seen_d:
                 self.error(f"distractor `{d.name}` is declared twice", d.span,
                            f"first declared on line {seen_d[d.name]}", code="E232")
@@ -96,6 +96,12 @@ class Checker(StatementChecks):
             tool_writes={n: self.tool_writes(n) for n in self.known_tools()},
             shown_tools=shown_tools, policy_sections=policy_sections, policy=policy_text,
         )
+
+
+def _unique(nodes: list[A.Distractor]) -> list[A.Distractor]:
+    """Each distractor once: the tasks of a parameterised `task` share its distractors."""
+    seen: set[int] = set()
+    return [d for d in nodes if not (id(d) in seen or seen.add(id(d)))]
 
 
 def check(cap: A.Capability, source: str, path: str, domain: Domain | None

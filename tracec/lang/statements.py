@@ -8,9 +8,9 @@ from typing import Any
 from tracec.core.diagnostics import did_you_mean
 from tracec.core.types import ANY, INT, STR, EntityT, ListT, MapT, RangeT, assignable
 from tracec.lang import ast as A
-from tracec.lang.checkbase import MAX_SPAWN, MAX_WORLD_RECORDS, mentions
+from tracec.lang.checkbase import MAX_GOLD_CALLS, MAX_SPAWN, MAX_WORLD_RECORDS, mentions
 from tracec.lang.checked import SeedFacts, TaskFacts, ToolFacts
-from tracec.lang.domain_types import is_record, literal_strings, record_hint
+from tracec.lang.domain_types import is_record, record_hint
 from tracec.lang.names import Scope
 from tracec.lang.rewards import RewardAnalysis
 
@@ -66,6 +66,7 @@ class StatementChecks(RewardAnalysis):
                 if isinstance(st, A.Let):
                     self.check_binding(st.name, st.span, "variable")
                     scope.names[st.name] = self.expr(st.value, scope)
+                    self.bind_flow(scope, st.name, st.value)
                 elif isinstance(st, A.Require):
                     self.expr(st.cond, scope)
                 elif isinstance(st, A.SetStmt):
@@ -115,6 +116,11 @@ class StatementChecks(RewardAnalysis):
                 self.record_fields(kind, st.fields or [], scope, allow_lets=True)
                 steps.append(SeedFacts(st, entity=kind, count=count))
                 scope.names[st.name] = ListT(EntityT(kind))
+                if isinstance(count, (A.Num, A.Range)):
+                    ends = [count.lo, count.hi] if isinstance(count, A.Range) else [count]
+                    values = [self.const_of(x, scope) for x in ends]
+                    if all(isinstance(v, int) for v in values):
+                        scope.sizes[st.name] = max(values)
             else:
                 if st.fields is not None:
                     self.error("a `{ field = ... }` block only follows an entity such as "
@@ -122,6 +128,7 @@ class StatementChecks(RewardAnalysis):
                 t = self.expr(st.value, scope)
                 steps.append(SeedFacts(st))
                 scope.names[st.name] = t
+                self.bind_flow(scope, st.name, st.value)
             self.seed_types[st.name] = scope.names[st.name]
         return steps, scope
 
@@ -171,6 +178,7 @@ class StatementChecks(RewardAnalysis):
                     self.error(f"`{f.name}` hides the variable of the same name", f.span,
                                "choose another name", code="E191")
                 local.names[f.name] = self.expr(f.value, local)
+                self.bind_flow(local, f.name, f.value)
                 continue
             t = self.expr(f.value, local)
             if f.name in seen:
@@ -183,8 +191,7 @@ class StatementChecks(RewardAnalysis):
                            did_you_mean(f.name, known) or f"{kind} has: {', '.join(sorted(known))}",
                            code="E110")
                 continue
-            self.check_enum_literals(self.dtypes.entity_enum(kind, f.name),
-                                     literal_strings(f.value))
+            self.check_flow(self.dtypes.entity_enum(kind, f.name), f.value, local)
             if not assignable(t, known[f.name]):
                 self.error(f"field `{f.name}` of {kind} is {known[f.name]}, got {t}", f.value.span,
                            code="E185")
@@ -212,10 +219,21 @@ class StatementChecks(RewardAnalysis):
                        "add the user's opening line: user \"Hi, ...\"", code="E192")
         else:
             self.text(t.user, scope)
+        calls = 0
         for call in t.gold:
             if isinstance(call, A.GoldFor):
                 self.gold_for(call, scope)
+                n = self.size_of(call.iter, scope)
+                if n is not None and call.calls:
+                    calls += n * len(call.calls)
+                    if calls > MAX_GOLD_CALLS:
+                        self.error(f"the gold calls may number {calls} here (at most "
+                                   f"{MAX_GOLD_CALLS} per task): `{self.text_of(call.iter)}` "
+                                   f"holds up to {n} element{'s' if n != 1 else ''}",
+                                   call.iter.span, "loop over fewer elements, e.g. "
+                                   "sample(xs, 1..3)", code="E194")
                 continue
+            calls += 1
             self.tool_args(call.name, call.span, call.args, scope, require_all=True)
         for c in t.communicate:
             ct = self.expr(c, scope)
@@ -231,6 +249,7 @@ class StatementChecks(RewardAnalysis):
             self.text(t.hint, scope)
         for d in t.distractors + top_distractors:
             self.distractor(d, scope)
+        self.task_flows.append(dict(scope.flows))  # for the reward rules (`reward_flows`)
         return TaskFacts(task=t, seed_vars_used=[n for n in self.seed_types if n in self.used_seed],
                          let_types=dict(scope.names), clone_kinds=self.clone_kinds)
 
@@ -242,9 +261,16 @@ class StatementChecks(RewardAnalysis):
                        loop.span, "choose another name", code="E191")
         it = self.expr(loop.iter, scope)
         inner = Scope("comp", scope)
+        items = self.flow(loop.iter, scope).items
+        if items.lits or items.enum is not None:
+            inner.flows[loop.var] = items
         if isinstance(it, ListT):
             inner.names[loop.var] = it.elem
-        elif isinstance(it, MapT) or it in (STR, ANY):
+        elif it == STR:
+            self.error("a `for` in `gold` over text would repeat its calls once per character",
+                       loop.iter.span, "loop over a list: for x in [a, b] { ... }", code="E130")
+            inner.names[loop.var] = ANY
+        elif isinstance(it, MapT) or it == ANY:
             inner.names[loop.var] = STR if it != ANY else ANY
         else:
             self.error(f"cannot iterate over {it}", loop.iter.span,
@@ -264,6 +290,7 @@ class StatementChecks(RewardAnalysis):
             self.error(f"`{let.name}` hides the seed variable of the same name", let.span,
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
+        self.bind_flow(scope, let.name, let.value)
         const = self.const_of(let.value, scope)
         if const is not None:
             scope.consts[let.name] = const

@@ -93,6 +93,9 @@ def _fill(node: A.Node, parts: list[Any], where: str) -> list[SpecError]:
     return [err for part in parts if (err := part.fill(node, seen, where)) is not None]
 
 
+_KINDS = {A.Num: "a number", A.Str: "a string", A.Bool: "a boolean", A.NoneLit: "None"}
+
+
 @dataclass
 class _TaskParams:
     names: list[Token]
@@ -202,6 +205,11 @@ class ToAst(Transformer):
             span=self._span(meta))
         return _Once("policy", self._span(meta), {"policy": policy})
 
+    def variant_decl(self, meta: Meta, name: Token, *parts: _Once) -> _Many:
+        variant = A.Variant.model_construct(name=str(name), span=self._span(name))
+        self._errors += _fill(variant, list(parts), f"variant `{variant.name}`")
+        return _Many("variants", [variant])
+
     def compact_decl(self, meta: Meta) -> _Once:
         return _Once("compact_tools", self._span(meta), {"compact_tools": True})
 
@@ -245,21 +253,46 @@ class ToAst(Transformer):
                          f"{MAX_TASK_INSTANCES})", rows[MAX_TASK_INSTANCES][1],
                          "split it into several tasks, or draw the values with pick(...)")
             return [task]
-        out: list[A.Task] = []
-        used: set[str] = set()
-        for i, (values, row_span) in enumerate(rows):
+        good: list[tuple[list[Any], Span]] = []
+        first_kind: dict[int, tuple[str, Span]] = {}
+        seen: dict[tuple, Span] = {}
+        for values, row_span in rows:
             if len(values) != len(names):
                 self._reject(f"task `{task.name}` has {len(names)} parameter"
                              f"{'s' if len(names) != 1 else ''}, this tuple {len(values)} value"
                              f"{'s' if len(values) != 1 else ''}", row_span,
                              f"give one value per parameter: ({', '.join(map(str, names))})")
                 continue
-            suffix = "_".join(re.sub(r"[^0-9A-Za-z]+", "_", str(getattr(v, "value", ""))).strip("_")
-                              for v in values).lower()
-            inst_name = f"{task.name}_{suffix}" if suffix and re.fullmatch(r"\w+", suffix) else ""
-            if not inst_name or inst_name in used:
-                inst_name = f"{task.name}_{i + 1}"
-            used.add(inst_name)
+            ok = True
+            for j, v in enumerate(values):
+                kind = _KINDS.get(type(v), "value")
+                if j not in first_kind:
+                    first_kind[j] = (kind, v.span)
+                elif first_kind[j][0] != kind:
+                    self._reject(f"parameter `{names[j]}` of task `{task.name}` is {first_kind[j][0]} "
+                                 f"on line {first_kind[j][1].line} and {kind} here", v.span,
+                                 "give each parameter values of one kind in every tuple")
+                    ok = False
+            key = tuple((type(v).__name__, getattr(v, "value", None)) for v in values)
+            if key in seen:
+                self._reject(f"task `{task.name}` has this parameter tuple twice", row_span,
+                             f"it is first given on line {seen[key].line}, column "
+                             f"{seen[key].column}; each tuple makes one task (drop the repeat, "
+                             "or raise the task's weight)")
+                ok = False
+            seen.setdefault(key, row_span)
+            if ok:
+                good.append((values, row_span))
+        # named from the values when every tuple makes a name and no two the same; else numbered
+        parts = [[re.sub(r"[^0-9A-Za-z]+", "_", str(getattr(v, "value", ""))).strip("_").lower()
+                  for v in values] for values, _ in good]
+        made = ["_".join(p) for p in parts]
+        if all(all(p) for p in parts) and len(set(made)) == len(made):
+            inst_names = [f"{task.name}_{m}" for m in made]
+        else:
+            inst_names = [f"{task.name}_{i + 1}" for i in range(len(good))]
+        out: list[A.Task] = []
+        for inst_name, (values, _) in zip(inst_names, good):
             lets = [A.Let.model_construct(name=str(n), value=v, span=self._span(n))
                     for n, v in zip(names, values)]
             setup = [st.model_copy(update={"after_lets": st.after_lets + len(lets)})

@@ -24,16 +24,10 @@ from tracec.core.types import (
     json_type_ok,
 )
 from tracec.lang import ast as A
-from tracec.lang.builtins import BUILTINS, PREDICATE_FUNCS
-from tracec.lang.checkbase import MAX_ID_DIGITS
-from tracec.lang.domain_types import (
-    EnumUse,
-    enum_error,
-    is_record,
-    list_strings,
-    literal_strings,
-    record_hint,
-)
+from tracec.lang.builtins import BUILTINS, GENERATOR_ONLY, PREDICATE_FUNCS
+from tracec.lang.checkbase import MAX_ID_DIGITS, source_slice
+from tracec.lang.domain_types import EnumUse, enum_error, is_record, record_hint
+from tracec.lang.flow import NOTHING, ONE_OF, SOME_OF, Flow, disjoint
 from tracec.lang.names import NameResolution, Scope
 
 TYPE_NAMES: dict[str, T] = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY}
@@ -145,26 +139,135 @@ class TypeChecking(NameResolution):
     def e_index(self, e: A.Index, scope: Scope) -> T:
         base = self.expr(e.obj, scope)
         idx = self.expr(e.index, scope)
-        if isinstance(e.obj, A.Attr) and isinstance(e.index, A.Str):
+        if isinstance(e.obj, A.Attr):
             keys = self.key_enums.get(id(e.obj))
-            if keys is not None and e.index.value not in keys.values:
-                msg, hint = enum_error(e.index.value, keys)
-                self.error(msg, e.index.span, hint, code="E114")
+            if keys is not None:
+                self.check_flow(keys, e.index, scope)
         return self.index_type(base, idx, e.index, e.span)
 
-    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str]) -> None:
-        """Each string literal must be a value of ``enum`` (did-you-mean otherwise)."""
+    def check_enum_literals(self, enum: EnumUse | None, literals: list[A.Str],
+                            use: Span | None = None) -> None:
+        """Each string literal must be a value of ``enum`` (did-you-mean otherwise); ``use``:
+        where the value meets the enum, named when the literal is written elsewhere."""
         if enum is None:
             return
         for lit in literals:
             if lit.value not in enum.values:
                 msg, hint = enum_error(lit.value, enum)
+                if use is not None and use.line != lit.span.line:
+                    where = source_slice(self.source, use)
+                    where = where if len(where) <= 60 else where[:57] + "..."
+                    hint += f"; the value reaches {enum.where} in `{where}`"
                 self.error(msg, lit.span, hint, code="E114")
+
+    def check_flow(self, enum: EnumUse | None, value: Any, scope: Scope,
+                   elements: bool = False) -> None:
+        """``value`` (or, with ``elements``, each element of it) stands where a value of
+        ``enum`` is expected: every literal it may be must be one, and it may not hold an enum
+        with no value in common."""
+        if enum is None:
+            return
+        f = self.flow(value, scope)
+        if elements:
+            f = f.items
+        self.check_enum_literals(enum, list(f.lits), value.span)
+        if f.enum is not None and disjoint(f.enum, enum):
+            listed = ", ".join(f'"{v}"' for v in enum.values)
+            self.error(f"a {f.enum.where} value is never a {enum.what} of {enum.where}",
+                       value.span, f"{enum.where} is one of {listed}; {f.enum.where} is one of "
+                       + ", ".join(f'"{v}"' for v in f.enum.values), code="E146")
+
+    # ------------------------------------------------------------------ value flow
+    def flow(self, e: Any, scope: Scope) -> Flow:
+        """What ``e`` is known to hold (literals, enum) beyond its type (`flow.py`); call it
+        after `expr` has typed ``e``."""
+        if isinstance(e, A.Str):
+            return Flow(lits=(e,))
+        if isinstance(e, A.Name):
+            return scope.flow(e.id) or NOTHING
+        if isinstance(e, A.Attr):
+            enum = self.enums.get(id(e))
+            return Flow(enum=enum) if enum is not None else NOTHING
+        if isinstance(e, A.IfElse):
+            return self.flow(e.body, scope).merge(self.flow(e.orelse, scope))
+        if isinstance(e, A.Index):
+            return self.flow(e.obj, scope).items
+        if isinstance(e, A.ListLit):
+            out: Flow | None = None
+            for item in e.items:
+                f = self.flow(item, scope)
+                out = f if out is None else out.merge(f)
+            return Flow(elem=out) if out is not None else NOTHING
+        if isinstance(e, A.Call) and e.args:
+            if e.func in ONE_OF:
+                return self.flow(e.args[0], scope).items
+            if e.func in SOME_OF:
+                return Flow(elem=self.flow(e.args[0], scope).items)
+            return NOTHING
+        if isinstance(e, (A.CallGen, A.ListComp)):
+            if isinstance(e, A.CallGen) and e.func not in ONE_OF:
+                return NOTHING
+            inner = Scope("comp", scope)
+            inner.names[e.comp.var] = ANY
+            inner.flows[e.comp.var] = self.flow(e.comp.iter, scope).items
+            if isinstance(e, A.CallGen) and e.func in ("min_by", "max_by"):
+                return inner.flows[e.comp.var]  # the element, not its key
+            f = self.flow(e.elt, inner)
+            return f if isinstance(e, A.CallGen) else Flow(elem=f)
+        return NOTHING
+
+    def bind_flow(self, scope: Scope, name: str, value: Any) -> None:
+        """Record what the value bound to ``name`` holds (after typing it), and its size."""
+        f = self.flow(value, scope)
+        if f != NOTHING:
+            scope.flows[name] = f
+        n = self.size_of(value, scope)
+        if n is not None:
+            scope.sizes[name] = n
+
+    def size_of(self, e: Any, scope: Scope) -> int | None:
+        """The most elements the list ``e`` can hold, where the spec bounds it (a literal, a
+        seed spawn, what is drawn or filtered from them); None when it cannot tell."""
+        if isinstance(e, A.ListLit):
+            return len(e.items)
+        if isinstance(e, A.Name):
+            return scope.size(e.id)
+        if isinstance(e, A.ListComp):
+            return self.size_of(e.comp.iter, scope)
+        if isinstance(e, A.IfElse):
+            a, b = self.size_of(e.body, scope), self.size_of(e.orelse, scope)
+            return None if a is None or b is None else max(a, b)
+        if isinstance(e, A.BinOp) and e.op == "+":
+            a, b = self.size_of(e.left, scope), self.size_of(e.right, scope)
+            return None if a is None or b is None else a + b
+        if isinstance(e, A.Call) and e.args and e.func in ("sample", "shuffle", "sorted"):
+            n = self.size_of(e.args[0], scope)
+            if e.func == "sample" and len(e.args) == 2:  # at most the count drawn
+                count = e.args[1]
+                hi = self.const_of(count.hi if isinstance(count, A.Range) else count, scope)
+                if isinstance(hi, int) and not isinstance(hi, bool):
+                    n = hi if n is None else min(n, hi)
+            return n
+        return None
+
+    def reward_flows(self, scope: Scope) -> None:
+        """What the tasks' lets hold, for the reward rules: the literals any task binds a
+        name to, and an enum when every task's value has the same one."""
+        for name in scope.names:
+            merged: Flow | None = None
+            for tf in self.task_flows:
+                f = tf.get(name) or NOTHING
+                merged = f if merged is None else merged.merge(f)
+            if merged is not None and merged != NOTHING:
+                scope.flows[name] = merged
 
     def comp_scope(self, comp: A.Comprehension, scope: Scope) -> Scope:
         it = self.expr(comp.iter, scope)
         self.check_binding(comp.var, comp.span, "loop variable")
         inner = Scope("comp", scope)
+        items = self.flow(comp.iter, scope).items
+        if items != NOTHING:
+            inner.flows[comp.var] = items
         if isinstance(it, ListT):
             inner.names[comp.var] = it.elem
         elif isinstance(it, MapT) or it == STR:
@@ -254,11 +357,21 @@ class TypeChecking(NameResolution):
 
     def e_compare(self, e: A.Compare, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        lf, rf = self.flow(e.left, scope), self.flow(e.right, scope)
         if e.op in ("==", "!="):
-            self.check_enum_literals(self.enums.get(id(e.left)), literal_strings(e.right))
-            self.check_enum_literals(self.enums.get(id(e.right)), literal_strings(e.left))
+            self.check_enum_literals(lf.enum, list(rf.lits), e.span)
+            self.check_enum_literals(rf.enum, list(lf.lits), e.span)
+            if lf.enum is not None and rf.enum is not None and disjoint(lf.enum, rf.enum):
+                self.error(f"comparing {lf.enum.where} with {rf.enum.where} is always "
+                           f"{'False' if e.op == '==' else 'True'}: no value is both", e.span,
+                           f"{lf.enum.where} is one of "
+                           + ", ".join(f'"{v}"' for v in lf.enum.values) + f"; {rf.enum.where} "
+                           "is one of " + ", ".join(f'"{v}"' for v in rf.enum.values),
+                           code="E146")
         elif e.op in ("in", "not in"):
-            self.check_enum_literals(self.enums.get(id(e.left)), list_strings(e.right))
+            self.check_flow(lf.enum, e.right, scope, elements=True)
+            if lf.enum is None:  # `"buisness" in [x.cabin for x in rs]`
+                self.check_enum_literals(rf.items.enum, list(lf.lits), e.span)
         if e.op in ("in", "not in"):
             if not (isinstance(rt, (ListT, MapT, ObjT, EntityT)) or rt in (STR, ANY)):
                 self.error(f"`{e.op}` needs a list, map or string on the right, got {rt}",
@@ -306,9 +419,16 @@ class TypeChecking(NameResolution):
         if b is None or not b.accepts_generator:
             self.unknown_function(e.func, e.span, scope, generator=True)
             return ANY
+        if e.func == "join" and is_record(elt):
+            self.error(f"`join` of whole {elt} records: the user would read Python dicts",
+                       e.elt.span, record_hint(elt, list(self.dtypes.fields_of(elt))),
+                       code="E252")
+            return STR
         result, err = b.check([ListT(elt)])
         if err:
             self.error(err, e.span, code="E150")
+        if e.func in GENERATOR_ONLY:
+            return inner.names.get(e.comp.var, ANY)  # the element whose key is least/greatest
         return result
 
     def unknown_function(self, name: str, span: Span, scope: Scope, generator: bool = False) -> None:
@@ -338,6 +458,12 @@ class TypeChecking(NameResolution):
             return ANY
         if e.kwargs:
             self.error(f"`{e.func}` takes no keyword arguments", e.kwargs[0].span, code="E153")
+        if e.func in GENERATOR_ONLY:
+            for a in e.args:
+                self.expr(a, scope)
+            self.error(f"`{e.func}` takes a generator: the key of each element", e.span,
+                       b.doc, code="E157")
+            return ANY
         types = [self.expr(a, scope) for a in e.args]
         n = sum(2 if isinstance(t, RangeT) else 1 for t in types)
         if isinstance(types[-1:] and types[-1], RangeT) and b.max_args >= 1:
@@ -361,6 +487,17 @@ class TypeChecking(NameResolution):
         if not types:
             result, err = b.check([ANY])
             return result
+        if e.func in ("pick", "sample", "shuffle", "min", "max") and len(e.args) == 1 + (
+                e.func == "sample") and self.size_of(e.args[0], scope) == 0:
+            self.error(f"`{e.func}` of a list that is always empty", e.args[0].span,
+                       "give it the values to draw from", code="E158")
+        if e.func in ("fmt", "str", "join") and is_record(types[0]):
+            t = types[0]
+            self.error(f"`{e.func}` of a whole {t}: the user would read a Python "
+                       f"{'list' if isinstance(t, ListT) else 'dict'}", e.args[0].span,
+                       record_hint(t, list(self.dtypes.fields_of(
+                           t.elem if isinstance(t, ListT) else t))), code="E252")
+            return STR
         result, err = b.check(types)
         if err:
             self.error(err, e.span, b.doc or None, code="E150")
@@ -431,9 +568,9 @@ class TypeChecking(NameResolution):
                 continue
             prop = props[a.name] if isinstance(props[a.name], dict) else {}
             if isinstance(prop.get("enum"), list):
-                self.check_enum_literals(
+                self.check_flow(
                     EnumUse(tuple(str(v) for v in prop["enum"]), f"argument `{a.name}` of `{tool}`"),
-                    literal_strings(a.value))
+                    a.value, scope)
             jtype = props[a.name].get("type") if isinstance(props[a.name], dict) else None
             if not json_type_ok(t, jtype):
                 self.error(f"argument `{a.name}` of `{tool}` must be {jtype}, got {t}",
@@ -471,7 +608,7 @@ class TypeChecking(NameResolution):
                        code="E174")
         tt = self.expr(st.target, scope)
         vt = self.expr(st.value, scope)
-        self.check_enum_literals(self.enums.get(id(st.target)), literal_strings(st.value))
+        self.check_flow(self.flow(st.target, scope).enum, st.value, scope)
         if not assignable(vt, tt):
             self.error(f"cannot set a {tt} field to {vt}", st.value.span, code="E175")
 

@@ -11,6 +11,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from tracec.llm.adapters import check_adapter_dir, check_base_model
+
 DEFAULT_MODEL = "smollm2"
 KNOWN_MODELS: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}
 
@@ -94,6 +96,9 @@ class LocalChatModel:
         from transformers import AutoModelForCausalLM
 
         self.path = resolve_model(model)
+        if adapter:  # refuse a broken or foreign adapter before loading anything
+            check_adapter_dir(adapter)
+            check_base_model(adapter, model, self.path)
         self.device = device
         kwargs: dict[str, Any] = {}
         if dtype is not None:

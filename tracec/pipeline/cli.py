@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from tracec.pipeline.registry import STAGE_NAMES
 from tracec.pipeline.report import is_run_dir, write_report
-from tracec.pipeline.runner import STAGE_NAMES
 
 
 @click.command("run")
@@ -26,17 +26,26 @@ def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | No
     """Run the TRACE loop from a run CONFIG (tracec.toml) into RUN_DIR.
 
     \b
-    Stages: baseline eval -> analyze -> specs -> compile + check -> train -> compose
-            -> final eval -> GRPO-on-target baseline (optional)
+    Stages (names for --from/--until):
+      baseline -> analyze -> specs -> compile -> train -> compose
+      -> heldout_eval (held-out env seeds) -> final_eval (τ² test split)
+      -> grpo_target (GRPO-on-target baseline, optional)
     A rerun skips stages whose inputs did not change and resumes an unfinished one.
+    The whole config is checked (types, ranges, paths, model, device) before any stage.
+
+    \b
+    Example (about 35 min on a 2-core CPU: 34.5 min measured, benchmarks/README.md):
+      tracec model prepare && tracec run configs/cpu-demo.toml -o runs/cpu-demo
     """
     from tracec.pipeline.config import ConfigError, load_config
+    from tracec.pipeline.preflight import preflight
     from tracec.pipeline.report import write_report
     from tracec.pipeline.runner import RunError, run_pipeline
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         cfg = load_config(config)
+        preflight(cfg, config, until)  # every path, the model and the agents, before any stage
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     log = (lambda msg: click.echo(msg, err=True)) if not as_json else (lambda msg: None)
@@ -80,5 +89,11 @@ def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary))
     else:
-        click.echo(f"{summary['png']}: {summary['steps']} steps, reward {summary['reward_first']:.3f} → "
-                   f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")
+        parts = []
+        if summary.get("sft_steps"):
+            parts.append(f"{summary['sft_steps']} SFT steps, loss {summary['sft_loss_first']:.3f} → "
+                         f"{summary['sft_loss_last']:.3f}")
+        if summary["steps"]:
+            parts.append(f"{summary['steps']} steps, reward {summary['reward_first']:.3f} → "
+                         f"{summary['reward_last']:.3f}, kept share {summary['kept_share_mean']:.0%}")
+        click.echo(f"{summary['png']}: " + "; ".join(parts))

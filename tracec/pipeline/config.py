@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracec import files
-from tracec.targets.seeds import HELDOUT_START
+from tracec.core.seeds import HELDOUT_START, eval_range
+from tracec.llm.device import parse_device
+from tracec.train.config import TrainConfig
 
 
 class ConfigError(ValueError):
@@ -16,7 +18,9 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown keys, wrong types (``"4"`` for an int) and inf/nan are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class TargetSettings(_Strict):
@@ -26,13 +30,13 @@ class TargetSettings(_Strict):
     data_dir: str | None = Field(None, description="τ² data dir (default $TRACEC_TAU2_DATA)")
     train_split: str = "train"
     test_split: str = "test"
-    train_tasks: int | None = Field(None, ge=1, description="first N tasks of the train split")
-    test_tasks: int | None = Field(None, ge=1, description="first N tasks of the test split")
-    trials: int = Field(1, ge=1)
+    train_tasks: int | None = Field(None, ge=1, le=1_000_000, description="first N tasks of the train split")
+    test_tasks: int | None = Field(None, ge=1, le=1_000_000, description="first N tasks of the test split")
+    trials: int = Field(1, ge=1, le=1000)
     user: str = Field("scripted", description="scripted, or an LLM user spec (see tracec eval)")
-    max_turns: int = Field(30, ge=1)
-    max_errors: int = Field(10, ge=1)
-    batch_size: int = Field(4, ge=1)
+    max_turns: int = Field(30, ge=1, le=10_000)
+    max_errors: int = Field(10, ge=1, le=10_000)
+    batch_size: int = Field(4, ge=1, le=4096)
 
 
 class ModelSettings(_Strict):
@@ -45,8 +49,8 @@ class ModelSettings(_Strict):
     adapter_agent: str | None = Field(
         None, description="agent spec template for one adapter: {base}, {adapter}, {capability} "
         "(default local:{base}+adapter:{adapter})")
-    max_new_tokens: int = Field(256, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
+    max_new_tokens: int = Field(256, ge=1, le=1 << 17)
+    temperature: float = Field(0.0, ge=0.0, le=100.0)
 
 
 class LabelerSettings(_Strict):
@@ -54,9 +58,9 @@ class LabelerSettings(_Strict):
     endpoint: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    runs: int = Field(10, ge=1)
-    batch_size: int = Field(4, ge=1)
-    concurrency: int = Field(4, ge=1)
+    runs: int = Field(10, ge=1, le=1000)
+    batch_size: int = Field(4, ge=1, le=4096)
+    concurrency: int = Field(4, ge=1, le=256)
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> LabelerSettings:
@@ -70,7 +74,7 @@ class ThresholdSettings(_Strict):
 
     rho: float = Field(0.10, ge=0.0, le=1.0)
     delta: float = Field(0.20, ge=-1.0, le=1.0)
-    k: int | None = Field(None, ge=1)
+    k: int | None = Field(None, ge=1, le=1000)
 
 
 class SpecSettings(_Strict):
@@ -85,8 +89,8 @@ class SpecSettings(_Strict):
     endpoint: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    max_tries: int = Field(4, ge=1)
-    check_seeds: int = Field(16, ge=1, description="seeds for the offline env checks")
+    max_tries: int = Field(4, ge=1, le=100)
+    check_seeds: int = Field(16, ge=1, le=100_000, description="seeds for the offline env checks")
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> SpecSettings:
@@ -99,15 +103,19 @@ class TrainSettings(_Strict):
     """GRPO settings for every adapter: any TrainConfig field except model/env."""
 
     settings: dict[str, Any] = Field(default_factory=dict)
-    max_adapters: int | None = Field(None, ge=1, description="train at most this many specs")
+    max_adapters: int | None = Field(None, ge=1, le=10_000, description="train at most this many specs")
 
     @model_validator(mode="after")
     def _valid(self) -> TrainSettings:
-        from tracec.train.config import TrainConfig  # pydantic only, no torch
-
         bad = {"model", "env"} & set(self.settings)
         if bad:
             raise ValueError(f"train.settings may not set {sorted(bad)} (use model.base)")
+        for key, value in self.settings.items():  # TOML has types: "4" for a number is a typo
+            field = TrainConfig.model_fields.get(key)
+            if field is not None and isinstance(value, str) and "str" not in str(field.annotation) \
+                    and "Literal" not in str(field.annotation):
+                raise ValueError(f"train.settings.{key}: expected {field.annotation}, got the "
+                                 f"string {value!r} (write it without quotes)")
         TrainConfig(**self.settings)
         return self
 
@@ -117,18 +125,18 @@ class ComposeSettings(_Strict):
     paper's classifier routing (the base model picks adapters per task; no gate training)."""
 
     enabled: bool = True
-    demo_episodes: int = Field(4, ge=1, description="oracle episodes per capability env for the gates")
-    top_k: int = Field(1, ge=1)
+    demo_episodes: int = Field(4, ge=1, le=100_000, description="oracle episodes per capability env for the gates")
+    top_k: int = Field(1, ge=1, le=64)
     routing: Literal["token", "trajectory", "classifier"] = "token"
     top_p: float = Field(0.9, gt=0, le=1, description="classifier routing: nucleus over adapters")
     classifier_scoring: Literal["labels", "likelihood"] = Field(
         "labels", description="classifier routing: label-token probabilities or description likelihood")
-    epochs: int = Field(1, ge=1)
-    max_steps: int | None = Field(None, ge=1)
-    batch_size: int = Field(4, ge=1)
-    lr: float = Field(5e-3, gt=0)
-    alpha: float = Field(1e-2, ge=0)
-    max_length: int = Field(1024, ge=8)
+    epochs: int = Field(1, ge=1, le=10_000)
+    max_steps: int | None = Field(None, ge=1, le=10**7)
+    batch_size: int = Field(4, ge=1, le=4096)
+    lr: float = Field(5e-3, gt=0, le=10)
+    alpha: float = Field(1e-2, ge=0, le=1000)
+    max_length: int = Field(1024, ge=8, le=1 << 17)
     holdout: float = Field(0.0, ge=0.0, le=0.5)
 
 
@@ -138,13 +146,19 @@ class FinalEvalSettings(_Strict):
     base: bool = True
     adapters: bool = True
     composed: bool = True
-    env_tasks: int = Field(0, ge=0, description="held-out seeds per trained capability env "
+    env_tasks: int = Field(0, ge=0, le=1_000_000, description="held-out seeds per trained capability env "
                            "(0: no env eval); the report pairs every model on them")
-    env_first_seed: int = Field(HELDOUT_START, ge=HELDOUT_START,
+    env_first_seed: int = Field(HELDOUT_START, ge=HELDOUT_START, le=2**31 - 1_000_001,
                                 description="first held-out env seed (seeds are tasks)")
     env_cross: bool = Field(False, description="evaluate each adapter on every trained env, "
                             "not only its own")
-    env_batch_size: int = Field(25, ge=1, description="env episodes in lockstep")
+    env_batch_size: int = Field(25, ge=1, le=4096, description="env episodes in lockstep")
+
+    @model_validator(mode="after")
+    def _seeds_below_limit(self) -> FinalEvalSettings:
+        if self.env_tasks:  # refused here, before any stage, not in the held-out eval
+            eval_range(self.env_first_seed, self.env_tasks, "final_eval.env_first_seed")
+        return self
 
 
 class BaselineSettings(_Strict):
@@ -155,14 +169,14 @@ class BaselineSettings(_Strict):
 
 class BudgetSettings(_Strict):
     train_rollouts: int | None = Field(
-        None, ge=1, description="training episodes for all adapters together; caps steps")
+        None, ge=1, le=10**9, description="training episodes for all adapters together; caps steps")
 
 
 class RunConfig(_Strict):
     """One ``tracec.toml``."""
 
     name: str = "tracec-run"
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**31 - 1)
     device: str = "cpu"
     target: TargetSettings = Field(default_factory=TargetSettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
@@ -174,6 +188,12 @@ class RunConfig(_Strict):
     final_eval: FinalEvalSettings = Field(default_factory=FinalEvalSettings)
     baseline: BaselineSettings = Field(default_factory=BaselineSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+
+    @field_validator("device")
+    @classmethod
+    def _device_syntax(cls, value: str) -> str:
+        parse_device(value)
+        return value
 
     def base_agent(self) -> str:
         return self.model.agent or f"local:{self.model.base}"
@@ -187,7 +207,7 @@ def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
     """Relative data/spec paths in the file are relative to the config file's folder."""
 
     def fix(p: str | None) -> str | None:
-        if p is None or Path(p).is_absolute():
+        if p is None or Path(p).is_absolute() or p == "sample":  # "sample": the packaged τ² subset
             return p
         return str((root / p).resolve())
 
@@ -216,7 +236,10 @@ def load_config(path: str | Path) -> RunConfig:
     """Read and validate a TOML run config; raises :class:`ConfigError` with a readable message."""
     path = Path(path)
     try:
-        data = files.read_toml(path)
+        data = files.read_toml(path, "run config", limit=files.CONFIG_BYTES)
     except files.InputError as exc:
         raise ConfigError(str(exc)) from None
+    if not data:
+        raise ConfigError(f"{path}: the config is empty; set at least [target] data_dir and "
+                          "[model] base (examples: configs/*.toml, docs/pipeline.md)")
     return parse_config(data, path.resolve().parent, str(path))

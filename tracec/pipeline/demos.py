@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tracec.runtime.oracle import run_oracle
+
 
 def oracle_episode(env_cls: type, seed: int) -> dict:
     """Play the oracle on ``env_cls`` at ``seed``; returns one trajectory row."""
-    from tracec.runtime.oracle import run_oracle
-
     env = env_cls()
     run = run_oracle(env, seed)
     bd = run.info.get("reward_breakdown") or {}

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 MANIFEST = "manifest.json"
+CONFIG_COPY = "run_config.json"  # RUN_DIR/run_config.json: the validated config of the run
 Status = Literal["running", "done", "failed", "skipped"]
 
 

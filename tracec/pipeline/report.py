@@ -7,15 +7,16 @@ folder, :func:`write_report` writes the report and returns its path.
 from __future__ import annotations
 
 import json
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tracec.pipeline.manifest import StageManifest, read_manifest
+from tracec.harness.results import ResultsError
+from tracec.pipeline.manifest import CONFIG_COPY, MANIFEST, StageManifest, read_manifest
+from tracec.pipeline.registry import STAGE_NAMES
+from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
 
 REPORT = "report.md"
-CONFIG_COPY = "run_config.json"
-STAGES = ("baseline", "analyze", "specs", "compile", "train", "compose", "heldout_eval", "final_eval",
-          "grpo_target")
 SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "Training",
             "Routing", "Held-out env seeds", "Pass rates", "Rollouts spent", "What failed and why")
 
@@ -23,7 +24,7 @@ SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "T
 def is_run_dir(path: str | Path) -> bool:
     """Whether ``path`` is a ``tracec run`` folder (its config copy or a stage manifest)."""
     p = Path(path)
-    return (p / CONFIG_COPY).is_file() or any((p / s / "manifest.json").is_file() for s in STAGES)
+    return (p / CONFIG_COPY).is_file() or any((p / s / MANIFEST).is_file() for s in STAGE_NAMES)
 
 
 def _load_json(path: Path) -> Any:
@@ -64,7 +65,7 @@ def _stages(ms: dict[str, StageManifest | None]) -> str:
         return f"{m.load_start:.2f} → {m.load_end:.2f}"
 
     rows = []
-    for s in STAGES:
+    for s in STAGE_NAMES:
         m = ms.get(s)
         if m is None:
             rows.append([s, "not run", "", "", "", "", ""])
@@ -207,8 +208,6 @@ def _classifier_routing(out: dict) -> str:
 
 def success_ci(path: str | Path, resamples: int = 2000) -> tuple[float, float, float, int]:
     """Success rate of one eval run over its tasks (trials averaged) with a bootstrap 95 % CI."""
-    from tracec.targets.compare import load_run, paired_bootstrap
-
     _, episodes = load_run(path)
     acc: dict[tuple[str, str], list[float]] = {}
     for e in episodes:
@@ -219,8 +218,6 @@ def success_ci(path: str | Path, resamples: int = 2000) -> tuple[float, float, f
 
 
 def _ci_cell(path: str | None) -> str:
-    from tracec.harness.results import ResultsError
-
     if not path:
         return "–"
     try:
@@ -237,9 +234,17 @@ def _env_name(name: str) -> str:
     return Path(name).stem if name.endswith(".py") else name
 
 
-def _heldout(ms: dict) -> str:
+def _heldout(ms: dict, cfg: dict | None = None) -> str:
     runs = _outputs(ms, "heldout_eval").get("env_results") or {}
     if not runs:
+        tasks = ((cfg or {}).get("final_eval") or {}).get("env_tasks") or 0
+        m = ms.get("heldout_eval")
+        if tasks and m is None:
+            return (f"_Held-out env eval not run yet: the config asks for {tasks} held-out seeds "
+                    "per trained env (stage `heldout_eval`; the run stopped before it)._")
+        if tasks:
+            why = f": {m.error}" if getattr(m, "error", None) else ""
+            return f"_Held-out env eval {m.status}{why}._"
         return ("_No held-out env eval (set `final_eval.env_tasks` to evaluate every model on "
                 "held-out seeds of the trained envs)._")
     first = next(iter(runs.values())).get("first_seed", "?")
@@ -330,11 +335,6 @@ def _paired_table(runs: dict[str, str | None], common: bool = False, per_env: bo
     """B − A for every pair of runs (paired bootstrap over tasks). ``common``: only the tasks both
     runs hold (an adapter evaluated on its own env against a model evaluated on all envs);
     ``per_env``: a row per env as well as the overall one when the pair shares several envs."""
-    from itertools import combinations
-
-    from tracec.harness.results import ResultsError
-    from tracec.targets.compare import UnpairedRuns, compare_runs
-
     runs = {k: v for k, v in runs.items() if v}
     rows, skipped, verdicts = [], [], []
     for (la, pa), (lb, pb) in combinations(runs.items(), 2):
@@ -388,7 +388,7 @@ def _rollouts(ms: dict) -> str:
 
 def _failures(run_dir: Path, ms: dict) -> str:
     lines = []
-    for s in STAGES:
+    for s in STAGE_NAMES:
         m = ms.get(s)
         if m is None:
             lines.append(f"- **{s}**: not run yet.")
@@ -438,7 +438,7 @@ def _bar_plot(path: Path, labels: list[str], values: list[float], title: str, yl
 def render_report(run_dir: str | Path) -> str:
     """The report's Markdown text (writes the PNG plots it links to)."""
     run_dir = Path(run_dir)
-    ms = {s: read_manifest(run_dir, s) for s in STAGES}
+    ms = {s: read_manifest(run_dir, s) for s in STAGE_NAMES}
     cfg = _load_json(run_dir / CONFIG_COPY) or {}
     model = (cfg.get("model") or {}).get("base", "?")
     target = cfg.get("target") or {}
@@ -454,7 +454,7 @@ def render_report(run_dir: str | Path) -> str:
         "Environment checks": _checks(run_dir),
         "Training": _training(run_dir, ms),
         "Routing": _routing(run_dir, ms),
-        "Held-out env seeds": _heldout(ms),
+        "Held-out env seeds": _heldout(ms, cfg),
         "Pass rates": _pass_rates(run_dir, ms),
         "Rollouts spent": _rollouts(ms),
         "What failed and why": _failures(run_dir, ms),

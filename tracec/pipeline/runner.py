@@ -7,13 +7,12 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tracec.pipeline import stages as st
 from tracec.pipeline.config import RunConfig
 from tracec.pipeline.manifest import (
+    CONFIG_COPY,
     StageManifest,
     cpu_now,
     hash_inputs,
@@ -22,48 +21,20 @@ from tracec.pipeline.manifest import (
     read_manifest,
     write_manifest,
 )
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    run: Callable[[st.RunContext, bool], dict]
-    inputs: Callable[[st.RunContext], Any]
-    title: str
-
-
-STAGES: tuple[Stage, ...] = (
-    Stage("baseline", st.run_baseline, st.baseline_inputs, "baseline eval (train split)"),
-    Stage("analyze", st.run_analyze, st.analyze_inputs, "analyze failures"),
-    Stage("specs", st.run_specs, st.specs_inputs, "specs"),
-    Stage("compile", st.run_compile, st.compile_inputs, "compile + check"),
-    Stage("train", st.run_train, st.train_inputs, "train adapters"),
-    Stage("compose", st.run_compose, st.compose_inputs, "compose"),
-    Stage("heldout_eval", st.run_heldout_eval, st.final_inputs, "held-out eval (env seeds)"),
-    Stage("final_eval", st.run_final_eval, st.final_inputs, "final eval (test split)"),
-    Stage("grpo_target", st.run_grpo_target, st.grpo_inputs, "GRPO-on-target baseline"),
-)
-STAGE_NAMES = tuple(s.name for s in STAGES)
-CONFIG_COPY = "run_config.json"
+from tracec.pipeline.registry import STAGE_NAMES, STAGES, Stage
+from tracec.pipeline.registry import stage as find_stage
 
 
 class RunError(Exception):
     """A stage failed; the message names it and the manifest holds the details."""
 
 
-def _lookup(name: str) -> Stage:
-    for s in STAGES:
-        if s.name == name:
-            return s
-    raise ValueError(f"unknown stage {name!r}: stages are {', '.join(STAGE_NAMES)}")
-
-
 def run_pipeline(cfg: RunConfig, run_dir: Path, from_stage: str | None = None,
                  until: str | None = None, quiet: bool = False,
                  log: Callable[[str], None] = print) -> list[StageManifest]:
     """Run (or resume) every stage; returns the manifests. Raises :class:`RunError` on failure."""
-    first = STAGE_NAMES.index(_lookup(from_stage).name) if from_stage else 0
-    last = STAGE_NAMES.index(_lookup(until).name) if until else len(STAGES) - 1
+    first = STAGE_NAMES.index(find_stage(from_stage).name) if from_stage else 0
+    last = STAGE_NAMES.index(find_stage(until).name) if until else len(STAGES) - 1
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG_COPY).write_text(json.dumps(cfg.model_dump(mode="json"), indent=2) + "\n")
     ctx = st.RunContext(cfg, run_dir, quiet=quiet, log=log)

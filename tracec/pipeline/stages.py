@@ -8,6 +8,7 @@ upstream re-runs everything after it. Stages call the library, never the CLIs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -15,8 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracec.analysis.aggregate import Thresholds, aggregate, load_selection, write_selection
+from tracec.analysis.candidates import write_candidates
+from tracec.analysis.importers import load_many, write_jsonl
+from tracec.analysis.llm_labeler import discover, label_runs
+from tracec.analysis.offline import offline_candidates, offline_run
+from tracec.analysis.propose import domain_tools_text, load_language_reference, propose_one
+from tracec.analysis.report import coverage_plot
+from tracec.analysis.runs import write_run
+from tracec.checks import run_checks
+from tracec.compiler import build as env_build
+from tracec.compiler.api import compile_file, find_specs
+from tracec.core.seeds import SeedRangeError
+from tracec.harness.agents import make_agent, parse_agent_spec
+from tracec.harness.resolve import EnvTarget, resolve_env
+from tracec.llm.client import ChatClient, LLMError
 from tracec.pipeline.config import RunConfig
+from tracec.pipeline.demos import write_demos
 from tracec.pipeline.manifest import hash_files
+from tracec.targets import data as tdata
+from tracec.targets.evaluate import EvalConfig, run_eval
+from tracec.targets.tau2 import Tau2Env
+from tracec.targets.users import make_user_factory
+from tracec.targets.world import load_world
+from tracec.train.config import TrainConfig
+from tracec.train.plots import read_metrics, report_training
 
 
 class StageSkipped(Exception):
@@ -54,8 +78,6 @@ def agent_for(ctx: RunContext, spec: str) -> Any:
 
 def make_agent_for(ctx: RunContext, spec: str) -> Any:
     """An agent from a spec, with the run's generation settings."""
-    from tracec.harness.agents import make_agent, parse_agent_spec
-
     kind, _ = parse_agent_spec(spec)
     m = ctx.cfg.model
     if kind in ("local", "composed"):
@@ -67,8 +89,6 @@ def make_agent_for(ctx: RunContext, spec: str) -> Any:
 
 def _eval(ctx: RunContext, agent_spec: str, out_dir: Path, split: str, num_tasks: int | None,
           agent: Any = None, envs: list[str] | None = None) -> dict:
-    from tracec.targets.evaluate import EvalConfig, run_eval
-
     t = ctx.cfg.target
     ecfg = EvalConfig(
         agent=agent_spec, targets=[] if envs else [f"tau2:{t.domain}"], envs=envs or [],
@@ -113,12 +133,6 @@ def analyze_inputs(ctx: RunContext) -> Any:
 
 def run_analyze(ctx: RunContext, resume: bool) -> dict:
     """Import the baseline trajectories, label them, aggregate into capabilities.json."""
-    from tracec.analysis.aggregate import Thresholds, aggregate, write_selection
-    from tracec.analysis.candidates import write_candidates
-    from tracec.analysis.importers import load_many, write_jsonl
-    from tracec.analysis.report import coverage_plot
-    from tracec.analysis.runs import write_run
-
     out = ctx.dir("analyze")
     sources = ctx.out("baseline").get("tau2_results") or []
     if not sources:
@@ -129,14 +143,9 @@ def run_analyze(ctx: RunContext, resume: bool) -> dict:
     write_jsonl(trajs, out / "trajectories.jsonl")
     lab = ctx.cfg.labeler
     if lab.kind == "offline":
-        from tracec.analysis.offline import offline_candidates, offline_run
-
         candidates = offline_candidates()
         runs = [offline_run(trajs)]
     else:
-        from tracec.analysis.llm_labeler import discover, label_runs
-        from tracec.llm.client import ChatClient, LLMError
-
         client = ChatClient(lab.endpoint, lab.model, api_key=_api_key(lab.api_key_env))
         try:
             candidates = discover(client, trajs)
@@ -165,8 +174,6 @@ def run_analyze(ctx: RunContext, resume: bool) -> dict:
 
 # ---------------------------------------------------------------------------- 3. specs
 def _spec_files(directory: str) -> list[Path]:
-    from tracec.compiler.api import find_specs
-
     path = Path(directory)
     if not path.is_dir():
         raise StageError(f"specs.dir {directory} is not a folder")
@@ -193,8 +200,6 @@ def choose_specs(spec_caps: dict[str, Path], selected: list[str], mapping: dict[
 
 def run_specs(ctx: RunContext, resume: bool) -> dict:
     """Take specs from a folder (matched to the selection) or propose them with an LLM."""
-    from tracec.compiler.api import compile_file
-
     s = ctx.cfg.specs
     out = ctx.dir("specs")
     out.mkdir(parents=True, exist_ok=True)
@@ -211,6 +216,9 @@ def run_specs(ctx: RunContext, resume: bool) -> dict:
         if s.match_domain and res.ir.domain != ctx.cfg.target.domain:
             continue
         spec_caps[res.ir.name] = path
+        for variant in res.variants:  # `variant NAME { ... }`: its env comes with the spec
+            assert variant.ir is not None
+            spec_caps[variant.ir.name] = path
     chosen = choose_specs(spec_caps, selected, s.mapping, s.train_all_specs)
     unmatched = [c for c in selected if s.mapping.get(c, c) not in spec_caps]
     for name in chosen:
@@ -222,10 +230,6 @@ def run_specs(ctx: RunContext, resume: bool) -> dict:
 
 
 def _propose(ctx: RunContext, selected: list[str], out: Path) -> dict:
-    from tracec.analysis.aggregate import load_selection
-    from tracec.analysis.propose import domain_tools_text, load_language_reference, propose_one
-    from tracec.llm.client import ChatClient
-
     s = ctx.cfg.specs
     entries = load_selection(Path(ctx.out("analyze")["capabilities"]))
     client = ChatClient(s.endpoint, s.model, api_key=_api_key(s.api_key_env))
@@ -251,9 +255,6 @@ def compile_inputs(ctx: RunContext) -> Any:
 
 def run_compile(ctx: RunContext, resume: bool) -> dict:
     """Compile the chosen specs into ``compile/envs/`` and run the offline checks on each env."""
-    from tracec.checks import run_checks
-    from tracec.compiler.build import plan, write
-
     specs_dir = Path(ctx.out("specs").get("dir") or ctx.dir("specs"))
     files = sorted(specs_dir.glob("*.tracec"))
     out = ctx.dir("compile")
@@ -262,10 +263,10 @@ def run_compile(ctx: RunContext, resume: bool) -> dict:
         shutil.rmtree(envs_dir)
     if not files:
         raise StageSkipped("no specs were chosen, nothing to compile")
-    bp = plan(files, envs_dir)
+    bp = env_build.plan(files, envs_dir)
     if not bp.ok:
         raise StageError("specs do not compile:\n" + "\n".join(r.rendered for r in bp.results if not r.ok))
-    write(bp, envs_dir)
+    env_build.write(bp, envs_dir)
     checks, envs, rejected = {}, {}, {}
     for r in bp.results:
         rep = run_checks(r.module, seeds=ctx.cfg.specs.check_seeds)
@@ -290,8 +291,6 @@ def train_config(ctx: RunContext, env_name: str, n_adapters: int, budget: int | 
 
     Adapter ``index`` gets seed ``seed + index``: distinct LoRA inits and rollout seeds.
     """
-    from tracec.train.config import TrainConfig
-
     settings = {"seed": ctx.cfg.seed, **ctx.cfg.train.settings}
     settings["seed"] += index
     cfg = TrainConfig(model=ctx.cfg.model.base, env=env_name, device=ctx.cfg.device, **settings)
@@ -306,8 +305,6 @@ def train_config(ctx: RunContext, env_name: str, n_adapters: int, budget: int | 
 def _step_metrics(adapter_dir: Path) -> list[dict]:
     """The GRPO steps of an adapter's metrics.jsonl (none when the file is absent or empty; a
     line that is not JSON is an error naming ``path:line``)."""
-    from tracec.train.plots import read_metrics
-
     path = adapter_dir / "metrics.jsonl"
     if not path.is_file() or not path.read_text().strip():
         return []
@@ -321,7 +318,6 @@ def rollouts_spent(adapter_dir: Path) -> int:
 
 def fit_adapter(ctx: RunContext, env: Any, config: Any, out: Path, resume: bool) -> dict:
     """Train (or finish, or reuse) one adapter; returns its summary."""
-    from tracec.train.plots import report_training
     from tracec.train.trainer import GRPOTrainer
 
     meta_path = out / "tracec.json"
@@ -383,8 +379,6 @@ def update_norms(adapter_dir: Path) -> dict:
     """How far training moved the adapter: Frobenius norm of the LoRA weight change ΔW = B·A
     summed over layers (0 means the adapter computes the base model's function), and of the GRPO
     part: the LoRA parameters after GRPO minus those after the SFT warm start (``sft/``)."""
-    import math
-
     final = _lora_tensors(adapter_dir)
     if final is None:
         return {}
@@ -407,8 +401,6 @@ def update_norms(adapter_dir: Path) -> dict:
 
 def run_train(ctx: RunContext, resume: bool) -> dict:
     """Train one GRPO LoRA adapter per checked capability env (resumable from checkpoints)."""
-    from tracec.harness.resolve import resolve_env
-
     envs = ctx.out("compile").get("envs") or {}
     names = sorted(envs)[: ctx.cfg.train.max_adapters] if ctx.cfg.train.max_adapters else sorted(envs)
     if not names:
@@ -434,8 +426,6 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     from tracec.compose.api import train_composed
     from tracec.compose.model import ComposeError
     from tracec.compose.training import ComposeTrainConfig, read_trajectories, select_successful
-    from tracec.harness.resolve import resolve_env
-    from tracec.pipeline.demos import write_demos
 
     c = ctx.cfg.compose
     adapters = ctx.out("train").get("adapters") or {}
@@ -533,8 +523,6 @@ def env_eval_plan(ctx: RunContext) -> list[tuple[str, str, list[str]]]:
 
 
 def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> dict:
-    from tracec.targets.evaluate import EvalConfig, run_eval
-
     fe, t = ctx.cfg.final_eval, ctx.cfg.target
     ecfg = EvalConfig(agent=spec, envs=env_files, num_tasks=fe.env_tasks, max_turns=t.max_turns,
                       max_errors=t.max_errors, batch_size=fe.env_batch_size, seed=ctx.cfg.seed,
@@ -549,8 +537,6 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
 def run_heldout_eval(ctx: RunContext, resume: bool) -> dict:
     """Evaluate base, each adapter and the composed model on held-out seeds of the trained
     capability envs (``final_eval.env_tasks``; resumable per episode)."""
-    from tracec.targets.seeds import SeedRangeError
-
     plan = env_eval_plan(ctx)
     if not plan:
         raise StageSkipped("no held-out env eval (final_eval.env_tasks = 0, or no adapter trained)")
@@ -585,14 +571,8 @@ def grpo_inputs(ctx: RunContext) -> Any:
 
 def run_grpo_target(ctx: RunContext, resume: bool) -> dict:
     """GRPO on the τ² target's train split with the adapters' rollout budget, then a test eval."""
-    from tracec.harness.resolve import EnvTarget
-
     if not ctx.cfg.baseline.grpo_on_target:
         raise StageSkipped("GRPO on the target is off (baseline.grpo_on_target = false)")
-    from tracec.targets import data as tdata
-    from tracec.targets.tau2 import Tau2Env
-    from tracec.targets.users import make_user_factory
-    from tracec.targets.world import load_world
 
     t = ctx.cfg.target
     world = load_world(t.domain, t.data_dir)

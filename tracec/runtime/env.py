@@ -10,6 +10,7 @@ import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -49,8 +50,6 @@ WORLD_CACHE = 8  # worlds kept by `_world` for resets that force their task
 def _make_encoder() -> Callable[[Any], str]:
     """A reusable JSON encoder (json.dumps rebuilds its C encoder on every call)."""
     try:
-        from json.encoder import c_make_encoder, encode_basestring
-
         if c_make_encoder is None:
             raise ImportError
         enc = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)

@@ -296,6 +296,30 @@ def fmt(x: Any) -> str:
     return str(x)
 
 
+def join(xs: Iterable[Any], sep: str = ", ") -> str:
+    """The elements as text (each as `fmt` says it), separated by ``sep``."""
+    return str(sep).join(fmt(x) for x in xs)
+
+
+def min_by(pairs: Iterable[tuple[Any, Any]]) -> Any:
+    """Of (key, element) pairs, the element with the least key (the first on a tie; None when
+    there is none): `min_by(f.price for f in flights)`."""
+    best: tuple[Any, Any] | None = None
+    for key, x in pairs:
+        if best is None or key < best[0]:
+            best = (key, x)
+    return None if best is None else best[1]
+
+
+def max_by(pairs: Iterable[tuple[Any, Any]]) -> Any:
+    """Of (key, element) pairs, the element with the greatest key (the first on a tie)."""
+    best: tuple[Any, Any] | None = None
+    for key, x in pairs:
+        if best is None or key > best[0]:
+            best = (key, x)
+    return None if best is None else best[1]
+
+
 def ref(db: Mapping[str, Any], collection: str, record_id: Any, nullable: bool = False) -> Any:
     """The record of ``db[collection]`` whose id is ``record_id`` (a domain reference such as
     ``item.product``); ``None`` for a ``None`` id of a nullable reference."""

@@ -168,6 +168,10 @@ class Outcome:
             calls=tuple(calls),
         )
 
+    def communicated_all(self) -> bool:
+        """`communicated()` in a reward rule: every value the task lists under `communicate`."""
+        return self.communicated(*self.v.get("_communicate", ()))
+
 
 def progress(gold: Sequence[Call], calls: Sequence[Call], writes: frozenset[str] | set[str]) -> float:
     """Share of gold write calls matched by agent calls (all gold calls when none writes)."""

@@ -21,6 +21,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from tracec import files
 from tracec.core.diagnostics import Diagnostic, Span
 
 SOURCE_ATTR = "__tracec_source__"  # (path as typed, spec text) set on modules compiled on the fly
@@ -40,16 +41,23 @@ def spec_position(cap: Any, tb: types.TracebackType | None) -> tuple[int, ...] |
     filename = getattr(module, "__file__", None)
     if not table or not filename:
         return None
-    lineno = None
+    lineno = caller = None
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == filename:
+            caller = lineno
             lineno = tb.tb_lineno
+            helper = tb.tb_frame.f_code.co_name.startswith("_frag_")
         tb = tb.tb_next
     if lineno is None:
         return None
-    i = bisect.bisect_right([row[0] for row in table], lineno) - 1
+    starts = [row[0] for row in table]
+    i = bisect.bisect_right(starts, lineno) - 1
     if i < 0 or table[i][1] <= 0:
         return None
+    if helper and caller is not None:  # a fragment generated once: at the `use` that called it
+        j = bisect.bisect_right(starts, caller) - 1
+        if j >= 0 and table[j][1] > 0:
+            return tuple(table[j][1:3]) + tuple(table[i][3:])
     return tuple(table[i][1:])
 
 
@@ -61,8 +69,8 @@ def fragment_source(cap: Any, spec_path: str, index: int) -> tuple[str, str] | N
         return None
     path = os.path.join(os.path.dirname(spec_path), names[index])
     try:
-        return path, Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return path, files.read_text(path, "fragment", limit=files.SPEC_BYTES)
+    except files.InputError:
         return None
 
 
@@ -81,8 +89,8 @@ def spec_source(cap: Any) -> tuple[str, str | None]:
         candidates.append(Path(filename).resolve().parent.parent / recorded)
     for c in candidates:
         try:
-            text = c.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = files.read_text(c, "spec", limit=files.SPEC_BYTES)  # never blocks on a FIFO
+        except files.InputError:
             continue
         sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         if sha != getattr(cap, "spec_sha256", sha):

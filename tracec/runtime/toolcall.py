@@ -103,6 +103,15 @@ def _parse_block(body: str, index: int) -> ParsedCall:
     return _call_from_obj(obj, where)
 
 
+def _cut_close(body: str) -> str:
+    """``body`` without a trailing, cut-off start of ``</tool_call>`` (``…}}\n</tool_call``)."""
+    stripped = body.rstrip()
+    for k in range(len(CLOSE) - 1, 0, -1):
+        if stripped.endswith(CLOSE[:k]):
+            return stripped[:-k]
+    return body
+
+
 def _strip_think(text: str) -> str:
     return _THINK.sub("", text) if "<think>" in text else text
 
@@ -147,8 +156,8 @@ def parse_turn(raw: str) -> ParsedTurn:
         nxt = text.find(OPEN, body_start)
         if nxt >= 0 and (end < 0 or nxt < end):
             raise ToolCallParseError(f"tool call {index}: missing </tool_call> before the next <tool_call>")
-        if end < 0:  # tolerated: unterminated last block
-            calls.append(_parse_block(text[body_start:], index))
+        if end < 0:  # tolerated: unterminated last block (the token limit cut `</tool_call>`)
+            calls.append(_parse_block(_cut_close(text[body_start:]), index))
             break
         calls.append(_parse_block(text[body_start:end], index))
         pos = end + len(CLOSE)

@@ -52,25 +52,28 @@ def _print_table(rows: list, title: str) -> None:
 @click.option("--target", "targets", multiple=True, help="τ² target: tau2:airline or tau2:retail (repeatable)")
 @click.option("--env", "envs", multiple=True,
               help="compiled env: tracec/<name>-v0, generated_envs/<name>.py or a module (repeatable)")
+@click.option("--envs-dir", default="generated_envs", show_default=True,
+              help="compiled env folder where --env names and gym ids are looked up first "
+                   "(its envs are used even where another folder registered the same id)")
 @click.option("--split", default="test", show_default=True, type=click.Choice(["base", "train", "test"]),
               help="τ² task split")
 @click.option("--task-ids", default=None, help="comma-separated τ² task ids (overrides --split)")
-@click.option("--tasks", "num_tasks", type=int, default=None,
+@click.option("--tasks", "num_tasks", type=click.IntRange(1, 1_000_000), default=None,
               help="number of tasks (τ²: first N of the split; compiled envs: N seeds, default 10)")
-@click.option("--trials", type=int, default=1, show_default=True, help="trials per task (k of pass^k)")
+@click.option("--trials", type=click.IntRange(1, 1000), default=1, show_default=True, help="trials per task (k of pass^k)")
 @click.option("--user", "user_spec", default="scripted", show_default=True,
               help="simulated user for τ² targets: scripted | llm:MODEL@URL")
 @click.option("--judge", default=None, help="MODEL@URL: judge τ²'s NL assertions with this model")
 @click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
-              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
-@click.option("--max-turns", type=int, default=30, show_default=True, help="agent turns per τ² episode")
-@click.option("--max-errors", type=int, default=10, show_default=True, help="tool errors before τ² stops an episode")
-@click.option("--batch-size", type=int, default=4, show_default=True, help="episodes in flight at once")
+              help="tau2-bench data/tau2/domains directory, or `sample`: the few tasks shipped with tracec [env: TRACEC_TAU2_DATA]")
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=30, show_default=True, help="agent turns per τ² episode")
+@click.option("--max-errors", type=click.IntRange(1, 10_000), default=10, show_default=True, help="tool errors before τ² stops an episode")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=4, show_default=True, help="episodes in flight at once")
 @click.option("--seed", type=int, default=0, show_default=True, help="τ² base seed (trial t uses seed+t)")
 @click.option("--env-seeds", default="heldout", show_default=True,
               help="compiled envs: first reset seed (task i uses it + i); `heldout` = 10^9, the start "
                    "of the held-out range that training never draws from")
-@click.option("--max-new-tokens", type=int, default=512, show_default=True,
+@click.option("--max-new-tokens", type=click.IntRange(1, 1 << 17), default=512, show_default=True,
               help="local/composed agents: tokens per assistant turn")
 @click.option("--allow-train-seeds", is_flag=True,
               help="evaluate an adapter (or a composed model's adapters) even on seeds its tracec.json says it was trained on")
@@ -82,21 +85,24 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
              judge: str | None, tau2_data: str | None, max_turns: int, max_errors: int,
              batch_size: int, seed: int, env_seeds: str, max_new_tokens: int,
-             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool) -> None:
+             allow_train_seeds: bool, out_dir: str, fresh: bool, as_json: bool,
+             envs_dir: str) -> None:
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
     from tracec.files import Locked, exclusive_lock
-    from tracec.targets.evaluate import LOCK
+    from tracec.targets.evaluate import ENV_TASKS, LOCK
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
     if trials < 1 or (num_tasks is not None and num_tasks < 1):
         raise click.ClickException("--trials and --tasks must be at least 1")
-    from tracec.targets.seeds import HELDOUT_START, SeedRangeError, parse_range
+    from tracec.core.seeds import HELDOUT_START, SeedRangeError, eval_range, parse_range
 
     try:
         first_seed = HELDOUT_START if env_seeds == "heldout" else parse_range(env_seeds, "--env-seeds").start
+        if envs:
+            eval_range(first_seed, num_tasks or ENV_TASKS)
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     out = Path(out_dir)
@@ -108,14 +114,14 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
                         shutil.rmtree(child) if child.is_dir() else child.unlink()
             _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
                   tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-                  first_seed, allow_train_seeds, max_new_tokens)
+                  first_seed, allow_train_seeds, max_new_tokens, envs_dir)
     except Locked as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
           tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
-          allow_train_seeds, max_new_tokens) -> None:
+          allow_train_seeds, max_new_tokens, envs_dir="generated_envs") -> None:
     from tracec.targets.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
@@ -123,7 +129,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
         task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
         tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
         batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=max_new_tokens, envs_dir=envs_dir,
         out_dir=str(out),
     )
     try:
@@ -147,7 +153,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
 @click.command("grade")
 @click.argument("results", type=click.Path(dir_okay=False))
 @click.option("--tau2-data", type=click.Path(file_okay=False), default=None, envvar="TRACEC_TAU2_DATA",
-              help="tau2-bench data/tau2/domains directory [env: TRACEC_TAU2_DATA]")
+              help="tau2-bench data/tau2/domains directory, or `sample`: the few tasks shipped with tracec [env: TRACEC_TAU2_DATA]")
 @click.option("--domain", default=None, type=click.Choice(["airline", "retail"]),
               help="domain (default: from the results file)")
 @click.option("--judge", default=None, help="MODEL@URL: judge NL assertions with this model")
@@ -195,7 +201,7 @@ def _print_grades(report: dict[str, Any]) -> None:
 @click.command("compare")
 @click.argument("run_a", type=click.Path(exists=True))
 @click.argument("run_b", type=click.Path(exists=True))
-@click.option("--resamples", type=int, default=10_000, show_default=True, help="bootstrap resamples")
+@click.option("--resamples", type=click.IntRange(1, 10_000_000), default=10_000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap RNG seed")
 @click.option("--common", is_flag=True,
               help="compare only the episodes both runs hold (e.g. an unfinished run); says how many were left out")

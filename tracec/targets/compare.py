@@ -80,7 +80,8 @@ def load_run(path: str | Path) -> tuple[str, list[Episode]]:
     if not episodes:
         raise ResultsError(f"{file}: no episodes")
     agents = sorted({str(e.info.get("agent")) for e in episodes if e.info.get("agent")})
-    return (", ".join(agents) or str(path)), episodes
+    # runs are named by their folder (two runs of one agent must stay apart), the agent after it
+    return (f"{path} ({', '.join(agents)})" if agents else str(path)), episodes
 
 
 def _per_task(episodes: list[Episode]) -> dict[tuple[str, str], tuple[float, float]]:

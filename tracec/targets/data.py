@@ -9,6 +9,7 @@ tau2-bench checkout's ``data/tau2/domains`` directory with ``--tau2-data DIR`` o
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,18 @@ class Task(BaseModel):
         return ins
 
 
+SAMPLE = "sample"  # --tau2-data sample: the subset shipped as package data
+SAMPLE_DIR = Path(__file__).resolve().parent / "tau2_sample"
+_NOTICED: list[bool] = []
+
+
+def _sample_notice() -> None:
+    if not _NOTICED:
+        _NOTICED.append(True)
+        print(f"note: --tau2-data {SAMPLE}: the small τ²-bench subset shipped with tracec "
+              f"({SAMPLE_DIR}; MIT, see its NOTICE.md), not the full benchmark", file=sys.stderr)
+
+
 def resolve_data_dir(path: str | os.PathLike | None = None) -> Path:
     """The ``domains`` directory from an option, else ``$TRACEC_TAU2_DATA``.
 
@@ -111,8 +124,12 @@ def resolve_data_dir(path: str | os.PathLike | None = None) -> Path:
     if not raw:
         raise DataError(
             "no τ² data: pass --tau2-data DIR (a tau2-bench checkout's data/tau2/domains) "
-            f"or set {ENV_VAR}"
+            f"or set {ENV_VAR}; to try the commands, --tau2-data {SAMPLE} uses the few tasks "
+            "shipped with tracec"
         )
+    if str(raw) == SAMPLE:
+        _sample_notice()
+        return SAMPLE_DIR
     root = Path(raw).expanduser()
     for cand in (root, root / "data" / "tau2" / "domains"):
         if any((cand / d / "tasks.json").is_file() for d in DOMAINS):
@@ -188,10 +205,7 @@ def select_tasks(
 
 def load_policy(data_dir: Path, domain: str) -> str:
     path = domain_dir(data_dir, domain) / "policy.md"
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
+    return files.read_text(path, "τ² policy", error=DataError)
 
 
 def db_path(data_dir: Path, domain: str) -> Path:

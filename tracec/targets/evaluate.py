@@ -8,7 +8,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec import files
+from tracec.core.seeds import (
+    HELDOUT_START,
+    SeedRange,
+    SeedRangeError,
+    adapter_training_range,
+    check_eval_seeds,
+    composed_adapter_dirs,
+    eval_range,
+)
 from tracec.files import exclusive_lock
+from tracec.harness.agents import AgentSpecError, make_agent, parse_agent_spec
+from tracec.harness.resolve import resolve_env
 from tracec.harness.results import (
     EpisodeWriter,
     build_tau2_results,
@@ -19,9 +31,14 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
-from tracec.targets.seeds import HELDOUT_START, SeedRange, check_eval_seeds, composed_adapter_dirs
+from tracec.targets.tau2 import Tau2Env
+from tracec.targets.users import make_user_factory
+from tracec.targets.world import load_world
 
 TRAJECTORIES = "trajectories.jsonl"
+
+
+ENV_TASKS = 10  # compiled-env tasks (seeds) when --tasks is not given
 
 
 class EvalConfig(BaseModel):
@@ -41,10 +58,12 @@ class EvalConfig(BaseModel):
     env_seeds: int = HELDOUT_START  # compiled envs: task i is reset with seed env_seeds + i
     allow_train_seeds: bool = False
     max_new_tokens: int = 512  # local and composed agents
+    envs_dir: str = "generated_envs"  # where capability names and gym ids are looked up first
     out_dir: str = "runs/eval"
 
     def env_seed_range(self) -> SeedRange:
-        return SeedRange(start=self.env_seeds, stop=self.env_seeds + (self.num_tasks or 10))
+        """The seeds compiled envs are reset with (refused when past the maximum seed)."""
+        return eval_range(self.env_seeds, self.num_tasks or ENV_TASKS)
 
 
 def _tau2_domain(target: str) -> str:
@@ -64,11 +83,6 @@ def _tau2_reward_info(env: Any, info: dict) -> dict:
 
 def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
     """``(jobs, env constructors by env name, τ² worlds by env name)``."""
-    from tracec.harness.resolve import resolve_env
-    from tracec.targets.tau2 import Tau2Env
-    from tracec.targets.users import make_user_factory
-    from tracec.targets.world import load_world
-
     jobs: list[Job] = []
     makers: dict[str, Callable[[], Any]] = {}
     worlds: dict[str, Any] = {}
@@ -86,12 +100,13 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         for trial in range(cfg.trials):
             jobs += [Job(name, t.id, trial, cfg.seed + trial, {"task_id": t.id}) for t in tasks]
     for spec in cfg.envs:
-        env = resolve_env(spec)
+        env = resolve_env(spec, cfg.envs_dir)
         name = env.gym_id
         makers[name] = env.factory
-        n = cfg.num_tasks or 10
+        span = cfg.env_seed_range()
+        seeds = range(span.start, span.stop)
         for trial in range(cfg.trials):
-            jobs += [Job(name, str(cfg.env_seeds + i), trial, cfg.env_seeds + i) for i in range(n)]
+            jobs += [Job(name, str(seed), trial, seed) for seed in seeds]
     return jobs, makers, worlds
 
 
@@ -102,8 +117,6 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
     """The adapter folders behind an agent spec: ``local:M+adapter:DIR`` gives DIR,
     ``composed:DIR`` every adapter its ``moe.json`` lists; others none. ``strict=False``: a string
     that is not an agent spec (a prebuilt agent's label) has none."""
-    from tracec.harness.agents import AgentSpecError, parse_agent_spec
-
     try:
         kind, params = parse_agent_spec(spec)
     except AgentSpecError:
@@ -117,15 +130,34 @@ def spec_adapter_dirs(spec: str, strict: bool = True) -> list[str]:
     return []
 
 
+def check_adapter_seeds(seeds: SeedRange, adapter: str | Path) -> None:
+    """Fail closed: refuse the eval unless the adapter's ``tracec.json`` is a readable record of
+    its training seeds and those do not overlap ``seeds`` (``--allow-train-seeds`` skips this)."""
+    meta_path = Path(adapter) / "tracec.json"
+    fix = ("so tracec cannot tell which seeds it was trained on; evaluate it anyway with "
+           "--allow-train-seeds")
+    try:
+        files.read_json(meta_path, "adapter metadata", expect=dict, limit=files.META_BYTES)
+    except files.InputError as exc:
+        raise SeedRangeError(f"{exc}, {fix}") from None
+    try:
+        trained = adapter_training_range(adapter)
+    except (ValueError, TypeError, AttributeError):
+        trained = None
+    if trained is None:
+        raise SeedRangeError(f"{meta_path}: records no training seeds (seeds.train), {fix}")
+    check_eval_seeds(seeds, adapter)
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
-    from tracec.harness.agents import parse_agent_spec
-
     if agent is None:
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
+    if cfg.envs:  # every agent kind: the same seeds, or none at all
+        cfg.env_seed_range()
     if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
         for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
-            check_eval_seeds(cfg.env_seed_range(), adapter)
+            check_adapter_seeds(cfg.env_seed_range(), adapter)
     jobs, makers, worlds = build_jobs(cfg, judge)
     out = Path(cfg.out_dir)
     with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
@@ -134,8 +166,6 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
 
 def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
               progress: bool) -> dict:
-    from tracec.harness.agents import make_agent, parse_agent_spec
-
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]
@@ -197,5 +227,13 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
         "tau2_results": tau2_paths,
         "config": cfg.model_dump(),
     }
+    chosen: dict[str, dict[str, int]] = {}  # classifier routing: env -> adapters -> episodes
+    for e in episodes:
+        if e.info.get("adapters_chosen") is not None:
+            top = "+".join(e.info["adapters_chosen"]) or "<none>"
+            chosen.setdefault(e.env, {}).setdefault(top, 0)
+            chosen[e.env][top] += 1
+    if chosen:
+        summary["adapters_chosen"] = chosen
     write_json_atomic(out / "summary.json", summary)
     return summary

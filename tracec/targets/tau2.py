@@ -12,13 +12,14 @@ database, or hands text to the simulated user. The episode ends when the agent s
 
 from __future__ import annotations
 
+import marshal
 from typing import Any
 
 import gymnasium as gym
 
 from tracec.core.messages import STOP, has_user_stop, openai_tool_call
 from tracec.runtime.spaces import UnicodeText
-from tracec.targets.data import Task
+from tracec.targets.data import Task, load_split, resolve_data_dir
 from tracec.targets.grading import Judge, grade
 from tracec.targets.toolparse import parse_turn
 from tracec.targets.users import UserFactory, make_user_factory
@@ -52,8 +53,6 @@ class Tau2Env(gym.Env):
         judge: Judge | None = None,
         world: Tau2World | None = None,
     ) -> None:
-        from tracec.targets.data import load_split, resolve_data_dir
-
         self.world = world or load_world(domain, data_dir)
         if task_ids is None:
             ids = None
@@ -66,6 +65,9 @@ class Tau2Env(gym.Env):
         self.max_errors = max_errors
         self.judge = judge
         self._tools = self.world.domain.tool_schemas()
+        self._tools_copy = clone(self._tools)
+        self._task_blob = b""  # marshal bytes of the task's JSON, loaded afresh for every info
+        self._message_copies: list[dict] = []  # copies of self.messages made so far
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.db: dict = {}
@@ -87,6 +89,8 @@ class Tau2Env(gym.Env):
             tid = self.task_ids[int(self.np_random.integers(len(self.task_ids)))]
         self.task = self.world.tasks[tid]
         self._task_json = self.task.model_dump(mode="json")
+        self._task_blob = marshal.dumps(clone(self._task_json))
+        self._message_copies = []
         self.db = self.world.fresh_db()
         self.user = self.user_factory(self.task)
         first = self.user.start()
@@ -168,16 +172,36 @@ class Tau2Env(gym.Env):
         return obs, reward, terminated, truncated, info
 
     def _info(self) -> dict:
-        """Fresh copies every call (gymnasium: infos must not share objects)."""
+        """The step's info, holding no object of the env's own and no dict of an earlier info.
+
+        A caller that changes an info changes neither the episode nor another info
+        (gymnasium's ``check_env`` checks the second): ``messages`` and ``task`` are fresh
+        copies each time; a message is copied whole once (a step's messages are final when it
+        returns), and each info gets new dicts over its strings (:func:`_fresh_message`).
+        ``tools`` is a new list over one copy of the schemas made when the env was built, shared
+        by every info of the env (treat it as read-only): copying the schemas at each step cost
+        more CPU than the tool call itself."""
         assert self.task is not None
+        copies = self._message_copies
+        for message in self.messages[len(copies):]:
+            copies.append(clone(message))
         return {
-            "messages": clone(self.messages),
-            "tools": clone(self._tools),
+            "messages": [_fresh_message(m) for m in copies],
+            "tools": list(self._tools_copy),
             "hint": "",
-            "task": clone(self._task_json),
+            "task": marshal.loads(self._task_blob),
             "task_id": self.task.id,
             "domain": self.world.domain_name,
         }
+
+
+def _fresh_message(message: dict) -> dict:
+    """New dicts and lists over a message's immutable values (strings, numbers are shared)."""
+    out = dict(message)
+    for key, value in out.items():
+        if isinstance(value, (dict, list)):
+            out[key] = clone(value)
+    return out
 
 
 def make_tau2_env(target: str, **kwargs: Any) -> Tau2Env:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tracec.core.messages import STOP, TRANSFER
+from tracec.llm.client import ChatClient
 from tracec.targets.data import Task
 
 GREETING = "Hi! How can I help you today?"
@@ -195,7 +196,6 @@ def make_user_factory(spec: str, **options: Any) -> UserFactory:
         model, at, url = rest.rpartition("@")
         if not at or not model or not url.startswith(("http://", "https://")):
             raise ValueError(f"bad user {spec!r}: expected llm:MODEL@http://host:port/v1")
-        from tracec.llm.client import ChatClient
 
         client = ChatClient(url, model)
         return lambda task: LLMUser(task, client, **options)

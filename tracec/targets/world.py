@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 import marshal
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tracec.domains import DOMAIN_MODULES, get_domain
 from tracec.domains.base import Domain
 from tracec.targets import data as tdata
 
@@ -54,7 +56,7 @@ class CowTable(dict):
     :func:`db_delta` which records can differ from the pristine ones.
     """
 
-    __slots__ = ("_all", "base", "deleted", "owned")
+    __slots__ = ("_all", "_view", "base", "deleted", "owned")
 
     def __init__(self, base: dict) -> None:
         dict.__init__(self, base)
@@ -62,11 +64,22 @@ class CowTable(dict):
         self.owned: set = set()
         self.deleted: set = set()
         self._all = False
+        self._view: dict | None = base  # what read tools see; None: rebuild on the next read
+
+    def read_only(self) -> dict:
+        """The current records as a plain dict, without copy-on-access (for read-only tools).
+
+        The pristine table itself while nothing was touched; otherwise a shallow copy of the
+        current storage, kept until the table changes again."""
+        if self._view is None:
+            self._view = dict(self)
+        return self._view
 
     def _own(self, key: Any) -> None:
         if key not in self.owned and dict.__contains__(self, key):
             dict.__setitem__(self, key, clone(dict.__getitem__(self, key)))
             self.owned.add(key)
+            self._view = None
 
     def _own_all(self) -> None:
         if not self._all:
@@ -85,11 +98,13 @@ class CowTable(dict):
         dict.__setitem__(self, key, value)
         self.owned.add(key)
         self.deleted.discard(key)
+        self._view = None
 
     def __delitem__(self, key: Any) -> None:
         dict.__delitem__(self, key)
         self.owned.discard(key)
         self.deleted.add(key)
+        self._view = None
 
     def pop(self, key: Any, *default: Any) -> Any:
         if dict.__contains__(self, key):
@@ -115,6 +130,7 @@ class CowTable(dict):
         self.deleted |= set(dict.keys(self))
         self.owned.clear()
         dict.clear(self)
+        self._view = None
 
     def values(self):  # type: ignore[override]
         self._own_all()
@@ -145,9 +161,10 @@ def read_view(db: dict) -> dict:
     """The current state without copy-on-access, for read-only tools (scans cost nothing).
 
     Read tools must not mutate what they read (τ²'s READ tools do not); results are serialised
-    before anything else runs.
+    before anything else runs. A table's view is reused until the table changes
+    (:meth:`CowTable.read_only`), so a read costs nothing per record.
     """
-    return {k: dict(v) if isinstance(v, CowTable) else v for k, v in db.items()}
+    return {k: v.read_only() if isinstance(v, CowTable) else v for k, v in db.items()}
 
 
 def cow_db(pristine: dict) -> dict:
@@ -262,8 +279,6 @@ def load_world(
 
 @lru_cache(maxsize=4)
 def _load_world(domain_name: str, data_dir: str, tasks_file: str) -> Tau2World:
-    from tracec.domains import get_domain
-
     if domain_name not in tdata.DOMAINS:
         raise tdata.DataError(
             f"unknown τ² domain {domain_name!r} (have: {', '.join(tdata.DOMAINS)})"
@@ -278,10 +293,6 @@ def _load_world(domain_name: str, data_dir: str, tasks_file: str) -> Tau2World:
 
 
 def _domain_module(domain_name: str):
-    import importlib
-
-    from tracec.domains import DOMAIN_MODULES
-
     try:
         return importlib.import_module(DOMAIN_MODULES[domain_name])
     except ModuleNotFoundError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,15 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from tracec.train.plots import NoMetrics, report_training
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse nan (a FloatRange lets it through: every comparison with nan is false)."""
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("must be a finite number, not nan")
+    return value
 
 
 def _config(env_name: str, opts: dict[str, Any]):
@@ -22,9 +31,9 @@ def _config(env_name: str, opts: dict[str, Any]):
         "model", "group_size", "groups_per_step", "steps", "temperature", "max_turns",
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "updates_per_batch",
-        "vllm_server", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
+        "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
-    from tracec.targets.seeds import SeedRangeError, check_training_range, parse_range
+    from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
 
     try:
         seeds = check_training_range(parse_range(opts["train_seeds"], "--train-seeds"))
@@ -32,11 +41,20 @@ def _config(env_name: str, opts: dict[str, Any]):
         raise click.ClickException(str(exc)) from None
     fields["train_seeds"] = (seeds.start, seeds.stop)
     try:
-        return TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
-                           resample_dropped=opts["resample"], **fields)
+        config = TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
+                             resample_dropped=opts["resample"], **fields)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        msgs = "; ".join((f"{'.'.join(map(str, e['loc']))}: " if e["loc"] else "")
+                         + e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise click.ClickException(f"bad training settings: {msgs}") from None
+    if config.server:  # a missing client is refused here, before any model loads
+        from tracec.llm.serving import ServingError, check_client
+
+        try:
+            check_client(config.serving_engine, config.weight_sync)
+        except ServingError as exc:
+            raise click.ClickException(str(exc)) from None
+    return config
 
 
 def _accelerator(mode: str):
@@ -54,6 +72,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 
     from tracec.harness.resolve import LoadError, resolve_env
     from tracec.llm.local import ModelNotPrepared
+    from tracec.llm.serving import ServingError
     from tracec.train.sft import SFTError
     from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 
@@ -63,8 +82,9 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         raise click.ClickException(str(exc)) from None
     config = _config(env.name, opts)
     try:
-        trainer = GRPOTrainer(config, env, out, accelerator=_accelerator(opts["accelerate"]))
-    except (ModelNotPrepared, SFTError) as exc:
+        accelerator = _accelerator(opts["accelerate"])
+        trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
+    except (ModelNotPrepared, SFTError, ServingError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
@@ -96,10 +116,16 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError) as exc:
             raise click.ClickException(str(exc)) from None
+    curves = None
+    if accelerator is None or accelerator.is_main_process:  # GRPO and SFT panels, at the end
+        try:
+            curves = report_training(out)["png"]
+        except NoMetrics:
+            curves = None
     return {"capability": env.capability, "env": env.name, "adapter": str(out),
-            "steps": trainer.step, "final": final, "sft": trainer.sft_summary}
+            "steps": trainer.step, "final": final, "sft": trainer.sft_summary, "curves": curves}
 
 
 @click.command("train")
@@ -113,9 +139,9 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--lora-rank", default=16, show_default=True)
 @click.option("--lora-alpha", default=32, show_default=True)
 @click.option("--lora-targets", default="q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", show_default=True)
-@click.option("--group-size", "-G", default=8, show_default=True, help="Rollouts per env seed.")
-@click.option("--groups-per-step", default=4, show_default=True)
-@click.option("--steps", default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
+@click.option("--group-size", "-G", type=click.IntRange(1, 1024), default=8, show_default=True, help="Rollouts per env seed.")
+@click.option("--groups-per-step", type=click.IntRange(1, 4096), default=4, show_default=True)
+@click.option("--steps", type=click.IntRange(0, 10**7), default=50, show_default=True, help="GRPO steps (0 with --warmup-sft: SFT only).")
 @click.option("--warmup-sft", default=0, show_default=True,
               help="Behaviour-cloning steps on oracle demonstrations (training seeds) before GRPO.")
 @click.option("--sft-batch", default=4, show_default=True, help="Oracle demonstrations per SFT step.")
@@ -124,8 +150,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
               help="Start from this adapter's weights (e.g. an SFT-only run) instead of a fresh LoRA.")
 @click.option("--train-seeds", default="0:1000000000", show_default=True,
               help="Env seeds START:STOP training draws from; must stay below the held-out 10^9.")
-@click.option("--lr", default=2e-5, show_default=True, help="Learning rate.")
-@click.option("--temperature", default=1.0, show_default=True)
+@click.option("--lr", type=click.FloatRange(0, 1, min_open=True), default=2e-5, callback=_finite, show_default=True, help="Learning rate.")
+@click.option("--temperature", type=click.FloatRange(0, 100), default=1.0, callback=_finite, show_default=True)
 @click.option("--max-turns", type=int, default=None, help="Cap on assistant turns (env's own by default).")
 @click.option("--max-new-tokens", default=256, show_default=True, help="Per assistant turn.")
 @click.option("--max-total-tokens", type=int, default=None,
@@ -147,10 +173,20 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
                    "naive: re-prefill every conversation each turn (A/B baseline).")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
-@click.option("--memory-gb", type=float, default=8.0, show_default=True,
+@click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=8.0, callback=_finite, show_default=True,
               help="RAM a step is planned to fit in (CPU); a setting that cannot fit is an error "
                    "before the step runs.")
-@click.option("--vllm-server", default=None, help="Generate on a `trl vllm-serve` server at this URL.")
+@click.option("--serving-engine", type=click.Choice(["vllm", "sglang"]), default=None,
+              help="Generate rollouts on this serving engine at --server (default: locally).")
+@click.option("--server", default=None, help="The serving engine's URL, e.g. http://localhost:8000 "
+              "(alone: --serving-engine vllm).")
+@click.option("--server-timeout", type=float, default=240.0, show_default=True,
+              help="Seconds to wait for the server to answer before giving up.")
+@click.option("--weight-sync", type=click.Choice(["lora", "nccl"]), default="lora", show_default=True,
+              help="lora: hot-load the adapter by name after each step (base never merged); "
+                   "nccl: stream merged weights (vLLM --weight-transfer-config).")
+@click.option("--vllm-server", default=None, hidden=True,
+              help="Deprecated: --serving-engine vllm --server URL.")
 @click.option("--accelerate", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Use accelerate (auto: when started by `accelerate launch`).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoints/last.")
@@ -162,6 +198,9 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
     path (generated_envs/foo.py) or MODULE:Class.
     """
     opts["resume"] = opts.get("resume", False)
+    if opts.get("vllm_server"):
+        click.echo("warning: --vllm-server is deprecated; use --serving-engine vllm --server URL "
+                   "(weight sync: --weight-sync lora, the default, or nccl)", err=True)
     if all_dir:
         if env:
             raise click.ClickException("give either ENV or --all DIR, not both")
@@ -196,3 +235,5 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
                            f"demos, loss {sft['loss_first']:.3f} → {sft['loss_last']:.3f}")
             click.echo(f"{r['capability']}: {r['adapter']} ({r['steps']} steps, last reward "
                        f"{f.get('reward_mean', float('nan')):.3f}, kept {f.get('kept_share', 0):.0%})")
+            if r.get("curves"):
+                click.echo(f"{r['capability']}: training curves {r['curves']}")

@@ -17,6 +17,8 @@ are deliberately a little high.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 from dataclasses import asdict, dataclass
 
@@ -42,9 +44,6 @@ def limit_heap_retention(threshold: int = MMAP_THRESHOLD) -> bool:
     heap and freed ones are kept: peak RSS then tracks the largest transient, not live memory
     (measured: a checkpointed 1k-token backward of SmolLM2 peaked 1.6 GB above the model
     without this, 0.16 GB with it). Returns False where mallopt is unavailable."""
-    import ctypes
-    import ctypes.util
-
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return bool(libc.mallopt(-3, threshold))  # M_MMAP_THRESHOLD

@@ -5,18 +5,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tracec import files
+
+SFT_METRICS = "sft_metrics.jsonl"
+
 
 class NoMetrics(FileNotFoundError):
     """The run dir has no metrics to plot."""
 
 
-def read_metrics(run_dir: str | Path) -> list[dict]:
-    """The JSONL metrics of a run, one dict per optimiser step."""
-    path = Path(run_dir) / "metrics.jsonl"
+def read_metrics(run_dir: str | Path, name: str = "metrics.jsonl") -> list[dict]:
+    """The JSONL metrics of a run, one dict per optimiser step (``name``: ``sft_metrics.jsonl``
+    for the SFT warm start)."""
+    path = Path(run_dir) / name
     if not path.exists():
-        raise NoMetrics(f"no metrics.jsonl in {run_dir} (is it a `tracec train` output dir?)")
+        raise NoMetrics(f"no {name} in {run_dir} (is it a `tracec train` output dir?)")
+    try:
+        text = files.read_text(path, "metrics file", limit=files.RESULTS_BYTES)
+    except files.InputError as exc:
+        raise NoMetrics(str(exc)) from None
     rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -28,36 +37,73 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return rows
 
 
+def _optional(run_dir: str | Path, name: str) -> list[dict]:
+    try:
+        return read_metrics(run_dir, name)
+    except NoMetrics:
+        if (Path(run_dir) / name).exists():
+            raise
+        return []
+
+
 def report_training(run_dir: str | Path, out: str | Path | None = None) -> dict:
-    """Draw reward (mean ± std, success rate) and kept-group curves; returns a summary dict."""
+    """Draw the SFT warm start (loss, token accuracy) and GRPO (reward mean ± std, success rate,
+    kept-group share) curves of a ``tracec train`` run; returns a summary dict."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = read_metrics(run_dir)
+    rows = _optional(run_dir, "metrics.jsonl")
+    sft = _optional(run_dir, SFT_METRICS)
+    if not rows and not sft:
+        raise NoMetrics(f"no metrics.jsonl or {SFT_METRICS} in {run_dir} (is it a `tracec train` "
+                        "output dir?)")
     png = Path(out) if out else Path(run_dir) / "training_curves.png"
-    steps = [r["step"] for r in rows]
-    mean = [r["reward_mean"] for r in rows]
-    std = [r.get("reward_std", 0.0) for r in rows]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    ax1.plot(steps, mean, marker="o", label="reward mean")
-    ax1.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                     alpha=0.2, label="± std")
-    ax1.plot(steps, [r.get("success_rate", 0.0) for r in rows], marker=".", label="success rate")
-    ax1.set_ylabel("reward")
-    ax1.legend(loc="best")
-    ax1.set_title(f"GRPO training: {Path(run_dir).name}")
-    ax2.plot(steps, [r.get("kept_share", 0.0) for r in rows], marker="o", color="tab:green",
-             label="kept-group share")
-    ax2.set_ylim(-0.05, 1.05)
-    ax2.set_xlabel("step")
-    ax2.set_ylabel("share of groups kept")
-    ax2.legend(loc="best")
+    panels = (1 if sft else 0) + (2 if rows else 0)
+    fig, axes = plt.subplots(panels, 1, figsize=(7, 3 * panels), squeeze=False)
+    axes = list(axes[:, 0])
+    summary: dict = {"run_dir": str(run_dir), "png": str(png), "steps": len(rows),
+                     "sft_steps": len(sft)}
+    if sft:
+        ax = axes.pop(0)
+        sft_steps = [r.get("sft_step", i + 1) for i, r in enumerate(sft)]
+        ax.plot(sft_steps, [r["sft_loss"] for r in sft], marker="o", label="SFT loss (per token)")
+        ax.set_ylabel("loss")
+        ax.set_xlabel("SFT step")
+        ax.set_title(f"SFT warm start on oracle demos: {Path(run_dir).name}")
+        twin = ax.twinx()
+        twin.plot(sft_steps, [r.get("sft_token_accuracy", 0.0) for r in sft], marker=".",
+                  color="tab:orange", label="token accuracy")
+        twin.set_ylim(-0.05, 1.05)
+        twin.set_ylabel("token accuracy")
+        lines = ax.get_legend_handles_labels()
+        more = twin.get_legend_handles_labels()
+        ax.legend(lines[0] + more[0], lines[1] + more[1], loc="best")
+        summary.update(sft_loss_first=sft[0]["sft_loss"], sft_loss_last=sft[-1]["sft_loss"])
+    if rows:
+        ax1, ax2 = axes
+        steps = [r["step"] for r in rows]
+        mean = [r["reward_mean"] for r in rows]
+        std = [r.get("reward_std", 0.0) for r in rows]
+        ax1.plot(steps, mean, marker="o", label="reward mean")
+        ax1.fill_between(steps, [m - s for m, s in zip(mean, std)],
+                         [m + s for m, s in zip(mean, std)], alpha=0.2, label="± std")
+        ax1.plot(steps, [r.get("success_rate", 0.0) for r in rows], marker=".",
+                 label="success rate")
+        ax1.set_ylabel("reward")
+        ax1.legend(loc="best")
+        ax1.set_title(f"GRPO training: {Path(run_dir).name}")
+        ax2.plot(steps, [r.get("kept_share", 0.0) for r in rows], marker="o", color="tab:green",
+                 label="kept-group share")
+        ax2.set_ylim(-0.05, 1.05)
+        ax2.set_xlabel("step")
+        ax2.set_ylabel("share of groups kept")
+        ax2.legend(loc="best")
+        summary.update(reward_first=mean[0], reward_last=mean[-1],
+                       kept_share_mean=sum(r.get("kept_share", 0.0) for r in rows) / len(rows))
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=100)
     plt.close(fig)
-    return {"run_dir": str(run_dir), "png": str(png), "steps": len(rows),
-            "reward_first": mean[0], "reward_last": mean[-1],
-            "kept_share_mean": sum(r.get("kept_share", 0.0) for r in rows) / len(rows)}
+    return summary

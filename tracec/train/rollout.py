@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracec.llm.local import generate_ids
+from tracec.llm.turns import TurnEngine
 
 END_OF_TURN = "<|im_end|>"
 
@@ -156,7 +157,7 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
                  max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
                  temperature: float, gen_batch: int, device: str = "cpu",
                  stats: RolloutStats | None = None, generator: Generator | None = None,
-                 engine: str = "kv", kv_rows: int | None = None) -> None:
+                 engine: str | TurnEngine = "kv", kv_rows: int | None = None) -> None:
     """Play all episodes to the end, batching generation across every active episode.
 
     ``engine="kv"`` (:mod:`tracec.train.kv_rollout`) prefills each distinct prompt once and keeps
@@ -164,7 +165,14 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
     ``"naive"`` re-prefills each whole conversation every turn with ``generate()``. Both give the
     same greedy tokens and the same sampling distribution. ``generator(prompts, max_new_tokens,
     temperature)`` replaces local sampling with ``model`` (e.g.
-    :class:`tracec.train.vllm_gen.VLLMGenerator`) and takes precedence over ``engine``."""
+    a remote sampler) and takes precedence over ``engine``. ``engine`` may also be a
+    :class:`~tracec.llm.turns.TurnEngine` instance (e.g. :class:`tracec.llm.serving.ServingEngine`),
+    driven with the same per-turn budgets."""
+    if not isinstance(engine, str):
+        _run_turns(engine, episodes, envs, ChatRenderer(tokenizer), stop_ids, max_new_tokens,
+                   max_total_tokens, max_turns, temperature, gen_batch,
+                   stats if stats is not None else RolloutStats())
+        return
     if engine not in ENGINES:
         raise ValueError(f"unknown rollout engine {engine!r} (choose from {', '.join(ENGINES)})")
     renderer = ChatRenderer(tokenizer)
@@ -225,6 +233,28 @@ def _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens
     stats.decode_rows += sum(engine.stats.decode_rows)
     for rows in engine.stats.decode_rows:
         stats.decode_row_counts[rows] = stats.decode_row_counts.get(rows, 0) + 1
+
+
+def _run_turns(engine: TurnEngine, episodes, envs, renderer, stop_ids, max_new_tokens,
+               max_total_tokens, max_turns, temperature, gen_batch, stats) -> None:
+    """Play every episode on a given engine (its own prefill/decode counts stay with it)."""
+    for i, ep in enumerate(episodes):
+        if not ep.done:
+            engine.start(i, ep.prompt_ids)
+    while True:
+        active = [i for i, ep in enumerate(episodes) if not ep.done]
+        if not active:
+            return
+        budgets = naive_budgets(episodes, active, gen_batch, max_new_tokens, max_total_tokens)
+        t0 = time.perf_counter()
+        outs = engine.generate(active, [episodes[i].prompt_ids + episodes[i].completion_ids
+                                        for i in active], [budgets[i] for i in active], temperature)
+        stats.gen_seconds += time.perf_counter() - t0
+        stats.gen_tokens += sum(len(o) for o in outs)
+        for i, out in zip(active, outs):
+            _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
+            if episodes[i].done:
+                engine.finish(i)
 
 
 def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],

@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-from tracec.targets.seeds import SeedRange
+from tracec.core.seeds import SeedRange
+from tracec.llm.adapters import AdapterError, check_adapter_dir
 
 END_OF_TURN = "<|im_end|>"
 SFT_SEED_OFFSET = 500_000_000  # demos come from the upper half of the run's training seeds
@@ -206,6 +207,10 @@ def load_init_adapter(policy, adapter_dir: str | Path, config) -> dict[str, Any]
     from safetensors.torch import load_file
 
     d = Path(adapter_dir)
+    try:
+        check_adapter_dir(d)  # a truncated or foreign folder: one line, before peft sees it
+    except AdapterError as exc:
+        raise SFTError(f"--init-adapter: {exc}") from None
     try:
         shape = json.loads((d / "adapter_config.json").read_text())
         weights = load_file(str(d / "adapter_model.safetensors"))

@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 
+from tracec.core.seeds import HELDOUT_START
 from tracec.harness.resolve import EnvTarget
+from tracec.llm.adapters import record_hub_id
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
-from tracec.targets.seeds import HELDOUT_START
+from tracec.llm.serving import ServingEngine, run_adapter_prefix
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
 from tracec.train.memory import (
@@ -39,7 +41,8 @@ from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episod
 __all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 CHECKPOINTS = "checkpoints"
-RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not depend on them
+# settings results do not depend on (a serving engine may come back at another address)
+RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout"})
 
 
 class ResumeError(RuntimeError):
@@ -114,13 +117,15 @@ class GRPOTrainer:
         self.stop_ids = stop_token_ids(self.tokenizer)
         context = int(getattr(self.policy.config, "max_position_embeddings", 0) or 4096)
         self.max_total_tokens = config.max_total_tokens or context
-        self.generator = None
-        if config.vllm_server:
-            from tracec.train.vllm_gen import VLLMGenerator
-
-            main = accelerator is None or accelerator.is_main_process
-            self.generator = VLLMGenerator(config.vllm_server, self.stop_ids, weight_sync=main,
-                                           device=self.device)
+        self.serving: ServingEngine | None = None  # rollouts on a vLLM/SGLang server
+        if config.server:
+            self.serving = ServingEngine(
+                config.server, self.stop_ids, engine=config.serving_engine or "vllm",
+                weight_sync=config.weight_sync, adapter_dir=self.out / "serving",
+                prefix=run_adapter_prefix(self.out), timeout=config.server_timeout,
+                is_main=accelerator is None or accelerator.is_main_process,
+                barrier=accelerator.wait_for_everyone if accelerator is not None else None,
+                device=self.device)
         self.plan: MemoryPlan | None = None
         self._checkpointing = False
         self.step = 0
@@ -176,8 +181,8 @@ class GRPOTrainer:
         run_episodes(policy, self.tokenizer, episodes, envs, stop_ids=self.stop_ids,
                      max_new_tokens=cfg.max_new_tokens, max_total_tokens=self.max_total_tokens,
                      max_turns=cfg.max_turns, temperature=cfg.temperature, gen_batch=cfg.gen_batch,
-                     device=self.device, stats=stats, generator=self.generator,
-                     engine=cfg.rollout_engine, kv_rows=self.plan.kv_rows)
+                     device=self.device, stats=stats,
+                     engine=self.serving or cfg.rollout_engine, kv_rows=self.plan.kv_rows)
         return episodes
 
     def _plan(self, prompt_tokens: int, episode_tokens: int, distinct: int, episodes: int) -> MemoryPlan:
@@ -213,15 +218,10 @@ class GRPOTrainer:
         self._checkpointing = on
 
     def _sync_generator(self) -> None:
-        """Push the policy to the vLLM server once per optimiser step (main process)."""
-        if self.generator is None or getattr(self, "_synced_step", None) == self.step:
-            return
-        if self.accelerator is None or self.accelerator.is_main_process:
-            with torch.no_grad():
-                self.generator.sync(self.policy)
-        if self.accelerator is not None:
-            self.accelerator.wait_for_everyone()
-        self._synced_step = self.step
+        """Push the policy to the serving engine once per optimiser step (every process calls;
+        the main one saves and loads the adapter, the others wait)."""
+        if self.serving is not None:
+            self.serving.update_policy(self.policy, self.step)
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> StepResult:
@@ -380,7 +380,8 @@ class GRPOTrainer:
         if not (ckpt / "state.json").exists():
             return False
         state = json.loads((ckpt / "state.json").read_text())
-        saved = {k: v for k, v in state["config"].items() if k not in RESUME_MAY_CHANGE}
+        recorded = {**TrainConfig().model_dump(mode="json"), **state["config"]}  # later settings: defaults
+        saved = {k: v for k, v in recorded.items() if k not in RESUME_MAY_CHANGE}
         now = {k: v for k, v in self.config.model_dump(mode="json").items()
                if k not in RESUME_MAY_CHANGE}
         diff = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
@@ -433,6 +434,8 @@ class GRPOTrainer:
                     self.save_checkpoint()
             if on_step:
                 on_step(last)
+        if self.serving is not None:  # the server forgets this run's adapter
+            self.serving.close()
         if is_main:
             self.save_adapter(last)
         return last
@@ -441,6 +444,7 @@ class GRPOTrainer:
         """The stock peft folder plus ``tracec.json`` (in ``out``, default the run's folder)."""
         out = self.out if out is None else out
         self.policy.save_pretrained(out)
+        record_hub_id(out, self.config.model, self.model_path)  # stock peft loads it anywhere
         meta = {
             "capability": self.env.capability,
             "description": getattr(getattr(self.env.cls, "capability", None), "description", None),

@@ -72,6 +72,23 @@ def parse_range(text: str, what: str = "seed range") -> SeedRange:
         raise SeedRangeError(f"bad {what} {text!r}: {exc.errors()[0]['ctx']['error']}") from None
 
 
+def eval_range(first: int, count: int, option: str = "--env-seeds") -> SeedRange:
+    """The ``count`` seeds from ``first`` that an eval resets compiled envs with, refused (one
+    message naming ``option`` and the limit) when they reach past the maximum seed: every agent
+    kind runs on exactly these seeds, so base and adapter runs on one range pair up."""
+    if count < 1:
+        raise SeedRangeError(f"bad task count {count} for {option}: expected at least 1")
+    if first < 0:
+        raise SeedRangeError(f"bad {option} {first}: seeds start at 0")
+    if first + count > SEED_LIMIT:
+        top = max(SEED_LIMIT - count, 0)
+        raise SeedRangeError(
+            f"{option} {first} with {count} task{'s' * (count != 1)} reaches seed "
+            f"{first + count - 1}, past the maximum seed {SEED_LIMIT - 1} (seeds are below "
+            f"2^31 = {SEED_LIMIT}); start {option} at most at {top} or ask for fewer tasks")
+    return SeedRange(start=first, stop=first + count)
+
+
 def check_training_range(seeds: SeedRange) -> SeedRange:
     """Refuse a training range that reaches the held-out seeds."""
     if seeds.overlaps(HELDOUT_SEEDS):

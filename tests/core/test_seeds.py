@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tracec.targets.seeds import (
+from tracec.core.seeds import (
     HELDOUT_SEEDS,
     HELDOUT_START,
     TRAIN_SEEDS,
@@ -100,8 +100,8 @@ def _composed(tmp_path, adapter):
 
 
 def test_composed_agents_name_their_adapters(tmp_path):
+    from tracec.core.seeds import composed_adapter_dirs
     from tracec.targets.evaluate import spec_adapter_dirs
-    from tracec.targets.seeds import composed_adapter_dirs
 
     d = _adapter(tmp_path, [0, 5000])
     c = _composed(tmp_path, d)
@@ -135,3 +135,50 @@ def test_eval_cli_refuses_a_composed_models_training_seeds(tmp_path):
                                    "--tasks", "3", "--out", str(tmp_path / "p")])
     assert res.exit_code != 0 and "overlap the training seeds" in res.output
     assert "Traceback" not in res.output
+
+
+def test_eval_range_stops_at_the_maximum_seed():
+    from tracec.core.seeds import SEED_LIMIT, eval_range
+
+    assert eval_range(SEED_LIMIT - 3, 3) == SeedRange(start=SEED_LIMIT - 3, stop=SEED_LIMIT)
+    with pytest.raises(SeedRangeError, match=rf"--env-seeds 2147483600 .* {SEED_LIMIT - 1}.*"
+                                             rf"at most at {SEED_LIMIT - 100}"):
+        eval_range(2147483600, 100)
+    with pytest.raises(SeedRangeError, match="seeds start at 0"):
+        eval_range(-1, 3)
+
+
+@pytest.mark.parametrize("kind", ["oracle", "local", "adapter", "composed"])
+def test_every_agent_kind_refuses_seeds_past_the_limit_before_any_work(tmp_path, kind):
+    """Base and adapter runs on one range must pair up: none runs past 2^31, all say so alike."""
+    from tracec.cli import cli
+
+    adapter = _adapter(tmp_path, [0, 5000])
+    agent = {"oracle": "oracle", "local": f"local:{tmp_path / 'm'}",
+             "adapter": f"local:{tmp_path / 'm'}+adapter:{adapter}",
+             "composed": f"composed:{_composed(tmp_path, adapter)}"}[kind]
+    res = CliRunner().invoke(cli, ["eval", "--agent", agent, "--env", "tests/runtime/tiny_capability.py",
+                                   "--env-seeds", "2147483600", "--tasks", "100",
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code != 0
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: --env-seeds 2147483600"), res.output
+    assert "2147483647" in lines[0] and "validation error" not in lines[0]
+    assert not (tmp_path / "o").exists()  # refused before the lock, the model or any episode
+
+
+def test_run_eval_refuses_seeds_past_the_limit_with_a_prebuilt_agent(tmp_path):
+    from tracec.targets.evaluate import EvalConfig, run_eval
+
+    cfg = EvalConfig(agent="oracle", envs=["tests/runtime/tiny_capability.py"], num_tasks=100,
+                     env_seeds=2147483600, out_dir=str(tmp_path / "o"))
+    with pytest.raises(SeedRangeError, match="past the maximum seed"):
+        run_eval(cfg, progress=False, agent=object())
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_config_refuses_heldout_seeds_past_the_limit():
+    from tracec.pipeline.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="final_eval.env_first_seed 2147483600 with 100 tasks"):
+        parse_config({"final_eval": {"env_tasks": 100, "env_first_seed": 2147483600}})
