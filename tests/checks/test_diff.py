@@ -334,3 +334,34 @@ def test_ir_text_writes_expressions_back_as_spec_text(expr: str) -> None:
     assert result.ok, result.rendered
     let = next(x for x in result.ir.tasks[0].lets if x.name == "e")
     assert expr_text(let.value) == expr
+
+
+def test_variants_added_or_showing_another_prompt(tmp_path: Path) -> None:
+    with_variant = SPEC.replace(
+        "  domain airline\n", "  domain airline\n  variant compact { compact_tools }\n"
+    )
+    old = _write(tmp_path / "a", "demo.tracec", with_variant)
+    new = _write(
+        tmp_path / "b",
+        "demo.tracec",
+        with_variant.replace(
+            "variant compact { compact_tools }",
+            "variant compact { tools [get_reservation_details] compact_tools }\n"
+            "  variant lean { tools [get_reservation_details] }",
+        ),
+    )
+    report = _json(str(old), str(new))
+    assert report["variants_changed"] == ["demo_compact", "demo_lean"]
+    before = {v["name"]: v for v in report["before"]["variants"]}
+    after = {v["name"]: v for v in report["after"]["variants"]}
+    assert after["demo_compact"]["prompt_tokens"] < before["demo_compact"]["prompt_tokens"]
+    assert after["demo_compact"]["settings"]["tools shown"] == "get_reservation_details"
+    assert not report["behaviour_changed"] and not report["settings_changed"]
+    _, md = _diff(str(old), str(new))
+    assert "- `demo_lean`: added (" in md
+    assert (
+        "- `demo_compact`: first prompt " in md
+        and "tools shown `all` → `get_reservation_details`" in md
+    )
+    _, same = _diff(str(old), str(old))
+    assert "Variants: no change (`demo_compact` " in same

@@ -66,6 +66,16 @@ class RuleSummary(BaseModel):
     sha256: str = ""  # of the rule's meaning (its IR, positions and layout left out)
 
 
+class VariantSummary(BaseModel):
+    """A `variant` env of the spec: what it shows and its first-prompt size."""
+
+    name: str
+    settings: dict[str, str]
+    prompt_tokens: int | None
+    prompt_tool_tokens: int | None
+    prompt_error: str = ""
+
+
 class VersionSummary(BaseModel):
     """One version of the spec as declared, and its first-prompt size."""
 
@@ -78,6 +88,7 @@ class VersionSummary(BaseModel):
     prompt_tool_tokens: int | None
     prompt_method: str
     prompt_error: str = ""
+    variants: list[VariantSummary] = []
 
 
 class Example(BaseModel):
@@ -115,6 +126,7 @@ class DiffReport(BaseModel):
     tasks: list[TaskChange] = []
     rules_changed: bool = False
     settings_changed: list[str] = []
+    variants_changed: list[str] = []  # added, removed, or showing another prompt
     behaviour: list[BehaviourRow] = Field(default_factory=list)
     compared_tasks: list[str] = []
 
@@ -193,19 +205,48 @@ def settings_of(ir: IR.CapabilityIR) -> dict[str, str]:
     }
 
 
+_VARIANT_SETTINGS = ("tools shown", "policy", "compact_tools")
+
+
+def _prompt_size(
+    module: Any, count: Counter | None, method: str
+) -> tuple[int | None, int | None, str]:
+    """(tokens, of which tool schemas, error): the env's largest first prompt on seeds 0-7."""
+    try:
+        size = first_prompt_size(env_class(module)(), count, method=method)
+    except Exception as exc:  # noqa: BLE001 - a spec failing at run time is reported, not raised
+        return None, None, _error(exc)
+    return size.tokens, size.tool_tokens, ""
+
+
+def variant_changes(before: VersionSummary, after: VersionSummary) -> list[str]:
+    """Variants added, removed or showing another prompt (settings or size)."""
+    old = {v.name: v for v in before.variants}
+    new = {v.name: v for v in after.variants}
+    return [n for n in [*old, *(n for n in new if n not in old)] if old.get(n) != new.get(n)]
+
+
 def summarize(
     version: Version, count: Counter | None = None, method: str = "estimate"
 ) -> VersionSummary:
     """A version as declared, with its first prompt measured as `tracec check` does."""
     ir = version.ir
-    tokens = tool_tokens = None
-    error = ""
-    try:
-        size = first_prompt_size(env_class(version.module)(), count, method=method)
-        tokens, tool_tokens = size.tokens, size.tool_tokens
-    except Exception as exc:  # noqa: BLE001 - a spec failing at run time is reported, not raised
-        error = _error(exc)
+    tokens, tool_tokens, error = _prompt_size(version.module, count, method)
+    variants = []
+    for name, (vir, vmod) in version.variants.items():
+        vt, vtt, verr = _prompt_size(vmod, count, method)
+        shown = {k: v for k, v in settings_of(vir).items() if k in _VARIANT_SETTINGS}
+        variants.append(
+            VariantSummary(
+                name=name,
+                settings=shown,
+                prompt_tokens=vt,
+                prompt_tool_tokens=vtt,
+                prompt_error=verr,
+            )
+        )
     return VersionSummary(
+        variants=variants,
         label=version.label,
         capability=ir.name,
         tasks=[task_summary(t) for t in ir.tasks],
@@ -521,6 +562,7 @@ def diff_versions(
         tasks=task_changes(before, after),
         rules_changed=[r.sha256 for r in before.rules] != [r.sha256 for r in after.rules],
         settings_changed=[k for k in after.settings if before.settings.get(k) != after.settings[k]],
+        variants_changed=variant_changes(before, after),
         behaviour=rows,
         compared_tasks=tasks,
     )

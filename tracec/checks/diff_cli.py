@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from tracec.checks.cli import _prompt_counter  # --tokenizer as `tracec check` reads it
 from tracec.checks.diff import DEFAULT_SEEDS, MAX_SEEDS, diff_versions
 from tracec.checks.diff_markdown import render_markdown
 from tracec.checks.diff_source import DiffError, from_file, from_revision
@@ -64,8 +65,6 @@ def diff_cmd(
         raise click.UsageError("--rev takes one SPEC: tracec diff specs/x.tracec --rev HEAD~1")
     if rev is None and len(specs) != 2:
         raise click.UsageError("give two specs (tracec diff OLD NEW) or one with --rev REV")
-    from tracec.checks.cli import _prompt_counter
-
     counter, method = _prompt_counter(tokenizer, None)
     try:
         old = from_revision(specs[0], rev, "old") if rev is not None else from_file(specs[0], "old")

@@ -150,6 +150,39 @@ def _settings(r: DiffReport) -> list[str]:
     return out
 
 
+def _variants(r: DiffReport) -> list[str]:
+    old = {v.name: v for v in r.before.variants}
+    new = {v.name: v for v in r.after.variants}
+    if not old and not new:
+        return []
+    if not r.variants_changed:
+        sizes = ", ".join(f"{code(v.name)} {v.prompt_tokens} tokens" for v in new.values())
+        return [f"Variants: no change ({sizes}).", ""]
+    out = ["Variants (the same world, tasks and rewards, another prompt):"]
+    for name in r.variants_changed[:MAX_TASK_ROWS]:
+        a, b = old.get(name), new.get(name)
+        if a is None or b is None:
+            v = b or a
+            if v is None:  # pragma: no cover - a changed variant is in one version at least
+                continue
+            what = "added" if a is None else "removed"
+            out.append(f"- {code(name)}: {what} ({v.prompt_tokens} tokens)")
+            continue
+        sizes = (a.prompt_tokens, b.prompt_tokens, a.prompt_tool_tokens, b.prompt_tool_tokens)
+        if None in sizes:
+            line = f"first prompt not measured ({code(b.prompt_error or a.prompt_error, 120)})"
+        else:
+            line = _prompt(*sizes, r.after.prompt_method).removeprefix("First prompt: ")  # type: ignore[arg-type]
+            line = "first prompt " + line.rstrip(".")
+        changed = [k for k in b.settings if a.settings.get(k) != b.settings[k]]
+        line += "".join(
+            f"; {k} {code(a.settings.get(k, ''), 60)} → {code(b.settings[k], 60)}" for k in changed
+        )
+        out.append(f"- {code(name)}: {line}")
+    out.append("")
+    return out
+
+
 def _prompt(before: int, after: int, tools_before: int, tools_after: int, method: str) -> str:
     how = (
         f"estimated: characters / {CHARS_PER_TOKEN:g}"
@@ -208,4 +241,5 @@ def render_markdown(r: DiffReport) -> str:
         else f"{code(a.capability)} → {code(b.capability)}"
     )
     head = [f"## `tracec diff` {name}", "", f"{code(a.label)} → {code(b.label)}", ""]
-    return "\n".join(head + _tasks(r) + _ladder(r) + _settings(r) + _behaviour(r)).rstrip() + "\n"
+    body = head + _tasks(r) + _ladder(r) + _settings(r) + _variants(r) + _behaviour(r)
+    return "\n".join(body).rstrip() + "\n"

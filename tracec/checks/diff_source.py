@@ -11,7 +11,7 @@ import re
 import subprocess
 import tempfile
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracec.compiler.api import compile_text, display_path, load_module_source
@@ -37,6 +37,8 @@ class Version:
     label: str  # as shown to the reviewer: the path, or REV:path
     ir: CapabilityIR
     module: types.ModuleType
+    # `variant NAME { ... }` envs (same world, tasks and rewards; another prompt budget)
+    variants: dict[str, tuple[CapabilityIR, types.ModuleType]] = field(default_factory=dict)
 
 
 def _first_error(result, label: str) -> str:
@@ -71,7 +73,13 @@ def compile_version(
         raise DiffError(_first_error(result, label))
     module = load_module_source(result.code, f"tracec_diff_{tag}_{result.ir.name}")
     module.__tracec_source__ = (label, text)  # run-time errors name this version
-    return Version(label=label, ir=result.ir, module=module)
+    variants = {}
+    for v in result.variants:
+        if v.ir is not None and v.code is not None:
+            vmod = load_module_source(v.code, f"tracec_diff_{tag}_{v.ir.name}")
+            vmod.__tracec_source__ = (label, text)
+            variants[v.ir.name] = (v.ir, vmod)
+    return Version(label=label, ir=result.ir, module=module, variants=variants)
 
 
 def from_file(path: Path, tag: str) -> Version:
