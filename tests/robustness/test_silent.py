@@ -39,7 +39,9 @@ def test_compiling_one_file_touches_only_its_module(tmp_path):
     assert res.exit_code == 0
     assert (out / "tool_calling_precision.py").read_text() == other
     changed = json.loads(res.output)["changed"]
-    assert changed == [str(out / "structured_data_reasoning.py")], changed
+    # the spec's own modules: its env and its `variant compact` env
+    assert changed == [str(out / "structured_data_reasoning.py"),
+                       str(out / "structured_data_reasoning_compact.py")], changed
     index = (out / "__init__.py").read_text()
     assert "tool_calling_precision" in index and "structured_data_reasoning" in index
     assert invoke(["compile", specs / "structured_data_reasoning.tracec", "-o", out,
