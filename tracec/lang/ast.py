@@ -362,3 +362,4 @@ class Capability(Node):
     shown_tools_span: Span | None = None
     policy: PolicyDecl | None = None
     compact_tools: bool = False
+    communicate_raw: bool = False  # `communicate raw`: communicated() reads pasted tool markup too

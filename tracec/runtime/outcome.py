@@ -122,6 +122,46 @@ def mentioned(value: Any, texts: Sequence[str]) -> bool:
     return any(needle in _normalize(t) for t in texts)
 
 
+# ---------------------------------------------------------------- the agent's own words
+
+# a tool-call or tool-response block the agent wrote into a message (an unclosed one runs to
+# the end of the message), and stray tags of either
+_MARKUP = re.compile(r"<(tool_call|tool_response)>.*?(?:</\1>|\Z)|</?(?:tool_call|tool_response)>",
+                     re.DOTALL | re.IGNORECASE)
+_WORD = re.compile(r"\w")
+
+
+def _structured(result: str) -> bool:
+    r = result.strip()
+    return len(r) >= 2 and r[0] in "{[" and r[-1] in "}]"
+
+
+def own_words(text: str, results: Sequence[str] = ()) -> str:
+    """What the agent said in its own words in one message: ``<tool_call>``/``<tool_response>``
+    markup (with what it holds) removed, every verbatim copy of a structured tool result (a JSON
+    object or array the tools returned) removed, and nothing left when what remains is only a
+    copy of tool results (``landed`` pasted back from ``get_flight_status``, or two outputs
+    one per line; case ignored)."""
+    out = _MARKUP.sub(" ", text)
+    for r in results:
+        if _structured(r):
+            out = out.replace(r.strip(), " ")
+    rest = out.lower()
+    for r in sorted({r.strip().lower() for r in results if r.strip()}, key=len, reverse=True):
+        rest = rest.replace(r, " ")
+    if rest != out.lower() and not _WORD.search(rest):  # nothing but pasted tool results
+        return ""
+    return out
+
+
+def spoken(texts: Sequence[str], results: Sequence[str] = (), raw: bool = False) -> tuple[str, ...]:
+    """The texts ``communicated()`` reads: each message's :func:`own_words` (``raw``: the
+    messages as written, for a spec that declares `communicate raw`)."""
+    if raw:
+        return tuple(texts)
+    return tuple(w for w in (own_words(t, results) for t in texts) if w.strip())
+
+
 # ---------------------------------------------------------------- outcome
 
 
@@ -133,7 +173,7 @@ class Outcome:
     progress: float = 0.0
     forbidden_called: bool = False
     v: dict = field(default_factory=dict)
-    texts: Sequence[str] = ()  # the assistant's messages (content)
+    texts: Sequence[str] = ()  # what the agent said (see :func:`spoken`)
     calls: Sequence[Call] = ()  # the agent's successful tool calls, in order
 
     def communicated(self, *vals: Any) -> bool:
