@@ -50,8 +50,10 @@ class TaskSpans:
     gold: list[tuple[str, Span]] = field(default_factory=list)  # (tool, span), source order
     forbids: list[tuple[str, Span]] = field(default_factory=list)
     communicate: list[Span] = field(default_factory=list)
+    communicate_round: list[bool] = field(default_factory=list)  # the value is `round(...)`
     user: Span | None = None
     hint: Span | None = None
+    hint_literal: str = ""  # the hint's text outside its `{...}` interpolations
     distractors: dict[str, Span] = field(default_factory=dict)
 
 
@@ -105,8 +107,12 @@ class SpecMap:
                 ts.gold.append((c.name, place(c.span)))
             ts.forbids = [(f.tool, place(f.span)) for f in t.forbid]
             ts.communicate = [place(e.span) for e in t.communicate]
+            ts.communicate_round = [isinstance(e, A.Call) and e.func == "round"
+                                    for e in t.communicate]
             ts.user = place(t.user.span) if t.user is not None else None
             ts.hint = place(t.hint.span) if t.hint is not None else None
+            if t.hint is not None:
+                ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))
             ts.distractors = {d.name: place(d.span) for d in t.distractors}
             self.tasks[t.name] = ts
         if cap.reward is not None:

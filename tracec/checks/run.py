@@ -193,10 +193,10 @@ def _run_checks(
                             ts.hint if ts else None, task=task, seed=seed,
                             hint="GRPO shows hints to a share of each group: the model would learn "
                                  "to copy them; describe the step, not its arguments")
-            meaning.instance(env, seed)
+            results = gold_results(env)
+            meaning.instance(env, seed, results)
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
-            results = gold_results(env)
             probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
                                   rotate=seed, results=results)
             for i, f in enumerate(inst.forbid):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -96,26 +95,35 @@ def _normalize(text: str) -> str:
     return text.replace(",", "").replace("$", "").lower()
 
 
-@functools.lru_cache(maxsize=4096)
-def _number_pattern(x: float) -> re.Pattern[str]:
-    s = f"{round(float(x), 2):.2f}"
-    ip, fp = s.split(".")
-    fp = fp.rstrip("0")
-    body = re.escape(ip) + (r"\." + fp + "0*" if fp else r"(?:\.0+)?")
-    return re.compile(r"(?<![\d.])" + body + r"(?!\d|\.\d)")
+_NUMBER = re.compile(r"(?<![\d.])(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\d|\.\d)")
+
+
+def _says_number(x: float, text: str) -> bool:
+    """A number in ``text`` that is ``x`` to 2 decimals: ``13.04`` and ``13.044`` for 13.044125
+    (a more precise rendering that rounds to the same cents), ``12.50`` for 12.5."""
+    want = round(float(x), 2)
+    for m in _NUMBER.finditer(text):
+        y = float(m.group(2))
+        if m.group(1) and x < 0:
+            y = -y
+        elif x < 0:
+            continue
+        if round(y, 2) == want or math.isclose(y, x, rel_tol=1e-9, abs_tol=1e-6):
+            return True
+    return False
 
 
 def mentioned(value: Any, texts: Sequence[str]) -> bool:
     """τ²-style: ``value`` rendered appears (case-insensitively, commas and $ removed) in a text.
 
     Numbers match at digit boundaries in any of their renderings (``1234``, ``1,234.00``,
-    ``$12.5`` for 12.50); lists need every element; strings are substrings.
+    ``$12.5`` for 12.50), to 2 decimals (a more precise rendering that rounds to the same value
+    counts: ``13.044`` for 13.044125); lists need every element; strings are substrings.
     """
     if isinstance(value, (list, tuple)):
         return all(mentioned(v, texts) for v in value)
     if _is_num(value):
-        pat = _number_pattern(value)
-        return any(pat.search(_normalize(t)) for t in texts)
+        return any(_says_number(value, _normalize(t)) for t in texts)
     needle = _normalize(fmt(value)).strip()
     if not needle:
         return True
