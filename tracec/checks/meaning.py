@@ -157,8 +157,12 @@ class MeaningChecks:
                         continue  # a clone differs in the id and a field or two
                     # the user names the record, or a tool the gold calls read shows its id
                     # (an order's item -> its product) and not the clone's
-                    read = any(str(target[kind.id_field]) in r for r in results) and \
-                        not any(str(rid) in r for r in results)
+                    tid = target[kind.id_field]
+                    first = next((i for i, c in enumerate(inst.gold)
+                                  if tid in (c.args or {}).values()), len(results))
+                    before = results[:first]
+                    read = any(str(tid) in r for r in before) and \
+                        not any(str(rid) in r for r in before)
                     said = read or mentioned(target[kind.id_field], [user]) or any(
                         _answer(target[k]) and not isinstance(target[k], (list, dict))
                         and mentioned(target[k], [user]) and not mentioned(other.get(k), [user])
