@@ -261,6 +261,9 @@ def _measure_prompt(report: CheckReport, module, counter, method: str, budget: i
         measure_report(report, env_class(module), counter, method, budget)
     except (SpecRuntimeError, LoadError) as exc:
         text = str(exc)
+        head = text.split("\n", 1)[0]
+        if any(p.split("\n", 1)[0].startswith(head.split(" failed at ")[0]) for p in report.problems):
+            return  # the same failure the probes found at reset
         report.problems.append(text if _located(text) else f"prompt size: {text}")
 
 
