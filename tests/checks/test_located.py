@@ -6,13 +6,14 @@ must print for it (`path:line:col: severity: ...`, code, seed).
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.lang.cases import BASE, mutate
+from tests.lang.cases import mutate
 from tracec.checks import run_checks
 from tracec.checks.cli import check_cmd
 from tracec.checks.probes import build_probes
@@ -211,8 +212,6 @@ def test_werror_fails_on_warnings(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(p.stem for p in Path("generated_envs").glob("*.py")
                                         if p.stem != "__init__"))
 def test_shipped_envs_have_only_located_findings(name: str) -> None:
-    import importlib
-
     report = run_checks(importlib.import_module(f"generated_envs.{name}"), seeds=2, check_env=False)
     assert report.passed, report.problems
     for text in report.problems + report.warnings:

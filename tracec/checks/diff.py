@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tracec.checks.probes import build_probes, run_turns
-from tracec.compiler.api import compile_text
 from tracec.checks.prompt_size import first_prompt_size
+from tracec.compiler.api import compile_text
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import SpecRuntimeError
 

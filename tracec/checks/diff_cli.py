@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 
 from tracec import files
-from tracec.checks.diff import DEFAULT_SEEDS, DiffError, compile_version, diff_markdown, read_revision
+from tracec.checks.diff import (
+    DEFAULT_SEEDS,
+    DiffError,
+    compile_version,
+    diff_markdown,
+    read_revision,
+)
 
 
 @click.command("diff")

@@ -169,7 +169,7 @@ class MeaningChecks:
                         for k in diff)
                     if said:
                         continue
-                    name, span = next(iter(ts.distractors.items()))
+                    span = next(iter(ts.distractors.values()))
                     self.log.add(f"C334:{inst.task}", "warning", "C334",
                                  f"task `{inst.task}`: {kind.name} {rid!r} differs from the "
                                  f"gold calls' {target[kind.id_field]!r} only in "

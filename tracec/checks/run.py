@@ -339,9 +339,9 @@ def _mismatch(log: FindingLog, where_map: SpecMap, cap: Capability, task: str, p
 def _oracle_why(where_map: SpecMap, cap: Capability, task: str, probe: Any, ep: Any,
                 refused: tuple[int, str] | None) -> tuple[Any, str]:
     if ep.ended_by == "max_turns":
-        return (where_map.max_turns or where_map.task(task),
-                f": truncated at max_turns ({len(probe.turns)} turns needed, max_turns is "
-                f"{cap.max_turns})")
+        why = (f": truncated at max_turns ({len(probe.turns)} turns needed, max_turns is "
+               f"{cap.max_turns})")
+        return where_map.max_turns or where_map.task(task), why
     if refused is not None:
         call = probe.calls[refused[0]]
         return (where_map.gold(task, call.name) or where_map.task(task),
@@ -380,6 +380,6 @@ def _never_why(cap: Capability, index: int, forbid_why: dict, rule_hits: list[in
                     "fix the forbid's arguments so that the call it names can succeed")
         return ("it reads `forbidden_called`, but no task's forbidden call succeeded on any seed",
                 "check the forbids: a forbidden call the env refuses never counts")
-    return (f"no probe (oracle, noop, silent_gold, gold_minus_one, forbidden, echo) meets its "
-            f"condition on any of {seeds} seeds (the probes reached rule(s) {reached})",
-            "an unreachable rung teaches nothing: loosen its condition or remove it")
+    why = (f"no probe (oracle, noop, silent_gold, gold_minus_one, forbidden, echo) meets its "
+           f"condition on any of {seeds} seeds (the probes reached rule(s) {reached})")
+    return why, "an unreachable rung teaches nothing: loosen its condition or remove it"

@@ -18,8 +18,8 @@ record's ``ObjT`` name (``order_item``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 
 @dataclass(frozen=True)
