@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracec.checks.probes import build_probes, run_turns
+from tracec.checks.probes import build_probes, gold_results, run_turns
 from tracec.checks.prompt_size import first_prompt_size
 from tracec.compiler.api import compile_text
 from tracec.harness.resolve import env_class
@@ -87,7 +87,8 @@ def _episode(cls: Any, seed: int) -> tuple[Any, Any, dict[str, float]] | str:
         return f"reset fails: {str(exc).splitlines()[0]}"
     inst = env.instance
     rewards = {}
-    for probe in build_probes(inst, env._box.writes, env._box.ends, env._box.tools):
+    for probe in build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
+                              results=gold_results(env)):
         if probe.name not in {"oracle", "noop", "silent_gold", "gold_minus_one", "echo"}:
             continue
         env.restart()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -80,6 +81,9 @@ class ProblemLog:
         return bool(self._items)
 
 
+_HEAD = re.compile(r"^(.*?):(\d+):(\d+): (error|warning): (.*)$")
+
+
 class FindingLog:
     """Located findings, a repeat of one key folded into a count on its first example."""
 
@@ -101,13 +105,11 @@ class FindingLog:
         if item is not None:
             item[1] += 1
             return
-        head = text.split("\n", 1)[0]
-        path, line, col, rest = (head.split(":", 3) + ["", "", "", ""])[:4]
-        severity, _, message = rest.strip().partition(": ")
+        m = _HEAD.match(text.split("\n", 1)[0])
+        path, line, col, severity, message = m.groups() if m else ("", "1", "1", "error", text)
         f = Finding(severity="warning" if severity == "warning" else "error", code="R100",
-                    path=path, line=int(line) if line.isdigit() else 1,
-                    column=int(col) if col.isdigit() else 1, message=message or text,
-                    rendered=text, **kw)
+                    path=path, line=int(line), column=int(col), message=message, rendered=text,
+                    **kw)
         self._items[key] = [f, 1]
 
     def findings(self) -> list[Finding]:
