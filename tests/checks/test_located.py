@@ -124,6 +124,15 @@ def test_unplayable_forbid_is_located_at_its_rule_with_the_reason() -> None:
     assert f["rendered"].startswith(f"{PATH}:{f['line']}:5: error: level 0 (rule 1 ")
 
 
+def test_refused_forbidden_call_is_the_reason_a_rung_is_never_reached() -> None:
+    spec = FORBID.replace("forbid send_certificate(amount = 100)",
+                          'forbid cancel_reservation(reservation_id = "NOPE00")')
+    f = finding(check(spec), "C115")
+    assert f["line"] == line_of(spec, "0.0 when forbidden_called")
+    assert ("the probe's call cancel_reservation(reservation_id='NOPE00') was refused at seed 0: "
+            "Error: Reservation NOPE00 not found") in f["message"]
+
+
 def test_forbid_is_played_with_the_gold_calls_other_arguments() -> None:
     spec = FORBID.replace("gold { get_reservation_details(reservation_id = r.reservation_id) }",
                           "gold {\n      get_user_details(user_id = r.user_id)\n"
