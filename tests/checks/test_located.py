@@ -64,6 +64,8 @@ def test_numbers_are_read_to_two_decimals() -> None:
     assert mentioned(13.044125, ["It is 13.04."]) and mentioned(13.044125, ["13.044 dollars"])
     assert not mentioned(13.044125, ["13.05"]) and not mentioned(5, ["on 2024-05-05"])
     assert mentioned(1234, ["$1,234.00"]) and not mentioned(100, ["100.4"])
+    assert not mentioned(56, ["reservation 56B3FV"]) and mentioned(56, ["56 dollars, 56."])
+    assert mentioned(-5, ["-5 dollars"]) and mentioned(5, ["(5)"])
 
 
 # ---------------------------------------------------------------- echo probe (C320, C120)

@@ -95,7 +95,8 @@ def _normalize(text: str) -> str:
     return text.replace(",", "").replace("$", "").lower()
 
 
-_NUMBER = re.compile(r"(?<![\d.])(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\d|\.\d)")
+# a number standing alone: not part of a longer number or of a word/id ("56" in "56B3FV")
+_NUMBER = re.compile(r"(?<![\w.])(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\w|\.\d)")
 
 
 def _says_number(x: float, text: str) -> bool:
@@ -116,7 +117,7 @@ def _says_number(x: float, text: str) -> bool:
 def mentioned(value: Any, texts: Sequence[str]) -> bool:
     """τ²-style: ``value`` rendered appears (case-insensitively, commas and $ removed) in a text.
 
-    Numbers match at digit boundaries in any of their renderings (``1234``, ``1,234.00``,
+    Numbers match standing alone (not inside a longer number or an id) in any of their renderings (``1234``, ``1,234.00``,
     ``$12.5`` for 12.50), to 2 decimals (a more precise rendering that rounds to the same value
     counts: ``13.044`` for 13.044125); lists need every element; strings are substrings.
     """
