@@ -66,6 +66,7 @@ def test_numbers_are_read_to_two_decimals() -> None:
     assert mentioned(1234, ["$1,234.00"]) and not mentioned(100, ["100.4"])
     assert not mentioned(56, ["reservation 56B3FV"]) and mentioned(56, ["56 dollars, 56."])
     assert mentioned(-5, ["-5 dollars"]) and mentioned(5, ["(5)"])
+    assert not mentioned(22, ["on 2024-05-22"]) and not mentioned(5, ["on 2024-05-22"])
 
 
 # ---------------------------------------------------------------- echo probe (C320, C120)

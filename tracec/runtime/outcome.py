@@ -95,8 +95,9 @@ def _normalize(text: str) -> str:
     return text.replace(",", "").replace("$", "").lower()
 
 
-# a number standing alone: not part of a longer number or of a word/id ("56" in "56B3FV")
-_NUMBER = re.compile(r"(?<![\w.])(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\w|\.\d)")
+# a number standing alone: not part of a longer number, a word or id ("56" in "56B3FV") or a
+# date or range ("22" in "2024-05-22")
+_NUMBER = re.compile(r"(?<![\w.])(?<!\d-)(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\w|\.\d|-\d)")
 
 
 def _says_number(x: float, text: str) -> bool:
