@@ -29,8 +29,10 @@ def test_fixture_passes_with_expected_statistics():
     assert report.levels_reached == report.levels_total == 3 and all(report.rule_hits)
     assert report.variance_share == 1.0 and report.reward_std > 0.3
     assert report.distractors == {"twin": 6}  # only order_total declares it, once per seed
-    # 2 tasks x 6 seeds; order_total has 4 probes (no forbid), cancel 5
-    assert report.probe_runs == 6 * (4 + 5)
+    # 2 tasks x 6 seeds; order_total has 6 probes (4 + the two echoes; no forbid), cancel 8
+    # (+ forbidden after the gold calls and in place of the last gold write)
+    assert report.probe_runs == 6 * (6 + 8)
+    assert report.probe_means["forbidden_instead"] == 0.0
 
 
 def test_rewarding_doing_nothing_is_reported():

@@ -19,7 +19,8 @@ def test_hint_naming_the_gold_call_and_its_argument_warns() -> None:
     assert ("specs/demo.tracec:14:10: warning: the hint gives away the gold call "
             "`get_reservation_details` with its `reservation_id`") in result.rendered
     report = run_checks(result.module, seeds=2, check_env=False)
-    assert any(w.startswith("hint leak: task `look`: the hint names `get_reservation_details`")
+    assert any(w.startswith("specs/demo.tracec:14:10: warning: hint leak: task `look`: the hint "
+                            "names `get_reservation_details`")
                for w in report.warnings), report.warnings
 
 

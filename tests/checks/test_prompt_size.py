@@ -82,13 +82,17 @@ def test_check_reports_prompt_sizes_and_warns_above_budget() -> None:
     assert report["prompt_tokens"] == report["prompt_tokens_compact"]  # the spec says compact_tools
     assert report["prompt_tokens_compact"] < report["prompt_tokens_full"]
     assert 0 < report["prompt_tool_tokens"] < report["prompt_tokens"] and report["prompt_tools"] == 4
-    assert any(w.startswith(f"first prompt is {report['prompt_tokens']} tokens") for w in report["warnings"])
+    assert any(f": warning: first prompt is {report['prompt_tokens']} tokens" in w.split("\n")[0]
+               for w in report["warnings"]), report["warnings"]
+    (budget,) = [f for f in report["findings"] if f["code"] == "C302"]
+    assert budget["severity"] == "warning" and budget["line"] >= 1
     assert report["passed"]  # a warning, not a failure
 
     quiet = CliRunner().invoke(check_cmd, [COMPACT, "--seeds", "2", "--json", "--no-env-checker",
                                            "--prompt-budget", "100000"])
     [report] = json.loads(quiet.stdout)
-    assert not any(w.startswith("first prompt") for w in report["warnings"])
+    assert not any("first prompt" in w for w in report["warnings"])
+    assert not any(f["code"] == "C302" for f in report["findings"])
 
 
 def test_check_table_shows_the_prompt_column() -> None:

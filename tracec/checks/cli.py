@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -158,10 +159,12 @@ def _calibration_options(fn):
               help="Count prompt tokens with this tokenizer (smollm2, a path or an HF id) "
                    "[default: a local --model's, else an estimate of characters / "
                    f"{CHARS_PER_TOKEN:g}].")
+@click.option("--werror", is_flag=True,
+              help="Fail (exit 1) on warnings too: meaning checks, hint leaks, prompt budget.")
 @_calibration_options
 def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker: bool,
-              prompt_budget: int, tokenizer: str | None, model: str | None, device: str, dtype: str,
-              samples: int, calib_seeds: int, temperature: float,
+              prompt_budget: int, tokenizer: str | None, werror: bool, model: str | None, device: str,
+              dtype: str, samples: int, calib_seeds: int, temperature: float,
               max_new_tokens: int, success: float | None, mean_band: tuple[float, float],
               success_band: tuple[float, float], min_std: float, max_all_success: float,
               max_all_zero: float, max_constant: float, min_informative: float) -> None:
@@ -169,6 +172,9 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
 
     PATHS are generated modules, folders of them (default: generated_envs/), or .tracec
     specs/folders (compiled on the fly).
+
+    Every finding is located in the spec (path:line:col: error|warning: ..., at the rule,
+    task, pick, forbid or call concerned, with the seed and why); --werror fails on warnings.
 
     With --model, each env that passes the offline checks is also calibrated (the TRACE
     reference's check): --calib-seeds seeds x --samples samples at --temperature; it passes
@@ -222,17 +228,19 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
     else:
         console.print(_table(reports))
         for r in reports:
-            for p in r.problems:
-                console.print(f"[red]{escape(r.env)}:[/] {escape(p)}", highlight=False)
+            for p in r.problems:  # located (path:line:col: error: ...) or a load error
+                console.print(escape(p) if _located(p) else f"[red]{escape(r.env)}:[/] {escape(p)}", soft_wrap=True,
+                              highlight=False)
             for w in r.warnings:
-                if w.startswith(("first prompt", "hint leak")):
-                    console.print(f"[yellow]{escape(r.env)}:[/] {escape(w)}", highlight=False)
+                if _located(w):
+                    console.print(escape(w), highlight=False, soft_wrap=True)
             if r.fidelity is not None:
                 fid = Fidelity(**r.fidelity)
                 console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)
         for c in calibs.values():
             _print_calibration(console, c)
-    failed = sum(1 for r in reports if not r.passed)
+    failed = sum(1 for r in reports
+                 if not r.passed or (werror and any(f["severity"] == "warning" for f in r.findings)))
     calib_failed = sum(1 for c in calibs.values() if not c.passed)
     if failed or calib_failed:
         if not as_json:
@@ -243,6 +251,13 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
         click.get_current_context().exit(1)
 
 
+_LOC = re.compile(r"^\S[^\n]*?:\d+:\d+: (?:error|warning): ")
+
+
+def _located(text: str) -> bool:
+    return bool(_LOC.match(text))
+
+
 def _measure_prompt(report: CheckReport, module, counter, method: str, budget: int) -> None:
     """The env's first-prompt size into ``report`` (a failure is a problem, never a crash)."""
     from tracec.harness.resolve import env_class
@@ -251,7 +266,11 @@ def _measure_prompt(report: CheckReport, module, counter, method: str, budget: i
     try:
         measure_report(report, env_class(module), counter, method, budget)
     except (SpecRuntimeError, LoadError) as exc:
-        report.problems.append(f"prompt size: {exc}")
+        text = str(exc)
+        head = text.split("\n", 1)[0]
+        if any(p.split("\n", 1)[0].startswith(head.split(" failed at ")[0]) for p in report.problems):
+            return  # the same failure the probes found at reset
+        report.problems.append(text if _located(text) else f"prompt size: {text}")
 
 
 def _load_agent(spec: str, temperature: float, max_new_tokens: int, samples: int,

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from tracec.checks.diff_source import Version
 from tracec.checks.ir_text import forbid_text, gold_texts, text_text
-from tracec.checks.probes import build_probes, run_turns
+from tracec.checks.probes import build_probes, gold_results, run_turns
 from tracec.checks.prompt_size import Counter, first_prompt_size
 from tracec.compiler import ir as IR
 from tracec.core.gcpause import old_objects_frozen
@@ -369,7 +369,8 @@ def snapshot(env: CapabilityEnv, seed: int, tasks: list[str], label: str = "") -
         snap.instance[name] = _instance(inst)
         snap.gold[name] = _calls(inst.gold)
         box = env._box
-        probes = build_probes(inst, box.writes, box.ends, box.tools, rotate=seed)
+        probes = build_probes(inst, box.writes, box.ends, box.tools, rotate=seed,
+                              results=gold_results(env))  # the echo probes too
         got: dict[str, Any] = {}
         for k, probe in enumerate(probes):
             if k:

@@ -7,8 +7,15 @@
 * ``gold_minus_one``: the oracle without its last write call (last call when none writes);
 * ``forbidden`` (``forbidden_2``, ``forbidden_3``): the oracle plus one forbidden call, for
   each of the task's first three forbids (``tracec check`` rotates one probe through all of
-  them, seed by seed); a bare ``forbid tool`` is called with the gold calls' arguments of the
-  same names (skipped when a required argument has none).
+  them, seed by seed); ``forbidden_instead`` (...): the oracle with the forbidden call *in
+  place of* its last write call (a forbidden alternative action: a return instead of an
+  exchange). The forbidden call has the forbid's own arguments, and the arguments it does not
+  name are filled in from the gold call of the same tool, else from the gold calls' arguments
+  of the same names (skipped when a required argument has none);
+* ``echo``: the gold calls, then the raw tool outputs pasted back as the final message, in
+  ``<tool_response>`` markup as a chat template renders them; ``echo_bare``: the same without
+  the markup. ``communicated()`` counts the agent's own words only, so both must get what the
+  silent probe gets (unless the spec declares `communicate raw`).
 
 The expected reward judges the rules on an :class:`Outcome` built directly from the probe's
 calls replayed on a copy of the initial world; the actual reward comes from running the env.
@@ -22,7 +29,7 @@ from typing import Any
 
 from tracec.runtime.env import CapabilityEnv, TaskInstance
 from tracec.runtime.oracle import report_text, turns_of
-from tracec.runtime.outcome import Call, Outcome, judge
+from tracec.runtime.outcome import Call, Outcome, judge, spoken
 from tracec.runtime.user import STOP
 from tracec.runtime.world import state_hash
 
@@ -38,33 +45,58 @@ class Probe:
     calls: tuple[Call, ...]
     text: str  # the final message
     turns: tuple[str, ...]
+    forbid: int | None = None  # the index of the forbid a forbidden probe plays
+    forbidden: Call | None = None  # the forbidden call it makes
+    why_not: str = ""  # a forbid that could not be played: why
 
 
 MAX_FORBID_PROBES = 3
 
 
 def forbid_call(forbid: Call, gold: Sequence[Call], tools: Mapping[str, Any] | None) -> Call | None:
-    """The call a probe makes for ``forbid``: its own arguments, or (a bare forbid) the tool's
-    required arguments taken from the gold calls' arguments of the same names."""
-    if forbid.args is not None:
-        return Call(forbid.name, dict(forbid.args))
+    """The call a probe makes for ``forbid`` (None when it cannot be made: see
+    :func:`forbid_plan`)."""
+    return forbid_plan(forbid, gold, tools)[0]
+
+
+def forbid_plan(forbid: Call, gold: Sequence[Call],
+                tools: Mapping[str, Any] | None) -> tuple[Call | None, str]:
+    """(the call a probe makes for ``forbid``, or None and why not). Its arguments are the
+    forbid's own; those it does not name come from the gold call of the same tool, else from
+    the gold calls' arguments of the same names, for every parameter of the tool."""
+    own = dict(forbid.args or {})
     tool = (tools or {}).get(forbid.name)
-    if tool is None:
-        return None
+    if tool is None:  # an unknown tool: the call is refused, which the rules can tell
+        return Call(forbid.name, own), ""
     props = tool.parameters.get("properties", {}) or {}
     required = list(tool.parameters.get("required", []) or [])
-    known: dict[str, Any] = {}
+    same = next((c for c in gold if c.name == forbid.name), None)
+    known: dict[str, Any] = dict(same.args or {}) if same is not None else {}
     for c in gold:
         for k, v in (c.args or {}).items():
             known.setdefault(k, v)
-    if any(r not in known for r in required):
-        return None
-    return Call(forbid.name, {k: known[k] for k in props if k in known})
+    args = {k: own[k] if k in own else known[k] for k in props if k in own or k in known}
+    args.update({k: v for k, v in own.items() if k not in args})
+    missing = [r for r in required if r not in args]
+    if missing:
+        names = ", ".join(f"`{m}`" for m in missing)
+        return None, (f"`{forbid.name}` needs {names}, which neither the forbid nor any gold "
+                      "call gives")
+    return Call(forbid.name, args), ""
+
+
+def echo_text(results: Sequence[str], markup: bool = True) -> str:
+    """The tool outputs pasted back as one message (in ``<tool_response>`` markup, or bare)."""
+    if markup:
+        return "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in results) or "."
+    return "\n".join(results) or "."
 
 
 def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str],
-                 tools: Mapping[str, Any] | None = None, rotate: int | None = None) -> list[Probe]:
-    """The probes for one drawn task (``tools``: name -> Tool, to probe bare forbids).
+                 tools: Mapping[str, Any] | None = None, rotate: int | None = None,
+                 results: Sequence[str] | None = None) -> list[Probe]:
+    """The probes for one drawn task (``tools``: name -> Tool, to probe forbids; ``results``:
+    the gold calls' tool outputs, for the echo probes).
 
     With ``rotate`` (the seed), one ``forbidden`` probe tries the task's forbids in turn, seed
     by seed, instead of one probe per forbid on every seed."""
@@ -80,14 +112,28 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
         idx = max((i for i, c in enumerate(gold) if c.name in writes), default=len(gold) - 1)
         minus = gold[:idx] + gold[idx + 1:]
         probes.append(Probe("gold_minus_one", minus, report, turns_of(minus, report, ends, seen)))
+    if results is not None and gold:
+        for name, markup in (("echo", True), ("echo_bare", False)):
+            text = echo_text(results, markup)
+            probes.append(Probe(name, gold, text, turns_of(gold, text, ends, seen)))
     body = tuple(c for c in gold if c.name not in ends)
-    made = [c for c in (forbid_call(f, gold, tools) for f in inst.forbid) if c is not None]
-    if rotate is not None and made:
-        made = [made[rotate % len(made)]]
-    for k, call in enumerate(made[:MAX_FORBID_PROBES]):
-        calls = body + (call,)
+    plans = [(i, *forbid_plan(f, gold, tools)) for i, f in enumerate(inst.forbid)]
+    if rotate is not None and plans:
+        plans = [plans[rotate % len(plans)]]
+    last_write = max((i for i, c in enumerate(body) if c.name in writes), default=None)
+    for k, (index, call, why) in enumerate(plans[:MAX_FORBID_PROBES]):
         name = "forbidden" if k == 0 else f"forbidden_{k + 1}"
-        probes.append(Probe(name, calls, report, turns_of(calls, report, ends, seen)))
+        if call is None:
+            probes.append(Probe(name, (), "", (), forbid=index, why_not=why))
+            continue
+        calls = body + (call,)
+        probes.append(Probe(name, calls, report, turns_of(calls, report, ends, seen), forbid=index,
+                              forbidden=call))
+        if last_write is not None and body[last_write] != call:
+            instead = body[:last_write] + (call,) + body[last_write + 1:]
+            probes.append(Probe(name.replace("forbidden", "forbidden_instead"), instead, report,
+                                turns_of(instead, report, ends, seen), forbid=index,
+                                forbidden=call))
     return probes
 
 
@@ -113,7 +159,8 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
                 if c.name in box.ends:
                     break
         matches = env.matches_gold(db)
-    texts = [probe.text]
+    results = probe_results(env, probe) if probe.name.startswith("echo") else ()
+    texts = spoken([probe.text], results, env.capability.communicate_raw)
     o = Outcome.from_calls(
         state_matches=matches,
         gold=inst.gold,
@@ -124,6 +171,22 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
         v=dict(inst.values),
     )
     return judge(env.capability.rules, o)
+
+
+def gold_results(env: CapabilityEnv) -> list[str]:
+    """The tool outputs of the gold calls, replayed on a copy of the initial world."""
+    db = env.initial_copy()
+    out = []
+    for c in env.instance.gold:
+        obs, _, _ = env._box.run(db, c.name, c.arguments)
+        out.append(obs)
+    return out
+
+
+def probe_results(env: CapabilityEnv, probe: Probe) -> list[str]:
+    """The tool outputs of ``probe``'s calls, replayed on a copy of the initial world."""
+    db = env.initial_copy()
+    return [env._box.run(db, c.name, c.arguments)[0] for c in probe.calls]
 
 
 @dataclass

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tracec.checks.locate import SpecMap
+
 # Calibrated on the shipped envs (full and compact schemas) with SmolLM2-135M-Instruct's
 # tokenizer (`python benchmarks/prompt_size.py`): 3.63-3.98 characters per token, mean 3.79, so
 # the estimate errs by -4.5 % .. +4.9 % (docs/checks.md).
@@ -117,6 +119,9 @@ def measure_report(report: Any, cls: Any, count: Counter | None, method: str, bu
         how = "show fewer tools (`tools [...]`), a policy excerpt (`policy sections [...]`)"
         if not cls.capability.compact_tools:
             how += f" or compact tool schemas (`compact_tools`: {sizes[True].tokens} tokens)"
-        report.warnings.append(
-            f"first prompt is {shown.tokens} tokens ({method}), above the budget of {budget} "
-            f"(tool schemas: {shown.tool_tokens}); {how}")
+        where = SpecMap(cls.capability)
+        f = where.finding("warning", "C302",
+                          f"first prompt is {shown.tokens} tokens ({method}), above the budget of "
+                          f"{budget} (tool schemas: {shown.tool_tokens})", hint=how)
+        report.warnings.append(f.rendered)
+        report.findings.append(f.model_dump())

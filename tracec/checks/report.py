@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from pydantic import BaseModel, Field
+
+from tracec.checks.locate import Finding, SpecMap
 
 
 class CheckReport(BaseModel):
@@ -33,8 +38,9 @@ class CheckReport(BaseModel):
     prompt_tools: int | None = None  # tools shown
     prompt_method: str = ""  # "estimate" or the tokenizer that counted
     prompt_budget: int | None = None
-    problems: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)  # located errors, rendered
+    warnings: list[str] = Field(default_factory=list)  # located warnings, rendered (and notes)
+    findings: list[dict] = Field(default_factory=list)  # every finding (tracec.checks.locate.Finding)
     # the env's tools against the domain's target tools (tracec.checks.fidelity.Fidelity)
     fidelity: dict | None = None
 
@@ -68,5 +74,56 @@ class ProblemLog:
             out.append(message)
         return out
 
+    def items(self) -> list[tuple[str, tuple[str, int]]]:
+        return [(k, (m, n)) for k, (m, n) in self._items.items()]
+
     def __bool__(self) -> bool:
         return bool(self._items)
+
+
+_HEAD = re.compile(r"^(.*?):(\d+):(\d+): (error|warning): (.*)$")
+
+
+class FindingLog:
+    """Located findings, a repeat of one key folded into a count on its first example."""
+
+    def __init__(self, where: SpecMap) -> None:
+        self.where = where
+        self._items: dict[str, list[Any]] = {}  # key -> [Finding args, count] or [Finding, count]
+
+    def add(self, key: str, severity: str, code: str, message: str, span: Any = None,
+            **kw: Any) -> None:
+        item = self._items.get(key)
+        if item is None:
+            self._items[key] = [(severity, code, message, span, kw), 1]
+        else:
+            item[1] += 1
+
+    def add_rendered(self, key: str, text: str, **kw: Any) -> None:
+        """A finding already rendered in the compiler's format (a located run-time error)."""
+        item = self._items.get(key)
+        if item is not None:
+            item[1] += 1
+            return
+        m = _HEAD.match(text.split("\n", 1)[0])
+        path, line, col, severity, message = m.groups() if m else ("", "1", "1", "error", text)
+        f = Finding(severity="warning" if severity == "warning" else "error", code="R100",
+                    path=path, line=int(line), column=int(col), message=message, rendered=text,
+                    **kw)
+        self._items[key] = [f, 1]
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for item, count in self._items.values():
+            if isinstance(item, Finding):
+                f = item
+                if count > 1:
+                    head, sep, tail = f.rendered.partition("\n")
+                    f = f.model_copy(update={"rendered": f"{head} ({count} times){sep}{tail}"})
+            else:
+                severity, code, message, span, kw = item
+                if count > 1:
+                    message = f"{message} ({count} times)"
+                f = self.where.finding(severity, code, message, span, **kw)
+            out.append(f)
+        return out

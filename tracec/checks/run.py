@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -12,8 +13,10 @@ from typing import Any
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from tracec.checks.fidelity import fidelity
-from tracec.checks.probes import build_probes, expected, run_turns
-from tracec.checks.report import CheckReport, ProblemLog
+from tracec.checks.locate import SpecMap
+from tracec.checks.meaning import MeaningChecks
+from tracec.checks.probes import build_probes, expected, gold_results, run_turns
+from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
@@ -95,6 +98,23 @@ def _fmt_rule(cap: Capability, index: int | None) -> str:
     return f"rule {index + 1} `{cap.rules[index].text}`"
 
 
+_LOCATED = re.compile(r"^\S.*?:\d+:\d+: (?:error|warning): ", re.DOTALL)
+
+
+def _refusal(ep: Any, probe: Any) -> tuple[int, str] | None:
+    """(index of the call, its error) for the first call of ``probe`` the env refused."""
+    for k, _ in enumerate(probe.calls):
+        if k < len(ep.observations) and ep.observations[k].startswith("Error"):
+            return k, ep.observations[k]
+    return None
+
+
+def _call_text(c: Any) -> str:
+    args = ", ".join(f"{k}={fmt(v)!r}" if not isinstance(v, (list, dict)) else f"{k}=..."
+                     for k, v in (c.args or {}).items())
+    return f"{c.name}({args})"
+
+
 def run_checks(
     capability: Any,
     seeds: int = 64,
@@ -102,7 +122,8 @@ def run_checks(
     progress: Progress | None = None,
     min_variance_share: float = MIN_VARIANCE_SHARE,
 ) -> CheckReport:
-    """Check one env: check_env, determinism, probes on every task and seed, reward variance."""
+    """Check one env: check_env, determinism, probes on every task and seed, reward variance,
+    meaning checks; every finding located in the spec (``report.findings``)."""
     with old_objects_frozen():  # thousands of short-lived worlds: keep the collector cheap
         return _run_checks(capability, seeds, check_env, progress, min_variance_share)
 
@@ -117,16 +138,21 @@ def _run_checks(
     start = time.perf_counter()
     cls = env_class(capability)
     cap = cls.capability
+    where_map = SpecMap(cap, getattr(sys.modules.get(cls.__module__), "__file__", None))
+    log = FindingLog(where_map)
     problems = ProblemLog()
     notes: list[str] = []
     report = CheckReport(env=cap.name, module=cls.__module__, tasks=[t.name for t in cap.tasks],
                          seeds=seeds, levels_total=len(cap.rules))
     if not cap.tasks:
-        report.problems = ["the capability declares no task"]
-        return report
+        log.add("no-task", "error", "C100", f"{cap.name}: the capability declares no task",
+                hint="add a `task NAME { ... }`")
+        return _finish(report, log, problems, notes, start)
     if check_env:
         report.check_env = _check_env(cls, problems, notes)
     report.determinism = _check_determinism(cls, list(range(min(seeds, 3))), problems)
+    for key, (message, _) in problems.items():  # check_env and determinism: at the capability
+        log.add(key, "error", "C101", message)
 
     levels = cap.levels
     top, bottom = max(levels), min(levels)
@@ -136,76 +162,122 @@ def _run_checks(
     seeds_with_variance = 0
     probes_ok = True
     env = cls()
-    hint_leaks: dict[str, str] = {}
+    hint_leaks: set[str] = set()
+    forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
+    meaning = MeaningChecks(cap, where_map, log)
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
-            where = f"task `{tdef.name}`"
+            task = tdef.name
+            where = f"task `{task}`"
             try:
-                env.reset(seed=seed, options={"task": tdef.name})
+                env.reset(seed=seed, options={"task": task})
             except SpecRuntimeError as exc:
-                problems.add(f"spec:{tdef.name}", str(exc))
+                text = str(exc)
+                if _LOCATED.match(text):
+                    log.add_rendered(f"spec:{task}", text, seed=seed, task=task)
+                else:
+                    gold = re.search(r"gold action (\w+)\(", text)
+                    span = where_map.gold(task, gold.group(1)) if gold else None
+                    log.add(f"spec:{task}", "error", "C102", text, span, task=task, seed=seed)
                 probes_ok = False
                 continue
             inst = env.instance
-            if tdef.name not in hint_leaks:
+            if task not in hint_leaks:
                 leak = hint_leak(inst)
                 if leak:
-                    hint_leaks[tdef.name] = f"task `{tdef.name}`: {leak} (seed {seed})"
+                    hint_leaks.add(task)
+                    ts = where_map.tasks.get(task)
+                    log.add(f"hint-leak:{task}", "warning", "C301",
+                            f"hint leak: {where}: {leak} (seed {seed})",
+                            ts.hint if ts else None, task=task, seed=seed,
+                            hint="GRPO shows hints to a share of each group: the model would learn "
+                                 "to copy them; describe the step, not its arguments")
+            results = gold_results(env)
+            meaning.instance(env, seed, results)
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
-            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools, rotate=seed)
-            for f in inst.forbid:
+            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
+                                  rotate=seed, results=results)
+            for i, f in enumerate(inst.forbid):
                 hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
                 if hit is not None:
                     probes_ok = False
-                    problems.add(f"forbid-gold:{tdef.name}:{f.name}",
-                                 f"{where}: `forbid {f.name}` matches the gold call "
-                                 f"{hit.name}({', '.join(f'{k}={v!r}' for k, v in (hit.args or {}).items())}), "
-                                 f"first at seed {seed}: the expert would be punished")
-            promised = [expected(env, probe) for probe in probes]
-            for k, (probe, (want, want_rule)) in enumerate(zip(probes, promised)):
-                if k:
-                    env.restart()
+                    log.add(f"forbid-gold:{task}:{f.name}", "error", "C113",
+                            f"{where}: `forbid {f.name}` matches the gold call {_call_text(hit)} "
+                            f"at seed {seed}: the expert would be punished",
+                            where_map.forbid(task, i), task=task, seed=seed,
+                            hint="name the arguments that make the call wrong, so that the "
+                                 "gold call never matches")
+            silent_reward = None
+            for probe in probes:
+                if probe.why_not:
+                    forbid_why.setdefault((task, probe.forbid), f"{probe.why_not} (seed {seed})")
+                    continue
+                want, want_rule = expected(env, probe)
+                env.restart()
                 ep = run_turns(env, probe.turns)
                 report.probe_runs += 1
                 all_rewards.append(ep.reward)
                 seed_rewards.add(round(ep.reward, 6))
                 by_probe.setdefault(probe.name, []).append(ep.reward)
+                if probe.name == "silent_gold":
+                    silent_reward = ep.reward
                 if ep.rule is not None:
                     rule_hits[ep.rule] += 1
                 for bug in ep.tool_bugs:
-                    problems.add(f"bug:{bug}", f"domain bug in {where}, probe {probe.name}: {bug}")
+                    tool = re.search(r"tool `(\w+)`", bug)
+                    span = where_map.gold(task, tool.group(1)) if tool else None
+                    log.add(f"bug:{bug}", "error", "C103",
+                            f"domain bug in {where}, probe {probe.name}: {bug}", span,
+                            task=task, seed=seed)
+                refused = _refusal(ep, probe)
+                if probe.forbid is not None and probe.forbidden is not None:
+                    k = probe.calls.index(probe.forbidden)
+                    if refused is not None and refused[0] == k:
+                        forbid_why.setdefault(
+                            (task, probe.forbid),
+                            f"the probe's call {_call_text(probe.forbidden)} was refused at seed "
+                            f"{seed}: {refused[1]}")
                 if abs(ep.reward - want) > TOL:
                     probes_ok = False
-                    why = " (episode truncated at max_turns)" if ep.ended_by == "max_turns" else ""
-                    problems.add(
-                        f"mismatch:{tdef.name}:{probe.name}",
-                        f"{where}, probe {probe.name}: the rules promise {want:.2f} ({_fmt_rule(cap, want_rule)}) "
-                        f"but the env gave {ep.reward:.2f} ({_fmt_rule(cap, ep.rule)}){why}, first at seed {seed}",
-                    )
-                if probe.name.startswith("forbidden") and ep.reward >= top - TOL \
-                        and probe.calls[-1] in env.calls:
+                    _mismatch(log, where_map, cap, task, probe, ep, want, want_rule, seed, refused)
+                if probe.forbidden is not None and ep.reward >= top - TOL \
+                        and probe.forbidden in env.calls:
                     probes_ok = False
-                    problems.add(f"forbid-inert:{tdef.name}:{probe.name}",
-                                 f"{where}, probe {probe.name}: the gold actions plus the forbidden "
-                                 f"call {probe.calls[-1].name} still get the top level {top:.2f}; "
-                                 f"the forbid does not lower the reward, first at seed {seed}")
+                    how = "instead of its last write" if "instead" in probe.name else "after them"
+                    log.add(f"forbid-inert:{task}:{probe.name}", "error", "C114",
+                            f"{where}, probe {probe.name}: the gold actions with the forbidden "
+                            f"call {_call_text(probe.forbidden)} {how} still get the top level "
+                            f"{top:.2f} ({_fmt_rule(cap, ep.rule)}); the forbid does not lower "
+                            f"the reward, first at seed {seed}",
+                            where_map.forbid(task, probe.forbid), task=task, seed=seed,
+                            hint="put `0.0 when forbidden_called` first, or add `and not "
+                                 "forbidden_called` to the top rule")
+                if probe.name.startswith("echo") and silent_reward is not None \
+                        and ep.reward > silent_reward + TOL:
+                    _echo_paid(log, where_map, cap, task, probe, ep, silent_reward, top, seed)
                 if probe.name == "oracle" and abs(ep.reward - top) > TOL:
                     probes_ok = False
-                    problems.add(f"oracle:{tdef.name}",
-                                 f"{where}: the oracle (gold actions + report) gets {ep.reward:.2f}, "
-                                 f"not the top level {top:.2f}, first at seed {seed}")
+                    span, why = _oracle_why(where_map, cap, task, probe, ep, refused)
+                    log.add(f"oracle:{task}", "error", "C111",
+                            f"{where}: the oracle (gold actions + report) gets {ep.reward:.2f} "
+                            f"({_fmt_rule(cap, ep.rule)}), not the top level {top:.2f}, first at "
+                            f"seed {seed}{why}", span, task=task, seed=seed)
                 if probe.name == "noop" and abs(ep.reward - bottom) > TOL:
                     probes_ok = False
-                    problems.add(f"noop:{tdef.name}",
-                                 f"{where}: doing nothing gets {ep.reward:.2f} ({_fmt_rule(cap, ep.rule)}), "
-                                 f"not the bottom level {bottom:.2f}, first at seed {seed}")
+                    log.add(f"noop:{task}", "error", "C112",
+                            f"{where}: doing nothing gets {ep.reward:.2f} ({_fmt_rule(cap, ep.rule)}), "
+                            f"not the bottom level {bottom:.2f}, first at seed {seed}",
+                            where_map.rule(ep.rule), task=task, seed=seed,
+                            hint="a do-nothing agent must not be paid: make this rule need "
+                                 "`progress`, a `called(...)` or `communicated()`")
         if len(seed_rewards) >= 2:
             seeds_with_variance += 1
         if progress:
             progress(1)
 
+    meaning.finish()
     report.probes = probes_ok
     report.rule_hits = rule_hits
     report.levels_reached = sum(1 for h in rule_hits if h)
@@ -215,18 +287,99 @@ def _run_checks(
         report.reward_mean = mean
         report.reward_std = math.sqrt(sum((r - mean) ** 2 for r in all_rewards) / len(all_rewards))
     report.variance_share = seeds_with_variance / seeds if seeds else 0.0
+    first_rule = where_map.rule(0)
     if all_rewards and report.reward_std <= TOL:
-        problems.add("variance", f"no reward variance: every probe gets {all_rewards[0]:.2f}; "
-                                 "the spec cannot tell good from bad behaviour")
+        log.add("variance", "error", "C116", f"no reward variance: every probe gets "
+                f"{all_rewards[0]:.2f}; the spec cannot tell good from bad behaviour", first_rule,
+                hint="give the ladder rungs that the oracle and a do-nothing agent reach apart")
     elif all_rewards and report.variance_share < min_variance_share:
-        problems.add("variance-share", f"only {report.variance_share:.0%} of seeds give >= 2 distinct "
-                                       f"rewards (need {min_variance_share:.0%})")
+        log.add("variance-share", "error", "C117",
+                f"only {report.variance_share:.0%} of seeds give >= 2 distinct rewards (need "
+                f"{min_variance_share:.0%})", first_rule)
     for i, hits in enumerate(rule_hits):
         if not hits and all_rewards:
-            problems.add(f"level:{i}", f"level {cap.rules[i].level:g} ({_fmt_rule(cap, i)}) is never "
-                                       "reached by any probe")
-    report.problems = problems.messages()
-    report.warnings = notes + [f"hint leak: {w}" for w in hint_leaks.values()]
+            why, hint = _never_why(cap, i, forbid_why, rule_hits, seeds)
+            log.add(f"level:{i}", "error", "C115",
+                    f"level {cap.rules[i].level:g} ({_fmt_rule(cap, i)}) is never reached by "
+                    f"any probe: {why}", where_map.rule(i), hint=hint)
+    report.warnings = list(notes)
     report.fidelity = fidelity(env).model_dump()
+    return _finish(report, log, problems, notes, start)
+
+
+def _finish(report: CheckReport, log: FindingLog, problems: ProblemLog, notes: list[str],
+            start: float) -> CheckReport:
+    findings = log.findings()
+    report.findings = [f.model_dump() for f in findings]
+    report.problems = [f.rendered for f in findings if f.severity == "error"]
+    report.warnings = list(notes) + [f.rendered for f in findings if f.severity == "warning"]
     report.seconds = round(time.perf_counter() - start, 3)
     return report
+
+
+def _mismatch(log: FindingLog, where_map: SpecMap, cap: Capability, task: str, probe: Any,
+              ep: Any, want: float, want_rule: int | None, seed: int,
+              refused: tuple[int, str] | None) -> None:
+    span = where_map.rule(want_rule)
+    why = ""
+    if ep.ended_by == "max_turns":
+        why = (f" (episode truncated at max_turns: the probe needs {len(probe.turns)} turns, "
+               f"max_turns is {cap.max_turns})")
+        span = where_map.max_turns or span
+    elif refused is not None:
+        call = probe.calls[refused[0]]
+        why = f" (its call {_call_text(call)} was refused: {refused[1]})"
+        span = where_map.gold(task, call.name) or span
+    log.add(f"mismatch:{task}:{probe.name}", "error", "C110",
+            f"task `{task}`, probe {probe.name}: the rules promise {want:.2f} "
+            f"({_fmt_rule(cap, want_rule)}) but the env gave {ep.reward:.2f} "
+            f"({_fmt_rule(cap, ep.rule)}){why}, first at seed {seed}", span, task=task, seed=seed)
+
+
+def _oracle_why(where_map: SpecMap, cap: Capability, task: str, probe: Any, ep: Any,
+                refused: tuple[int, str] | None) -> tuple[Any, str]:
+    if ep.ended_by == "max_turns":
+        why = (f": truncated at max_turns ({len(probe.turns)} turns needed, max_turns is "
+               f"{cap.max_turns})")
+        return where_map.max_turns or where_map.task(task), why
+    if refused is not None:
+        call = probe.calls[refused[0]]
+        return (where_map.gold(task, call.name) or where_map.task(task),
+                f": its call {_call_text(call)} was refused: {refused[1]}")
+    return where_map.rule(0) or where_map.task(task), ": the top rule's condition does not hold"
+
+
+def _echo_paid(log: FindingLog, where_map: SpecMap, cap: Capability, task: str, probe: Any,
+               ep: Any, silent: float, top: float, seed: int) -> None:
+    pasted = "the raw tool outputs in <tool_response> markup" if probe.name == "echo" \
+        else "the raw tool outputs"
+    if cap.communicate_raw:
+        log.add(f"echo:{task}:{probe.name}", "warning", "C320",
+                f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
+                f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
+                f"first at seed {seed}: `communicate raw` pays an agent for echoing tool output",
+                where_map.rule(ep.rule), task=task, seed=seed,
+                hint="drop `communicate raw` unless the env must score as the target does")
+    else:
+        log.add(f"echo:{task}:{probe.name}", "error", "C120",
+                f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
+                f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
+                f"first at seed {seed}: the rule pays for an echo",
+                where_map.rule(ep.rule), task=task, seed=seed,
+                hint="a rule reached by an echo must need what the agent says in its own words")
+
+
+def _never_why(cap: Capability, index: int, forbid_why: dict, rule_hits: list[int],
+               seeds: int) -> tuple[str, str]:
+    text = cap.rules[index].text
+    reached = ", ".join(str(i + 1) for i, h in enumerate(rule_hits) if h) or "none"
+    if "forbidden_called" in text and "not forbidden_called" not in text:
+        if forbid_why:
+            (task, _), why = next(iter(forbid_why.items()))
+            return (f"it reads `forbidden_called`, but in task `{task}` {why}",
+                    "fix the forbid's arguments so that the call it names can succeed")
+        return ("it reads `forbidden_called`, but no task's forbidden call succeeded on any seed",
+                "check the forbids: a forbidden call the env refuses never counts")
+    why = (f"no probe (oracle, noop, silent_gold, gold_minus_one, forbidden, echo) meets its "
+           f"condition on any of {seeds} seeds (the probes reached rule(s) {reached})")
+    return why, "an unreachable rung teaches nothing: loosen its condition or remove it"

@@ -184,6 +184,8 @@ def _gen_prompt_budget(w: Writer, cap: IR.CapabilityIR) -> None:
         w.emit("policy=", wrap_str(cap.policy, 1), 1, ",")
     if cap.compact_tools:
         w("compact_tools=True,", 1)
+    if cap.communicate_raw:
+        w("communicate_raw=True,", 1)
 
 
 class FragmentHelper:

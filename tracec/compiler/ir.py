@@ -393,6 +393,7 @@ class CapabilityIR(IRModel):
     policy_sections: list[str] | None = None  # headings of `policy sections [...]`
     policy: str | None = None  # `policy "..."`
     compact_tools: bool = False
+    communicate_raw: bool = False  # `communicate raw`
 
 
 def ir_json_schema() -> dict[str, Any]:

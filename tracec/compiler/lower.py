@@ -225,6 +225,7 @@ class Lowering:
             rules=rules, levels=sorted({r.level for r in rules}, reverse=True),
             distractors=c.distractors, shown_tools=c.shown_tools,
             policy_sections=c.policy_sections, policy=c.policy, compact_tools=cap.compact_tools,
+            communicate_raw=cap.communicate_raw,
         )
 
 

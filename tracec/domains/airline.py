@@ -24,7 +24,7 @@ from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.schema import Ref, Schema, refs
+from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
 
 TOOLKIT = "AirlineTools"
 NOW = "2024-05-15T15:00:00"  # τ²'s _get_datetime()
@@ -120,6 +120,12 @@ SCHEMA = Schema(
         "flight_date": {"status": FLIGHT_STATUSES},
     },
     keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
+    preconditions=preconditions(
+        (("cancel_reservation", "update_reservation_baggages", "update_reservation_flights",
+          "update_reservation_passengers"),
+         Precondition("reservation_id", "reservations", "reservation", "status", ("cancelled",),
+                      negate=True, text="the reservation is not cancelled")),
+    ),
     generators={
         "user": "Draws name, address, email, dob, a credit card plus maybe gift cards and "
         "certificates, 0-2 saved passengers and a membership; `reservations` fills as "

@@ -81,6 +81,10 @@ def describe(domain: Domain) -> dict[str, Any]:
         tools.append({
             "name": tool.name, "description": tool.description, "writes": tool.writes,
             "ends_conversation": tool.name in domain.ends_episode, "arguments": args,
+            "preconditions": [
+                {"argument": p.arg, "kind": p.kind, "field": p.field, "condition": p.condition(),
+                 "text": p.text}
+                for p in domain.schema.preconditions.get(tool.name, ())],
         })
     entities = []
     nested: dict[str, ObjT] = {}
@@ -141,6 +145,8 @@ def describe_text(domain: Domain) -> str:
             tags.append("ends the conversation")
         text = " ".join(t["description"].split())
         out.append(f"- {t['name']}({args}) [{', '.join(tags)}]: {text}")
+        for p in t["preconditions"]:
+            out.append(f"  - requires {p['text']}: `{p['condition']}` for the `{p['argument']}`")
     out += ["", "(`?`: optional argument)", "", "## Entities (seed: NAME = kind[COUNT] { field = expr })", ""]
     for e in d["entities"]:
         ident = f"id `{e['id_field']}`" if e["id_field"] else "singleton"

@@ -20,7 +20,7 @@ from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.schema import Ref, Schema, refs
+from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
 
 TOOLKIT = "RetailTools"
 
@@ -93,6 +93,17 @@ SCHEMA = Schema(
         "retail_payment_method": {"source": PAYMENT_SOURCES},
         "order_payment": {"transaction_type": ("payment", "refund")},
     },
+    preconditions=preconditions(
+        (("cancel_pending_order", "modify_pending_order_items"),
+         Precondition("order_id", "orders", "order", "status", ("pending",),
+                      text="the order is pending")),
+        (("modify_pending_order_address", "modify_pending_order_payment"),
+         Precondition("order_id", "orders", "order", "status", ("pending",), contains=True,
+                      text="the order is pending (or pending with items modified)")),
+        (("return_delivered_order_items", "exchange_delivered_order_items"),
+         Precondition("order_id", "orders", "order", "status", ("delivered",),
+                      text="the order is delivered")),
+    ),
     generators={
         "user": "Draws name, address, email and 1-3 payment methods (credit card, paypal, gift "
         "card with a 0-200 balance); `orders` fills as orders for the user are added.",

@@ -376,3 +376,4 @@ class Capability(Node):
     compact_tools: bool = False
     variants: list[Variant] = []
     variant_of: str | None = None  # set on the capability a `variant` compiles to: its name
+    communicate_raw: bool = False  # `communicate raw`: communicated() reads pasted tool markup too

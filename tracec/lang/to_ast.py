@@ -213,6 +213,9 @@ class ToAst(Transformer):
     def compact_decl(self, meta: Meta) -> _Once:
         return _Once("compact_tools", self._span(meta), {"compact_tools": True})
 
+    def communicate_raw(self, meta: Meta) -> _Once:
+        return _Once("communicate raw", self._span(meta), {"communicate_raw": True})
+
     def text(self, meta: Meta, tok: Token) -> A.Text:
         parts: list[Any] = []
         try:  # the text's first error ends it

@@ -19,7 +19,7 @@ from tracec.domains.base import Domain, Tool, ToolError
 from tracec.domains.compact import compact_schema
 from tracec.domains.policy import excerpt as policy_excerpt
 from tracec.runtime.lib import Unsatisfiable, fmt
-from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned
+from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned, spoken
 from tracec.runtime.spaces import UnicodeText
 from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
@@ -134,6 +134,9 @@ class Capability:
     policy_sections: Sequence[str] | None = None  # headings of the domain policy to keep
     policy: str | None = None  # an inline policy text (replaces the domain's)
     compact_tools: bool = False  # default rendering of the tool schemas
+    # `communicate raw`: communicated() reads the agent's messages as written, tool-call and
+    # tool-response markup it pasted included (a target-faithful env); default: its own words
+    communicate_raw: bool = False
 
     @property
     def levels(self) -> list[float]:
@@ -434,6 +437,7 @@ class CapabilityEnv(gym.Env[str, str]):
         self.user = ScriptedUser(inst.replies)
         self.calls: list[Call] = []
         self.texts: list[str] = []
+        self.results: list[str] = []  # every tool observation of the episode
         self.tool_bugs = []
         self.turn = 0
         self._done = False
@@ -514,6 +518,7 @@ class CapabilityEnv(gym.Env[str, str]):
                     ended_by = "tool"
             self.messages.append({"role": "tool", "tool_call_id": cid, "name": c.name, "content": obs})
             results.append(obs)
+            self.results.append(obs)
             if ended_by:
                 break
         return "\n".join(results), ended_by
@@ -541,7 +546,7 @@ class CapabilityEnv(gym.Env[str, str]):
             calls=self.calls,
             forbid=inst.forbid,
             writes=self._box.writes,
-            texts=self.texts,
+            texts=spoken(self.texts, self.results, self.capability.communicate_raw),
             v=dict(inst.values),
         )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -96,30 +95,81 @@ def _normalize(text: str) -> str:
     return text.replace(",", "").replace("$", "").lower()
 
 
-@functools.lru_cache(maxsize=4096)
-def _number_pattern(x: float) -> re.Pattern[str]:
-    s = f"{round(float(x), 2):.2f}"
-    ip, fp = s.split(".")
-    fp = fp.rstrip("0")
-    body = re.escape(ip) + (r"\." + fp + "0*" if fp else r"(?:\.0+)?")
-    return re.compile(r"(?<![\d.])" + body + r"(?!\d|\.\d)")
+# a number standing alone: not part of a longer number, a word or id ("56" in "56B3FV") or a
+# date or range ("22" in "2024-05-22")
+_NUMBER = re.compile(r"(?<![\w.])(?<!\d-)(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\w|\.\d|-\d)")
+
+
+def _says_number(x: float, text: str) -> bool:
+    """A number in ``text`` that is ``x`` to 2 decimals: ``13.04`` and ``13.044`` for 13.044125
+    (a more precise rendering that rounds to the same cents), ``12.50`` for 12.5."""
+    want = round(float(x), 2)
+    for m in _NUMBER.finditer(text):
+        y = float(m.group(2))
+        if m.group(1) and x < 0:
+            y = -y
+        elif x < 0:
+            continue
+        if round(y, 2) == want or math.isclose(y, x, rel_tol=1e-9, abs_tol=1e-6):
+            return True
+    return False
 
 
 def mentioned(value: Any, texts: Sequence[str]) -> bool:
     """τ²-style: ``value`` rendered appears (case-insensitively, commas and $ removed) in a text.
 
-    Numbers match at digit boundaries in any of their renderings (``1234``, ``1,234.00``,
-    ``$12.5`` for 12.50); lists need every element; strings are substrings.
+    Numbers match standing alone (not inside a longer number or an id) in any of their renderings (``1234``, ``1,234.00``,
+    ``$12.5`` for 12.50), to 2 decimals (a more precise rendering that rounds to the same value
+    counts: ``13.044`` for 13.044125); lists need every element; strings are substrings.
     """
     if isinstance(value, (list, tuple)):
         return all(mentioned(v, texts) for v in value)
     if _is_num(value):
-        pat = _number_pattern(value)
-        return any(pat.search(_normalize(t)) for t in texts)
+        return any(_says_number(value, _normalize(t)) for t in texts)
     needle = _normalize(fmt(value)).strip()
     if not needle:
         return True
     return any(needle in _normalize(t) for t in texts)
+
+
+# ---------------------------------------------------------------- the agent's own words
+
+# a tool-call or tool-response block the agent wrote into a message (an unclosed one runs to
+# the end of the message), and stray tags of either
+_MARKUP = re.compile(r"<(tool_call|tool_response)>.*?(?:</\1>|\Z)|</?(?:tool_call|tool_response)>",
+                     re.DOTALL | re.IGNORECASE)
+_WORD = re.compile(r"\w")
+
+
+def _structured(result: str) -> bool:
+    r = result.strip()
+    return len(r) >= 2 and r[0] in "{[" and r[-1] in "}]"
+
+
+def own_words(text: str, results: Sequence[str] = ()) -> str:
+    """What the agent said in its own words in one message: ``<tool_call>``/``<tool_response>``
+    markup (with what it holds) removed, every verbatim copy of a structured tool result (a JSON
+    object or array the tools returned) removed, and nothing left when what remains is only a
+    copy of tool results (``landed`` pasted back from ``get_flight_status``, or two outputs
+    one per line; case ignored)."""
+    out = _MARKUP.sub(" ", text)
+    for r in results:
+        if _structured(r):
+            out = out.replace(r.strip(), " ")
+    rest = out.lower()
+    for r in sorted({r.strip().lower() for r in results if r.strip()}, key=len, reverse=True):
+        rest = rest.replace(r, " ")
+    if rest != out.lower() and not _WORD.search(rest):  # nothing but pasted tool results
+        return ""
+    return out
+
+
+def spoken(texts: Sequence[str], results: Sequence[str] = (), raw: bool = False) -> tuple[str, ...]:
+    """The texts ``communicated()`` reads: each message's :func:`own_words` (``raw``: the
+    messages as written, for a spec that declares `communicate raw`)."""
+    if raw:
+        return tuple(texts)
+    return tuple(w for w in (own_words(t, results) for t in texts) if w.strip())
 
 
 # ---------------------------------------------------------------- outcome
@@ -133,7 +183,7 @@ class Outcome:
     progress: float = 0.0
     forbidden_called: bool = False
     v: dict = field(default_factory=dict)
-    texts: Sequence[str] = ()  # the assistant's messages (content)
+    texts: Sequence[str] = ()  # what the agent said (see :func:`spoken`)
     calls: Sequence[Call] = ()  # the agent's successful tool calls, in order
 
     def communicated(self, *vals: Any) -> bool:

@@ -1,0 +1,215 @@
+"""Where a `tracec check` finding is in the spec: the rule, task, pick, forbid or call concerned.
+
+The spec behind a compiled env is found as run-time errors find it (``tracec.runtime.spans``:
+the path the user typed, or the recorded spec next to the generated package, unchanged since
+it was compiled), its `use` fragments expanded, and parsed again for its spans. A finding is
+rendered in the compiler's format, ``path:line:col: error|warning: message``, the source line
+with a caret and a hint. When the spec cannot be found (a hand-written module, an edited spec),
+the finding is placed at the generated module's own line for the task or rule (the module's
+``def task_...``, ``CAPABILITY``), so that no finding is ever unlocated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from tracec.core.diagnostics import Diagnostic, Span, SpecError
+from tracec.lang import ast as A
+from tracec.lang import fragments
+from tracec.lang.parser import parse_source
+from tracec.runtime.spans import spec_source
+
+Severity = Literal["error", "warning"]
+
+
+class Finding(BaseModel):
+    """One located finding of `tracec check` (``--json``: ``findings``)."""
+
+    severity: Severity
+    code: str
+    path: str
+    line: int
+    column: int
+    message: str
+    hint: str | None = None
+    seed: int | None = None
+    task: str | None = None
+    rendered: str = ""  # path:line:col: severity: message, the source line, a caret, the hint
+
+
+@dataclass
+class TaskSpans:
+    span: Span
+    lets: dict[str, Span] = field(default_factory=dict)
+    gold: list[tuple[str, Span]] = field(default_factory=list)  # (tool, span), source order
+    forbids: list[tuple[str, Span]] = field(default_factory=list)
+    communicate: list[Span] = field(default_factory=list)
+    communicate_round: list[bool] = field(default_factory=list)  # the value is `round(...)`
+    user: Span | None = None
+    hint: Span | None = None
+    hint_literal: str = ""  # the hint's text outside its `{...}` interpolations
+    distractors: dict[str, Span] = field(default_factory=dict)
+
+
+def _picks(expr: Any) -> bool:
+    """The expression draws a record (`pick`, `sample`, `shuffle`)."""
+    if isinstance(expr, (A.Call, A.CallGen)) and expr.func in {"pick", "sample", "shuffle"}:
+        return True
+    if isinstance(expr, A.Node):
+        return any(_picks(v) for v in expr.__dict__.values()
+                   if isinstance(v, (A.Node, list)))
+    if isinstance(expr, list):
+        return any(_picks(v) for v in expr)
+    return False
+
+
+class SpecMap:
+    """The spans of one capability's spec, or (spec unknown) its generated module's lines."""
+
+    def __init__(self, cap: Any, module_file: str | None = None) -> None:
+        self.cap = cap
+        self.path, self.source = spec_source(cap)
+        self.module_file = module_file
+        self.ast: A.Capability | None = None
+        self.origins: list[fragments.Origin] | None = None
+        self.tasks: dict[str, TaskSpans] = {}
+        self.rules: list[Span] = []
+        self.max_turns: Span | None = None
+        self.communicate_raw: Span | None = None
+        if self.source is not None:
+            self._parse()
+
+    # ------------------------------------------------------------ reading the spec
+
+    def _parse(self) -> None:
+        base = Path(self.path).parent if self.path not in ("", "<spec>") else None
+        try:
+            expanded = fragments.expand(self.source, base)
+            if expanded.errors:
+                return
+            origins = expanded.origins if expanded.used else None
+            cap = parse_source(expanded.text if origins else self.source)
+        except (SpecError, RecursionError, OSError, ValueError):
+            return
+        self.ast, self.origins = cap, origins
+        place = self._place
+        for t in cap.tasks:
+            ts = TaskSpans(span=place(t.span))
+            for let in t.lets:
+                ts.lets.setdefault(let.name, place(let.span))
+            for c in A.gold_calls(t.gold):
+                ts.gold.append((c.name, place(c.span)))
+            ts.forbids = [(f.tool, place(f.span)) for f in t.forbid]
+            ts.communicate = [place(e.span) for e in t.communicate]
+            ts.communicate_round = [isinstance(e, A.Call) and e.func == "round"
+                                    for e in t.communicate]
+            ts.user = place(t.user.span) if t.user is not None else None
+            ts.hint = place(t.hint.span) if t.hint is not None else None
+            if t.hint is not None:
+                ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))
+            ts.distractors = {d.name: place(d.span) for d in t.distractors}
+            self.tasks[t.name] = ts
+        if cap.reward is not None:
+            self.rules = [place(r.span) for r in cap.reward.rules]
+        self._header(cap)
+
+    def _header(self, cap: A.Capability) -> None:
+        """Spans of header statements the AST keeps no span for, found by their keyword."""
+        for n, text in enumerate(self.source.splitlines(), 1):
+            stripped = text.strip()
+            col = len(text) - len(text.lstrip()) + 1
+            if stripped.startswith("max_turns") and self.max_turns is None:
+                self.max_turns = Span.at(n, col, len(stripped.split("#")[0].rstrip()))
+            if stripped.startswith("communicate raw") and self.communicate_raw is None:
+                self.communicate_raw = Span.at(n, col, len("communicate raw"))
+
+    def _place(self, span: Span) -> Span:
+        return fragments.map_span(span, self.origins) if self.origins else span
+
+    # ------------------------------------------------------------ spans of things
+
+    def task(self, name: str) -> Span | None:
+        ts = self.tasks.get(name)
+        return ts.span if ts else None
+
+    def rule(self, index: int | None) -> Span | None:
+        if index is None or not 0 <= index < len(self.rules):
+            return None
+        return self.rules[index]
+
+    def forbid(self, task: str, index: int) -> Span | None:
+        ts = self.tasks.get(task)
+        if ts is None or not 0 <= index < len(ts.forbids):
+            return None
+        return ts.forbids[index][1]
+
+    def gold(self, task: str, tool: str, nth: int = 0) -> Span | None:
+        """The ``nth`` gold call of ``tool`` in the task (the last one when a loop repeats it)."""
+        ts = self.tasks.get(task)
+        if ts is None:
+            return None
+        spans = [s for n, s in ts.gold if n == tool]
+        return spans[min(nth, len(spans) - 1)] if spans else None
+
+    def pick_lets(self, task: str) -> list[tuple[str, Span]]:
+        """The task's `let`s that draw (`pick`, `sample`, `shuffle`), in order."""
+        if self.ast is None:
+            return []
+        for t in self.ast.tasks:
+            if t.name == task:
+                return [(let.name, self._place(let.span)) for let in t.lets if _picks(let.value)]
+        return []
+
+    def let(self, task: str, name: str) -> Span | None:
+        ts = self.tasks.get(task)
+        return ts.lets.get(name) if ts else None
+
+    # ------------------------------------------------------------ rendering
+
+    def _module_line(self, task: str | None) -> tuple[str, int]:
+        """Fallback position: the generated module's task function (or its capability)."""
+        fn = None
+        if task is not None:
+            fn = next((t.fn for t in self.cap.tasks if t.name == task), None)
+        fn = fn or getattr(self.cap, "build_world", None)
+        try:
+            path = inspect.getsourcefile(fn) or self.module_file or "<module>"
+            line = inspect.getsourcelines(fn)[1]
+        except (TypeError, OSError):
+            path, line = self.module_file or "<module>", 1
+        try:
+            path = os.path.relpath(path)
+        except ValueError:
+            pass
+        return path, line
+
+    def finding(self, severity: Severity, code: str, message: str, span: Span | None = None,
+                *, task: str | None = None, seed: int | None = None,
+                hint: str | None = None) -> Finding:
+        """A finding at ``span`` (else at the task, else at the capability's first line)."""
+        if span is None and task is not None:
+            span = self.task(task)
+        path, source = self.path, self.source
+        if span is None and self.source is not None:
+            span = self._capability_span()
+        if span is None or self.source is None:
+            path, line = self._module_line(task)
+            source = None
+            span = span if span is not None and self.source is not None else Span.at(line, 1)
+        diag = Diagnostic(severity=severity, message=message, span=span, hint=hint, code=code)
+        return Finding(severity=severity, code=code, path=path, line=span.line,
+                       column=span.column, message=message, hint=hint, seed=seed, task=task,
+                       rendered=diag.render(path, source))
+
+    def _capability_span(self) -> Span:
+        for n, text in enumerate(self.source.splitlines(), 1):
+            if text.lstrip().startswith("capability"):
+                col = len(text) - len(text.lstrip()) + 1
+                return Span.at(n, col, len("capability"))
+        return Span.at(1, 1)

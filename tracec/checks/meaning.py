@@ -1,0 +1,212 @@
+"""Meaning checks of `tracec check`: what a spec says against what its author likely meant.
+
+Run on every drawn task instance (``instance``), reported once per kind and task (``finish``),
+each located in the spec. Errors where the mistake is certain, warnings (with a code) where it
+is likely:
+
+| code | severity | finding |
+|---|---|---|
+| C130 | error | every `communicate` value of a task appears in the user's first message on every seed checked: an agent that repeats the question is paid |
+| C330 | warning | a `communicate` value appears in the user's first message on some seed (`communicated()` cannot tell a found answer from a repeated one) |
+| C331 | warning | a task's hint interpolates a `communicate` value (GRPO shows hints: the model learns to copy the answer) |
+| C332 | warning | a float answer with more than 2 decimals and no rounding rule (`communicate round(x, 2)`) |
+| C133 | error | `max_turns` is shorter than the gold: the oracle's turns do not fit |
+| C140 | error | a gold call breaks its tool's domain precondition (a cancelled reservation for `cancel_reservation`), located at the `pick` that drew the record |
+| C334 | warning | a task distractor's clone differs from the record the gold calls use only in fields the user's words do not name (and no tool output the gold calls read names the target but not the clone) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracec.checks.locate import SpecMap
+from tracec.runtime.lib import fmt
+from tracec.runtime.oracle import report_text, turns_of
+from tracec.runtime.outcome import mentioned
+
+
+def _answer(value: Any) -> bool:
+    """A value whose mention means something (not empty, not a bare bool or None)."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_answer(v) for v in value)
+    if isinstance(value, (int, float)):
+        return True
+    return len(fmt(value).strip()) >= 2
+
+
+def _decimals(value: Any) -> bool:
+    return isinstance(value, float) and abs(round(value, 2) - value) > 1e-9
+
+
+class MeaningChecks:
+    """Meaning checks over the instances a `tracec check` run draws; findings go to ``log``."""
+
+    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
+        self.cap, self.where, self.log = cap, where, log
+        self.seen: dict[str, int] = {}
+        self.user_leaks: dict[tuple[str, int], list] = {}  # (task, k) -> [count, seed, name, value]
+
+    def instance(self, env: Any, seed: int, results: list[str] | tuple = ()) -> None:
+        """Check the env's drawn task (``results``: the gold calls' tool outputs)."""
+        inst = env.instance
+        task = inst.task
+        self.seen[task] = self.seen.get(task, 0) + 1
+        ts = self.where.tasks.get(task)
+        self._turns(env, inst, seed)
+        for k, (name, value) in enumerate(inst.communicate.items()):
+            span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            if not _answer(value):
+                continue
+            if mentioned(value, [inst.user]):
+                item = self.user_leaks.setdefault((task, k), [0, seed, name, value])
+                item[0] += 1
+            hint = inst.hint or ""
+            literal = ts.hint_literal if ts else ""
+            if hint and mentioned(value, [hint]) and not (literal and mentioned(value, [literal])):
+                self.log.add(f"C331:{task}:{name}", "warning", "C331",
+                             f"task `{task}`: the hint interpolates the answer `{name}` "
+                             f"({fmt(value)!r}) at seed {seed}", (ts.hint if ts and ts.hint else span),
+                             task=task, seed=seed,
+                             hint="GRPO shows the hint to a share of each group: the model "
+                                  "learns to copy the answer; say how to find it instead")
+            rounded = ts.communicate_round[k] if ts and k < len(ts.communicate_round) else False
+            if _decimals(value) and not rounded:
+                self.log.add(f"C332:{task}:{name}", "warning", "C332",
+                             f"task `{task}`: the answer `{name}` is {value!r} at seed {seed}, "
+                             "a float with more than 2 decimals and no rounding rule: the "
+                             f"scorer accepts it said to 2 decimals ({round(value, 2):.2f}) or "
+                             "any more precise rendering that rounds to that",
+                             span, task=task, seed=seed,
+                             hint="say what the agent must say: `communicate round(x, 2)` (or "
+                                  "round it where it is computed)")
+        self._preconditions(env, inst, seed)
+        self._distractors(env, inst, seed, results)
+
+    def _turns(self, env: Any, inst: Any, seed: int) -> None:
+        ends = frozenset(self.cap.domain.ends_episode)
+        needed = len(turns_of(tuple(inst.gold), report_text(inst), ends))
+        if needed > self.cap.max_turns:
+            self.log.add(f"C133:{inst.task}", "error", "C133",
+                         f"max_turns {self.cap.max_turns} is shorter than the gold: task "
+                         f"`{inst.task}` needs {needed} turns ({len(inst.gold)} gold calls, one "
+                         f"per turn, and the report) at seed {seed}; every such episode is "
+                         "truncated with reward 0", self.where.max_turns or self.where.task(inst.task),
+                         task=inst.task, seed=seed,
+                         hint=f"raise `max_turns` to at least {needed}")
+
+    def _preconditions(self, env: Any, inst: Any, seed: int) -> None:
+        pre = getattr(self.cap.domain.schema, "preconditions", {}) or {}
+        if not any(c.name in pre for c in inst.gold):
+            return
+        db = env.initial_copy()
+        box = env._box
+        for n, call in enumerate(inst.gold):
+            for p in pre.get(call.name, ()):
+                got = p.check(db, call.args or {})
+                if got is None or got[0]:
+                    continue
+                rid = (call.args or {}).get(p.arg)
+                let, span = self._picked(inst, p, rid)
+                nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+                span = span or self.where.gold(inst.task, call.name, nth)
+                drawn = f"`let {let}` draws" if let else "the task draws"
+                self.log.add(f"C140:{inst.task}:{call.name}:{p.field}", "error", "C140",
+                             f"task `{inst.task}`: {drawn} {p.kind} {rid!r} with {p.field} "
+                             f"{got[1]!r} at seed {seed}, but the gold call `{call.name}` "
+                             f"requires {p.text} (`{p.condition()}`)", span,
+                             task=inst.task, seed=seed,
+                             hint=f"pick only records that meet it: `pick(x for x in ... if "
+                                  f"{p.condition().replace(p.kind + '.', 'x.')})`")
+            box.run(db, call.name, call.arguments, observe=False)
+
+    def _picked(self, inst: Any, p: Any, rid: Any) -> tuple[str | None, Any]:
+        """The task `let` (a pick, if one) whose value is the record ``rid`` names."""
+        kind = self.cap.domain.entities.get(p.kind)
+        id_field = getattr(kind, "id_field", "") or p.arg
+        picks = dict(self.where.pick_lets(inst.task))
+        found: tuple[str | None, Any] = (None, None)
+        for name, value in inst.values.items():
+            hit = value == rid or (isinstance(value, Mapping) and value.get(id_field) == rid)
+            if hit:
+                if name in picks:
+                    return name, picks[name]
+                if found[0] is None:
+                    found = (name, self.where.let(inst.task, name))
+        return found
+
+    def _distractors(self, env: Any, inst: Any, seed: int, results: list[str] | tuple) -> None:
+        ts = self.where.tasks.get(inst.task)
+        if ts is None or not ts.distractors:
+            return
+        user = " ".join([inst.user] + [r.text for r in inst.replies])
+        gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
+        for kind in self.cap.domain.entities.values():
+            table = env.initial_db.get(kind.collection)
+            if not kind.id_field or not isinstance(table, Mapping):
+                continue
+            targets = [r for rid, r in table.items() if rid in gold_ids]
+            for target in targets:
+                for rid, other in table.items():
+                    if other is target or rid in gold_ids or not isinstance(other, Mapping):
+                        continue
+                    diff = [k for k in target if k != kind.id_field and other.get(k) != target[k]]
+                    if not diff or len(diff) > 2 or set(other) != set(target):
+                        continue  # a clone differs in the id and a field or two
+                    # the user names the record, or a tool the gold calls read shows its id
+                    # (an order's item -> its product) and not the clone's
+                    tid = target[kind.id_field]
+                    first = next((i for i, c in enumerate(inst.gold)
+                                  if tid in (c.args or {}).values()), len(results))
+                    before = results[:first]
+                    read = any(str(tid) in r for r in before) and \
+                        not any(str(rid) in r for r in before)
+                    said = read or mentioned(target[kind.id_field], [user]) or any(
+                        _answer(target[k]) and not isinstance(target[k], (list, dict))
+                        and mentioned(target[k], [user]) and not mentioned(other.get(k), [user])
+                        for k in diff)
+                    if said:
+                        continue
+                    span = next(iter(ts.distractors.values()))
+                    self.log.add(f"C334:{inst.task}", "warning", "C334",
+                                 f"task `{inst.task}`: {kind.name} {rid!r} differs from the "
+                                 f"gold calls' {target[kind.id_field]!r} only in "
+                                 f"{', '.join(f'`{k}`' for k in diff)}, and the user's words "
+                                 f"name neither its id nor those values (seed {seed}): the agent "
+                                 "cannot tell which record is meant", span, task=inst.task,
+                                 seed=seed,
+                                 hint="let the user name the record (its id) or the field that "
+                                      "tells them apart")
+                    return
+
+    def finish(self) -> None:
+        by_task: dict[str, list] = {}
+        for (task, k), item in self.user_leaks.items():
+            by_task.setdefault(task, []).append((k, item))
+        for task, leaks in by_task.items():
+            ts = self.where.tasks.get(task)
+            total = self.seen.get(task, 0)
+            n_values = sum(1 for _ in ts.communicate) if ts else 0
+            always = [item for _, item in leaks if item[0] == total]
+            if n_values and len(always) == n_values:  # a parrot is paid on every seed
+                names = ", ".join(f"`{item[2]}`" for item in always)
+                span = ts.communicate[0] if ts.communicate else None
+                self.log.add(f"C130:{task}", "error", "C130",
+                             f"task `{task}`: every answer ({names}) is already in the user's "
+                             f"first message on all {total} seeds checked: an agent that repeats "
+                             "the question is paid for communicating them", span, task=task,
+                             seed=always[0][1],
+                             hint="communicate something the agent must find out, or leave the "
+                                  "values out of the user's text")
+                continue
+            for k, (count, seed, name, value) in leaks:
+                span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+                self.log.add(f"C330:{task}:{name}", "warning", "C330",
+                             f"task `{task}`: the answer `{name}` ({fmt(value)!r} at seed {seed}) "
+                             f"is already in the user's first message on {count} of {total} "
+                             "seeds: `communicated()` cannot tell whether the agent found it or "
+                             "repeated the user", span, task=task, seed=seed,
+                             hint="keep the answer (and distractor texts that may equal it) out "
+                                  "of the user's text")
