@@ -148,7 +148,7 @@ class FinalEvalSettings(_Strict):
     composed: bool = True
     env_tasks: int = Field(0, ge=0, le=1_000_000, description="held-out seeds per trained capability env "
                            "(0: no env eval); the report pairs every model on them")
-    env_first_seed: int = Field(HELDOUT_START, ge=HELDOUT_START, le=2**31 - 1_000_001,
+    env_first_seed: int = Field(HELDOUT_START, ge=HELDOUT_START, le=2**31 - 1,
                                 description="first held-out env seed (seeds are tasks)")
     env_cross: bool = Field(False, description="evaluate each adapter on every trained env, "
                             "not only its own")
