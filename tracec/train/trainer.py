@@ -25,7 +25,8 @@ from tracec.harness.resolve import EnvTarget
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import SEED_STRIDE, TrainConfig
-from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
+from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
+from tracec.train.loss_forward import loss_logprobs
 from tracec.train.memory import (
     MemoryBudgetError,
     MemoryPlan,
@@ -39,7 +40,8 @@ from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episod
 __all__ = ["GRPOTrainer", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
 CHECKPOINTS = "checkpoints"
-RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every"})  # results do not depend on them
+# results do not depend on them (loss_forward: only to float rounding)
+RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "loss_forward"})
 
 
 class ResumeError(RuntimeError):
@@ -193,7 +195,8 @@ class GRPOTrainer:
                          episodes=episodes if cfg.rollout_engine == "kv" else 0,
                          gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
                          grad_checkpointing=cfg.grad_checkpointing, budget=budget,
-                         dtype_bytes=dtype_bytes)
+                         dtype_bytes=dtype_bytes,
+                         shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0)
         if self.device == "cpu":  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
@@ -301,23 +304,21 @@ class GRPOTrainer:
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
             with torch.no_grad():
                 for b, rows_b in enumerate(batches):
-                    ids, start, _, _ = self._pad(rows_b)
                     if cfg.updates_per_batch > 1:
-                        olds[b] = token_logprobs(self.model, ids, None, start)
+                        olds[b] = self._logprobs(rows_b)[0]
                     if cfg.beta > 0:
                         with self.policy.disable_adapter():
-                            refs[b] = token_logprobs(self.model, ids, None, start)
+                            refs[b] = self._logprobs(rows_b)[0]
         self.model.train()
         totals = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
         grad_norm = 0.0
         for _ in range(cfg.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
             for b, rows_b in enumerate(batches):
-                ids, start, mask, advs = self._pad(rows_b)
                 last = b == len(batches) - 1  # DDP: one gradient sync per process and pass
                 sync = self.accelerator.no_sync(self.model) if (world > 1 and not last) else nullcontext()
                 with sync:
-                    logp = token_logprobs(self.model, ids, None, start)
+                    logp, mask, advs = self._logprobs(rows_b)
                     old = olds[b] if olds[b] is not None else logp.detach()
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
@@ -335,17 +336,10 @@ class GRPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         return {**totals, "trained_tokens": int(normaliser), "grad_norm": grad_norm}
 
-    def _pad(self, rows: list[tuple[list[int], list[int], float]]):
-        """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
-        width = max(len(r[0]) for r in rows)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
-        trained = [r[1].index(1) for r in rows if 1 in r[1]]
-        start = min(trained) if trained else width
-        mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
-                            dtype=torch.float32)
-        advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
-        return ids, start, mask, advs
+    def _logprobs(self, rows: list[tuple[list[int], list[int], float]]):
+        """``(logp, mask, advantages)`` of a micro-batch by the configured loss forward."""
+        return loss_logprobs(self.model, rows, self.tokenizer.pad_token_id, self.device,
+                             self.config.loss_forward)
 
     # ------------------------------------------------------------------ checkpoints
     def _ckpt_dir(self) -> Path:
