@@ -78,7 +78,7 @@ def run_tracec(args, loss_forward: str) -> dict:
     tr = GRPOTrainer(cfg, env, out)
     tr._next_seed = lambda: args.env_seed  # the same prompt every step, as on the TRL side
     steps = []
-    for _ in range(args.steps):
+    while len(steps) < args.steps or (args.until and not Path(args.until).exists()):
         torch.manual_seed(args.seed + len(steps))
         t = _times()
         eps = tr.collect(1, 0, RolloutStats())
@@ -172,9 +172,10 @@ def run_side(args) -> None:
     Path(args.json_out).write_text(json.dumps(rec, indent=1) + "\n")
 
 
-def summary(records: dict[str, dict]) -> dict:
-    last = {k: r["steps"][-1] for k, r in records.items()}
-    out: dict = {"last_step": {k: {m: round(v[m], 2) for m in ("rollout_s", "update_s", "step_s",
+def summary(records: dict[str, dict], which: int) -> dict:
+    """Per side step ``which`` (0: the first, cold step; -1: the last), and TRL ÷ tracec ratios."""
+    last = {k: r["steps"][which if which < len(r["steps"]) else -1] for k, r in records.items()}
+    out: dict = {"step": {k: {m: round(v[m], 2) for m in ("rollout_s", "update_s", "step_s",
                                                                 "step_cpu_s")}
                                | {"peak_rss_gb": round(records[k]["peak_rss_gb"], 2),
                                   "mean_completion_tokens": sum(v["completion_tokens"])
@@ -201,7 +202,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--env-seed", type=int, default=0)
-    ap.add_argument("--parallel", action="store_true", help="run the sides side by side")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run the sides side by side; tracec sides keep stepping until the first "
+                         "TRL side is done, so both run under the same load throughout")
+    ap.add_argument("--until", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
     if args.side:
@@ -216,8 +220,11 @@ def main() -> None:
     procs = []
     t0 = time.perf_counter()
     load = os.getloadavg()
+    trl = next((s for s in sides if s.startswith("trl")), None)
     for s in sides:
         cmd = [sys.executable, __file__, "--side", s, "--json-out", str(tmp / f"{s}.json"), *common]
+        if args.parallel and trl and not s.startswith("trl"):
+            cmd += ["--until", str(tmp / f"{trl}.json")]
         p = subprocess.Popen(cmd, env=env)
         if args.parallel:
             procs.append((s, p))
@@ -228,7 +235,8 @@ def main() -> None:
             raise SystemExit(f"side {s} failed")
     records = {s: json.loads((tmp / f"{s}.json").read_text()) for s in sides}
     result = {"config": vars(args), "load_start": load, "load_end": os.getloadavg(),
-              "wall_s": time.perf_counter() - t0, "summary": summary(records), "sides": records}
+              "wall_s": time.perf_counter() - t0, "first_step": summary(records, 0),
+              "step_at_steps": summary(records, args.steps - 1), "sides": records}
     text = json.dumps(result, indent=1)
     print(text, flush=True)
     if args.json_out:
