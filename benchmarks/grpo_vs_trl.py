@@ -30,6 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
+from tracec.harness.resolve import resolve_env
+from tracec.llm.local import resolve_model
+from tracec.train.config import TrainConfig
+from tracec.train.grpo import group_advantages
+from tracec.train.rollout import ChatRenderer, RolloutStats, start_group
+from tracec.train.trainer import GRPOTrainer
+
 ROOT = Path(__file__).resolve().parent.parent
 ENV = "reservation_lookup_compact"
 SIDES = ("tracec", "tracec-rows", "trl", "trl-nogc")
@@ -50,9 +59,6 @@ def alternating(n: int) -> list[float]:
 
 def first_prompt(tokenizer, seed: int) -> tuple[str, list[int]]:
     """The env's hint-free first prompt as text and as tracec's token ids."""
-    from tracec.harness.resolve import resolve_env
-    from tracec.train.rollout import ChatRenderer, start_group
-
     env = resolve_env(ENV, ROOT / "generated_envs")
     eps, _ = start_group(env.factory, seed, 0, 1, 0, ChatRenderer(tokenizer))
     text = ChatRenderer(tokenizer).text(eps[0].messages, eps[0].tools, gen=True)
@@ -60,14 +66,6 @@ def first_prompt(tokenizer, seed: int) -> tuple[str, list[int]]:
 
 
 def run_tracec(args, loss_forward: str) -> dict:
-    import torch
-
-    from tracec.harness.resolve import resolve_env
-    from tracec.train.config import TrainConfig
-    from tracec.train.grpo import group_advantages
-    from tracec.train.rollout import RolloutStats
-    from tracec.train.trainer import GRPOTrainer
-
     env = resolve_env(ENV, ROOT / "generated_envs")
     cfg = TrainConfig(model=args.model, env=env.name, group_size=args.G, groups_per_step=1,
                       steps=args.steps, max_turns=1, max_new_tokens=args.new_tokens, temperature=1.0,
@@ -98,13 +96,11 @@ def run_tracec(args, loss_forward: str) -> dict:
 
 
 def run_trl(args, checkpointing: bool) -> dict:
-    import torch
-    from datasets import Dataset
+    from datasets import Dataset  # noqa: PLC0415 (pyarrow; only the TRL side needs it)
     from peft import LoraConfig
     from transformers import AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    from tracec.llm.local import resolve_model
+    from trl import GRPOConfig
+    from trl import GRPOTrainer as TRLGRPOTrainer
 
     path = resolve_model(args.model)
     tok = AutoTokenizer.from_pretrained(path)
@@ -128,7 +124,7 @@ def run_trl(args, checkpointing: bool) -> dict:
     lora = LoraConfig(r=args.rank, lora_alpha=2 * args.rank, target_modules=TARGETS,
                       task_type="CAUSAL_LM")
     data = Dataset.from_list([{"prompt": text}] * args.steps)
-    trainer = GRPOTrainer(model=path, reward_funcs=reward, args=config, train_dataset=data,
+    trainer = TRLGRPOTrainer(model=path, reward_funcs=reward, args=config, train_dataset=data,
                           processing_class=tok, peft_config=lora)
     rollouts: list[tuple[float, float]] = []
     generate = trainer._generate_and_score_completions
