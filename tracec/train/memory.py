@@ -129,11 +129,12 @@ def shared_update_bytes(model_config, rows: int, prompt: int, completion: int, c
                         dtype_bytes: int = 4, prompts: int = 1) -> float:
     """Peak bytes of one micro-batch of the shared-prefix loss pass (train/loss_forward.py): one
     sequence of ``prompts`` prompts and ``rows`` completions, logits at the completions only, and
-    the ``L × L`` block attention mask (bool, with its construction temporaries: 4 bytes a cell)."""
+    the ``L × L`` block attention mask (bool, its construction temporaries and the kernel's float
+    copy: 8 bytes a cell)."""
     tokens = prompts * prompt + rows * completion
     acts = update_bytes(model_config, 1, tokens, 0, checkpointing, dtype_bytes)
     logits = rows * completion * _text_config(model_config).vocab_size * 4 * LOGIT_COPIES
-    return float(acts + logits + 4 * tokens * tokens)
+    return float(acts + logits + 8 * tokens * tokens)
 
 
 def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: int,
