@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from tracec.harness.resolve import resolve_env
+from tracec.train import loss_forward as loss_forward_mod
 from tracec.train import trainer as trainer_mod
 from tracec.train.config import TrainConfig
 from tracec.train.kv_rollout import _buffer_cache, _cache_kwarg
@@ -95,6 +96,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--micro-batch", type=int, default=4)
+    ap.add_argument("--loss-forward", choices=["shared", "rows"], default="shared")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limits", action="store_true", help="also measure prefill rate and decode step")
     ap.add_argument("--update-rows", type=int, default=0,
@@ -109,9 +111,10 @@ def main() -> None:
                       max_new_tokens=args.new_tokens, temperature=1.0, micro_batch=args.micro_batch,
                       rollout_engine=engine, seed=args.seed,
                       memory_gb=None if args.legacy else args.memory_gb,
-                      grad_checkpointing=False if args.legacy else None)
+                      grad_checkpointing=False if args.legacy else None,
+                      loss_forward="rows" if args.legacy else args.loss_forward)
     if args.legacy:
-        trainer_mod.token_logprobs = legacy_token_logprobs
+        loss_forward_mod.token_logprobs = legacy_token_logprobs
         trainer_mod.limit_heap_retention = lambda *_: False
     t0 = time.perf_counter()
     tr = trainer_mod.GRPOTrainer(cfg, env, ROOT / "runs" / "bench_grpo_step")

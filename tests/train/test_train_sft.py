@@ -73,6 +73,46 @@ def test_loss_equals_cross_entropy_on_assistant_positions_only(tiny_model_dir, t
     assert n == count and float(nll) == pytest.approx(ref, rel=1e-4)
 
 
+def test_lora_loss_and_grads_equal_full_logits_with_the_head_at_trained_positions_only(
+        tiny_model_dir, tok):
+    """The warm start's loss pass: same loss and LoRA gradients as a full [B, T, V] pass (1e-5),
+    while the LM head sees exactly one row per trained token."""
+    from train_helpers import small_config
+
+    from tracec.train.trainer import build_policy
+
+    _, model, _ = build_policy(small_config(tiny_model_dir))
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # LoRA B starts at zero; give every LoRA weight a gradient
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.copy_(0.05 * torch.randn(p.shape, generator=g))
+    env = resolve_env(TINY_ENV)
+    rows = [tokenize_demo(tok, d.messages, d.tools) for d in (play_oracle(env.factory, s) for s in (1, 2))]
+    model.train()
+    head_rows = []
+    hook = model.get_output_embeddings().register_forward_hook(
+        lambda _m, args, _o: head_rows.append(args[0].reshape(-1, args[0].shape[-1]).shape[0]))
+    nll, n, _ = masked_nll(model, rows, tok.pad_token_id, "cpu")
+    hook.remove()
+    assert head_rows == [n] == [sum(sum(m[1:]) for _, m in rows)]
+    nll.backward()
+    grads = {k: p.grad.clone() for k, p in model.named_parameters() if p.requires_grad}
+    model.zero_grad(set_to_none=True)
+    width = max(len(r[0]) for r in rows)
+    ids = torch.tensor([r[0] + [tok.pad_token_id] * (width - len(r[0])) for r in rows])
+    attn = torch.tensor([[1] * len(r[0]) + [0] * (width - len(r[0])) for r in rows])
+    mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows])[:, 1:].bool()
+    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
+    ref = -torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None]).squeeze(-1)[mask].sum()
+    ref.backward()
+    assert abs(nll.item() - ref.item()) <= 1e-5 * max(1.0, abs(ref.item()))
+    assert any(v.abs().sum() > 0 for k, v in grads.items() if "lora_A" in k)
+    for k, p in model.named_parameters():
+        if p.requires_grad:
+            torch.testing.assert_close(grads[k], p.grad, atol=1e-5, rtol=1e-4)
+
+
 def test_warmup_sft_only_then_with_grpo(tiny_model_dir, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

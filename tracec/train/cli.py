@@ -36,7 +36,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "dtype", "updates_per_batch",
         "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine",
-        "grad_checkpointing", "memory_gb", "warmup_sft",
+        "loss_forward", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
     from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
 
@@ -227,6 +227,10 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
 @click.option("--rollout-engine", type=click.Choice(["kv", "naive"]), default="kv", show_default=True,
               help="kv: prefill shared prompts once and keep each episode's KV cache across turns; "
                    "naive: re-prefill every conversation each turn (A/B baseline).")
+@click.option("--loss-forward", type=click.Choice(["shared", "rows"]), default="shared",
+              show_default=True,
+              help="shared: the loss pass computes a group's prompt once and its completions attend "
+                   "to it (same loss and gradients); rows: every row recomputes its prompt.")
 @click.option("--grad-checkpointing/--no-grad-checkpointing", default=None,
               help="Recompute activations in backward (default: only when needed to fit --memory-gb).")
 @click.option("--memory-gb", type=click.FloatRange(0, 1 << 20, min_open=True), default=None,

@@ -59,6 +59,9 @@ class TrainConfig(BaseModel):
     rollout_engine: Literal["kv", "naive"] = Field(
         "kv", description="kv: prefill shared prompts once, keep KV caches across turns; "
         "naive: re-prefill every conversation each turn with generate()")
+    loss_forward: Literal["shared", "rows"] = Field(
+        "shared", description="shared: a group's prompt is computed once in the loss pass and its "
+        "completions attend to it; rows: every row recomputes its prompt")
     grad_checkpointing: bool | None = Field(
         None, description="recompute activations in backward (None: only when needed to fit memory_gb)")
     memory_gb: float | None = Field(

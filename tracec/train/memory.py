@@ -146,14 +146,28 @@ def update_bytes(model_config, rows: int, tokens: int, completion: int, checkpoi
     return float(acts + logits)
 
 
+def shared_update_bytes(model_config, rows: int, prompt: int, completion: int, checkpointing: bool,
+                        dtype_bytes: int = 4, prompts: int = 1) -> float:
+    """Peak bytes of one micro-batch of the shared-prefix loss pass (train/loss_forward.py): one
+    sequence of ``prompts`` prompts and ``rows`` completions, logits at the completions only, and
+    the ``L × L`` block attention mask (bool, its construction temporaries and the kernel's float
+    copy: 8 bytes a cell)."""
+    tokens = prompts * prompt + rows * completion
+    acts = update_bytes(model_config, 1, tokens, 0, checkpointing, dtype_bytes)
+    logits = rows * completion * _text_config(model_config).vocab_size * 4 * LOGIT_COPIES
+    return float(acts + logits + 8 * tokens * tokens)
+
+
 def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: int,
               episode_tokens: int, distinct_prompts: int, episodes: int, gen_batch: int,
               micro_batch: int, grad_checkpointing: bool | None, budget: float,
-              dtype_bytes: int = 4, weight_copies: int = 2) -> MemoryPlan:
+              dtype_bytes: int = 4, weight_copies: int = 2, shared_group: int = 0) -> MemoryPlan:
     """Choose KV rows and checkpointing for the budget, or raise :class:`MemoryBudgetError`.
 
     ``grad_checkpointing=None`` turns it on only when the update would not fit without it.
-    ``weight_copies``: 2 on CPU (the kernels' packed copies), 1 on GPU."""
+    ``weight_copies``: 2 on CPU (the kernels' packed copies), 1 on GPU. ``shared_group`` > 0: the
+    update runs the shared-prefix pass on groups of that many rows (:func:`shared_update_bytes`;
+    a micro-batch of consecutive rows may straddle groups)."""
     if not math.isfinite(budget) or budget <= 0:
         raise ValueError(f"memory budget must be a positive finite number of bytes, not {budget}")
     kv = kv_bytes_per_token(model_config, dtype_bytes)
@@ -164,7 +178,12 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
     update = 0.0
     chosen = ckpt_options[-1]
     for ckpt in ckpt_options:
-        update = update_bytes(model_config, micro_batch, episode_tokens, completion, ckpt, dtype_bytes)
+        if shared_group > 0:
+            prompts = min(micro_batch, -(-(micro_batch - 1) // shared_group) + 1)
+            update = shared_update_bytes(model_config, micro_batch, prompt_tokens, completion, ckpt,
+                                         dtype_bytes, prompts)
+        else:
+            update = update_bytes(model_config, micro_batch, episode_tokens, completion, ckpt, dtype_bytes)
         chosen = ckpt
         if OVERHEAD + weights + update <= budget:
             break

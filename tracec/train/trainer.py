@@ -32,7 +32,8 @@ from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
 from tracec.llm.serving import ServingEngine, run_adapter_prefix
 from tracec.train.config import SEED_STRIDE, TrainConfig
-from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
+from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
+from tracec.train.loss_forward import loss_logprobs
 from tracec.train.memory import (
     MemoryBudgetError,
     MemoryPlan,
@@ -49,8 +50,10 @@ CHECKPOINTS = "checkpoints"
 LOCK = ".lock"  # held by the writing process while a run trains into its folder
 RANK_STRIDE = 104_729  # a prime: process r's sampling stream is offset by r times this
 FULL_WEIGHT_CHECK = 1 << 22  # trainable values up to which ranks compare every value at the end
-# settings results do not depend on (a serving engine may come back at another address)
-RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout"})
+# settings results do not depend on (a serving engine may come back at another address;
+# loss_forward changes results only to float rounding)
+RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout",
+                               "loss_forward"})
 
 
 class ResumeError(RuntimeError):
@@ -333,7 +336,8 @@ class GRPOTrainer:
                          episodes=episodes if cfg.rollout_engine == "kv" else 0,
                          gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
                          grad_checkpointing=cfg.grad_checkpointing, budget=budget,
-                         dtype_bytes=dtype_bytes, weight_copies=2 if on_cpu else 1)
+                         dtype_bytes=dtype_bytes, weight_copies=2 if on_cpu else 1,
+                         shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0)
         if on_cpu:  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
@@ -418,23 +422,21 @@ class GRPOTrainer:
         if cfg.updates_per_batch > 1 or cfg.beta > 0:
             with torch.no_grad():
                 for b, rows_b in enumerate(batches):
-                    ids, start, _, _ = self._pad(rows_b)
                     if cfg.updates_per_batch > 1:
-                        olds[b] = token_logprobs(self.model, ids, None, start)
+                        olds[b] = self._logprobs(rows_b)[0]
                     if cfg.beta > 0:
                         with self.policy.disable_adapter():
-                            refs[b] = token_logprobs(self.model, ids, None, start)
+                            refs[b] = self._logprobs(rows_b)[0]
         self.model.train()
         totals = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
         grad_norm = 0.0
         for _ in range(cfg.updates_per_batch):
             self.optimizer.zero_grad(set_to_none=True)
             for b, rows_b in enumerate(batches):
-                ids, start, mask, advs = self._pad(rows_b)
                 last = b == len(batches) - 1  # DDP: one gradient sync per process and pass
                 sync = self.accelerator.no_sync(self.model) if (world > 1 and not last) else nullcontext()
                 with sync:
-                    logp = token_logprobs(self.model, ids, None, start)
+                    logp, mask, advs = self._logprobs(rows_b)
                     old = olds[b] if olds[b] is not None else logp.detach()
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
@@ -452,17 +454,10 @@ class GRPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         return {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
 
-    def _pad(self, rows: list[tuple[list[int], list[int], float]]):
-        """Right-padded ids, the first trained position of the batch, the loss mask, advantages."""
-        width = max(len(r[0]) for r in rows)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([r[0] + [pad] * (width - len(r[0])) for r in rows], device=self.device)
-        trained = [r[1].index(1) for r in rows if 1 in r[1]]
-        start = min(trained) if trained else width - 1  # none: still one position with a gradient
-        mask = torch.tensor([r[1] + [0] * (width - len(r[1])) for r in rows], device=self.device,
-                            dtype=torch.float32)
-        advs = torch.tensor([r[2] for r in rows], device=self.device, dtype=torch.float32)
-        return ids, start, mask, advs
+    def _logprobs(self, rows: list[tuple[list[int], list[int], float]]):
+        """``(logp, mask, advantages)`` of a micro-batch by the configured loss forward."""
+        return loss_logprobs(self.model, rows, self.tokenizer.pad_token_id, self.device,
+                             self.config.loss_forward)
 
     # ------------------------------------------------------------------ checkpoints
     def _ckpt_dir(self) -> Path:
