@@ -26,7 +26,7 @@ from tracec.llm.footprint import (
     GIB,
     LOGIT_COPIES,
 )
-from tracec.train.kv_rollout import kv_bytes_per_token
+from tracec.llm.engine import kv_bytes_per_token
 
 OVERHEAD = 0.6 * GIB  # interpreter, torch, tokenizer, env
 MMAP_THRESHOLD = 1 << 20
