@@ -29,6 +29,10 @@ from pydantic import BaseModel, Field
 from torch import nn
 
 from tracec import files
+from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
+from tracec.llm.engine import KVEngine
+from tracec.llm.kvcache import PrefixCache
+from tracec.llm.loading import load_model, load_tokenizer
 
 FORMAT = "tracec-moe/1"
 NONE_SLOT = "<none>"
@@ -589,37 +593,32 @@ class ComposedModel(nn.Module):
     def generate_tokenwise(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
                            max_new_tokens: int = 256, temperature: float = 0.0,
                            seed: int | None = None) -> list[str]:
-        """Generation with the routing currently in force (per token, or ``forced``)."""
-        from tracec.llm.local import decode_completion, generate_ids
-
+        """Generation with the routing currently in force (per token, or ``forced``), through the
+        one generation engine (:mod:`tracec.llm.engine`)."""
         tok = self._require_tokenizer()
         prompts = [self.render(m, tools) for m in batch_messages]
-        device = str(next(self.gates.parameters()).device)
+        device = next(self.gates.parameters()).device
         cache, key = self._prefix_cache_for_call()
-        outs = generate_ids(self.model, tok, prompts, self.stop_ids, max_new_tokens, temperature,
-                            seed, device, prefix_cache=cache, cache_key=key)
+        engine = KVEngine(self.model, tok.pad_token_id, self.stop_ids, device,
+                          max_rows=max(1, len(prompts)), prefix_cache=cache, cache_key=key)
+        outs = engine.complete(prompts, max_new_tokens, temperature, seed)
         return [decode_completion(tok, ids, self.stop_ids) for ids in outs]
 
-    def _prefix_cache_for_call(self) -> tuple[Any, Any]:
-        """``(prefix cache, key)`` for a generation under the routing in force when it is fixed
-        for the whole call (``forced`` or ``merged``: a prompt's keys/values then depend on its
-        tokens and the key only); ``(None, None)`` under per-token gate routing, whose gates may
-        be trained between calls."""
-        from tracec.llm.local import PrefixCache
-
+    def _prefix_cache_for_call(self) -> tuple[PrefixCache, Any]:
+        """``(prefix cache, key)`` for a generation. Under a routing fixed for the whole call
+        (``forced`` or ``merged``: a prompt's keys/values then depend on its tokens and the key
+        only) the model's own cache, kept across calls; under per-token gate routing, whose gates
+        may be trained between calls, a fresh cache for this call alone."""
         force = self._state.force
         if force is None:
-            return None, None
+            return PrefixCache(), None
         if self._prefix_cache is None:
             self._prefix_cache = PrefixCache()
         return self._prefix_cache, (tuple(force) if isinstance(force, list) else force, self._merge_key)
 
     def render(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
         """Prompt token ids for one conversation, ending with the assistant header."""
-        tok = self._require_tokenizer()
-        text = tok.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                       add_generation_prompt=True)
-        return tok(text, add_special_tokens=False)["input_ids"]
+        return render_prompt(self._require_tokenizer(), messages, tools)
 
     def _require_tokenizer(self) -> Any:
         if self.tokenizer is None:
@@ -638,27 +637,15 @@ class ComposedModel(nn.Module):
         return out
 
 
-def _place(model: nn.Module, device: str, dtype: torch.dtype | None) -> nn.Module:
-    return model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
-
-
 def load_base(base: str, device: str = "cpu", dtype: torch.dtype | None = None):
     """Load a causal LM (short name, path or HF id) and its tokenizer (None if it has none)."""
-    from transformers import AutoModelForCausalLM
-
-    from tracec.llm.local import resolve_model
-
-    path = resolve_model(base)
-    kwargs = {"dtype": dtype} if dtype is not None else {}
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    model, _, path = load_model(base, None, device, dtype, tokenizer=False)
     tokenizer = None
     try:
-        from tracec.llm.local import load_tokenizer
-
         tokenizer = load_tokenizer(path)
     except (OSError, ValueError, TypeError):
         tokenizer = None
-    return _place(model, device, None), tokenizer, path
+    return model, tokenizer, path
 
 
 def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: str,
@@ -691,8 +678,6 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
     )
     composed = ComposedModel(model, config, tokenizer)
     if tokenizer is not None:
-        from tracec.llm.local import stop_token_ids
-
         composed.stop_ids = stop_token_ids(tokenizer)
     device = next(base_model.parameters()).device
     return composed.to(device)

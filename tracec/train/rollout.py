@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracec.llm.chat import ChatRenderer
 from tracec.llm.engine import ChunkedEngine, KVEngine, naive_engine
 from tracec.llm.turns import TurnEngine
-
-END_OF_TURN = "<|im_end|>"
 
 # (prompts, max_new_tokens, temperature) -> completions, each ending at its stop token if any
 Generator = Callable[[list[list[int]], int, float], list[list[int]]]
@@ -49,42 +48,6 @@ class Episode:
     @property
     def model_tokens(self) -> int:
         return sum(self.env_mask)
-
-
-class ChatRenderer:
-    """Renders chat messages with the tokenizer's template, as text and token deltas."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tok = tokenizer
-
-    def text(self, messages: list[dict], tools: list[dict] | None, gen: bool) -> str:
-        return self.tok.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                            add_generation_prompt=gen)
-
-    def ids(self, text: str) -> list[int]:
-        return self.tok(text, add_special_tokens=False)["input_ids"]
-
-    def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
-        return self.ids(self.text(messages, tools, gen=True))
-
-    def env_delta(self, before: list[dict], after: list[dict], tools: list[dict] | None,
-                  ended_turn: bool) -> str:
-        """Text that follows the model's last token: the end of its turn, the new env messages and
-        the next assistant header. ``before`` ends with the assistant message just generated."""
-        prev = self.text(before, tools, gen=False)
-        nxt = self.text(after, tools, gen=True)
-        if not nxt.startswith(prev):  # template not prefix-stable: render the new turns alone
-            prev = self.text(before[:1] + before[-1:], tools, gen=False)
-            nxt = self.text(before[:1] + after[len(before) - 1:], tools, gen=True)
-            common = 0
-            while common < min(len(prev), len(nxt)) and prev[common] == nxt[common]:
-                common += 1
-            delta = nxt[common:]
-        else:
-            delta = nxt[len(prev):]
-        cut = prev.rfind(END_OF_TURN)
-        tail = prev[cut + len(END_OF_TURN):] if cut >= 0 else ""
-        return ("" if ended_turn else END_OF_TURN) + tail + delta
 
 
 def _assistant_index(messages: list[dict], start: int) -> int:
@@ -231,7 +194,7 @@ def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop
         ep.ended_by = "terminated" if terminated else "truncated"
         ep.breakdown = dict(info.get("reward_breakdown") or {})
         if not ended_turn:
-            _append_env(ep, renderer.ids(END_OF_TURN))
+            _append_env(ep, renderer.ids(renderer.end))
         env.close()
         return
     delta = renderer.env_delta(before, after, ep.tools, ended_turn)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from tracec.harness.resolve import EnvTarget
-from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
+from tracec.llm.loading import load_model, stop_token_ids
 from tracec.targets.seeds import HELDOUT_START
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing, token_logprobs
@@ -64,11 +64,8 @@ def _seed_everything(seed: int) -> None:
 def build_policy(config: TrainConfig):
     """Tokenizer and the base model wrapped with a fresh LoRA adapter (seeded init)."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    path = resolve_model(config.model)
-    tokenizer = load_tokenizer(path)
-    base = AutoModelForCausalLM.from_pretrained(path)
+    base, tokenizer, path = load_model(config.model, trainable=True)
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
