@@ -12,7 +12,10 @@
   at once given to the next waiting conversation (its new tokens prefilled into that row), or,
   with nobody waiting, dropped from the batch (the last row moves into its place), so finished
   rows are never decoded as holes.
-* A batch row is laid out as ``[holes | cached tokens | holes | new tokens | generated …]``;
+* **Shared-prefix decode.** Rows whose conversations share a cached prompt attend to one copy
+  of its keys/values (:mod:`tracec.llm.split_attention`); a row's buffer holds only its own
+  tokens (``shared_prefix=False``: a copy of the prefix in every row, plain attention).
+* A batch row is laid out as ``[holes | own cached tokens | holes | new tokens | generated …]``;
   holes are masked out of attention and RoPE positions are given per row, so each row computes
   exactly what a fresh, unpadded forward of its own conversation would (up to floating-point
   summation order).
@@ -33,6 +36,7 @@ import torch
 
 from tracec.llm.kvbuffer import buffer_cache
 from tracec.llm.kvcache import Entry, PrefixCache
+from tracec.llm.split_attention import SplitState, split_forward, supported
 
 PREFILL_CHUNK = 1024  # tokens per prefill forward: bounds the attention working set
 
@@ -82,6 +86,7 @@ class EngineStats:
     decode_rows: list[int] = field(default_factory=list)  # batch size of each decode step
     decode_seconds: float = 0.0
     cached_tokens: int = 0  # prompt tokens served from the prefix cache
+    peak_row_positions: int = 0  # most rows × buffer positions one batch held
 
 
 @dataclass
@@ -100,11 +105,12 @@ class KVEngine:
 
     ``prefix_cache`` may be shared between engines over the same weights; ``cache_key`` names
     those weights (see :class:`~tracec.llm.kvcache.PrefixCache`). ``retain``: finished
-    conversations leave their keys/values in the prefix cache."""
+    conversations leave their keys/values in the prefix cache. ``shared_prefix``: rows attend to
+    one copy of a shared prompt (where the model's attention allows it)."""
 
     def __init__(self, model, pad_id: int, stop_ids: list[int], device: Any = "cpu",
                  max_rows: int = 32, on_logits=None, prefix_cache: PrefixCache | None = None,
-                 cache_key: Any = None, retain: bool = False) -> None:
+                 cache_key: Any = None, retain: bool = False, shared_prefix: bool = True) -> None:
         self.model = model
         self.on_logits = on_logits  # test hook: called with (conversation keys, next-token logits)
         self.pad = pad_id
@@ -115,6 +121,7 @@ class KVEngine:
         self.cache = prefix_cache if prefix_cache is not None else PrefixCache()
         self.cache_key = cache_key
         self.retain = retain
+        self.split = shared_prefix and supported(model)
         self.states: dict[int, _Conv] = {}
         self.stats = EngineStats()
         self._keys = itertools.count(1 << 40)  # private keys of one-shot completions
@@ -237,28 +244,43 @@ class _Batch:
         self.waiting = list(order)
         self.outs: list[list[int]] = [[] for _ in keys]
         self.rows: list[_Row] = []
+        self.split = eng.split
+        self._groups: list[Any] | None = None  # the prefix groups of rows _groups_span
+        self._groups_span = (0, 0)
 
     # -- buffers
     def _alloc(self, rows: int, cap: int, like: _Conv) -> None:
         self.kbuf = KVEngine._empty(rows, cap, like.entry.keys)
         self.vbuf = KVEngine._empty(rows, cap, like.entry.values)
         self.mask = torch.zeros(rows, cap, dtype=torch.long, device=self.eng.device)
+        self._note_size()
+
+    def _note_size(self) -> None:
+        stats = self.eng.stats
+        stats.peak_row_positions = max(stats.peak_row_positions, self.mask.shape[0] * self.mask.shape[1])
 
     @property
     def cap(self) -> int:
         return self.kbuf[0].shape[2]
 
+    def _cols(self, conv: _Conv) -> int:
+        """Buffer columns a conversation's cached tokens take (its own ones, with the split)."""
+        return conv.own if self.split else conv.cached
+
     def _place(self, r: int, conv: _Conv, start: int) -> None:
         """Copy a conversation's cached keys/values into row ``r`` from column ``start``."""
-        n_pre, end = conv.n_prefix, start + conv.cached
+        n_pre = 0 if self.split else conv.n_prefix
+        end = start + self._cols(conv)
         for i in range(len(self.kbuf)):
-            self.kbuf[i][r, :, start: start + n_pre] = conv.entry.keys[i][0, :, :n_pre]
-            self.vbuf[i][r, :, start: start + n_pre] = conv.entry.values[i][0, :, :n_pre]
+            if n_pre:
+                self.kbuf[i][r, :, start: start + n_pre] = conv.entry.keys[i][0, :, :n_pre]
+                self.vbuf[i][r, :, start: start + n_pre] = conv.entry.values[i][0, :, :n_pre]
             if conv.own:
                 self.kbuf[i][r, :, start + n_pre: end] = conv.own_keys[i][0]
                 self.vbuf[i][r, :, start + n_pre: end] = conv.own_values[i][0]
         self.mask[r] = 0
         self.mask[r, start: end] = 1
+        self._groups = None
 
     def _make_room(self) -> None:
         """Ensure a free column after ``length``: drop the columns before every live row's
@@ -283,6 +305,7 @@ class _Batch:
         self.kbuf = [torch.cat([b, b.new_zeros(*b.shape[:2], grow, b.shape[3])], 2) for b in self.kbuf]
         self.vbuf = [torch.cat([b, b.new_zeros(*b.shape[:2], grow, b.shape[3])], 2) for b in self.vbuf]
         self.mask = torch.cat([self.mask, self.mask.new_zeros(self.mask.shape[0], grow)], 1)
+        self._note_size()
 
     def _shift_right(self, by: int) -> None:
         """Move every live row ``by`` columns to the right (a newcomer longer than ``length``)."""
@@ -309,7 +332,7 @@ class _Batch:
         convs = [eng.states[self.keys[i]] for i in first]
         pending = [self.seqs[i][c.cached:] for i, c in zip(first, convs)]
         assert all(pending), "every turn starts with at least one new token"
-        big_p = max(c.cached for c in convs)
+        big_p = max(self._cols(c) for c in convs)
         big_q = max(len(p) for p in pending)
         budget = max(self.budgets[i] for i in first)
         self._alloc(eng.max_rows if self.waiting else len(first), big_p + big_q + budget, convs[0])
@@ -317,7 +340,7 @@ class _Batch:
         ids = torch.full((len(first), big_q), eng.pad, dtype=torch.long, device=dev)
         pos = torch.zeros(len(first), big_q, dtype=torch.long, device=dev)
         for r, (i, conv, pend) in enumerate(zip(first, convs, pending)):
-            start = big_p - conv.cached
+            start = big_p - self._cols(conv)
             self._place(r, conv, start)
             q = len(pend)
             self.mask[r, big_p + big_q - q: big_p + big_q] = 1
@@ -327,8 +350,7 @@ class _Batch:
             self.rows.append(_Row(self.keys[i], i, self.budgets[i], start, conv.cached + q, q))
         self.length = big_p + big_q
         t0 = time.perf_counter()
-        logits = eng._forward(ids, self.mask[:len(first), :self.length], pos,
-                              self._views(0, len(first), big_p))
+        logits = self._forward(ids, 0, len(first), pos, big_p)
         eng.stats.prefill_tokens += sum(len(p) for p in pending)
         eng.stats.prefill_seconds += time.perf_counter() - t0
         return logits
@@ -340,22 +362,22 @@ class _Batch:
         conv = eng.states[self.keys[i]]
         pend = self.seqs[i][conv.cached:]
         assert pend, "every turn starts with at least one new token"
-        total = conv.cached + len(pend)
+        total = self._cols(conv) + len(pend)
         if total > self.length:
             self._shift_right(total - self.length)
         start = self.length - total
         self._place(r, conv, start)
         self.mask[r, self.length - len(pend): self.length] = 1
-        row = _Row(self.keys[i], i, self.budgets[i], start, total, len(pend))
+        row = _Row(self.keys[i], i, self.budgets[i], start, conv.cached + len(pend), len(pend))
         if r == len(self.rows):
             self.rows.append(row)
         else:
             self.rows[r] = row
         dev = eng.device
         t0 = time.perf_counter()
-        logits = eng._forward(torch.tensor([pend], device=dev), self.mask[r: r + 1, :self.length],
-                              torch.arange(conv.cached, total, device=dev)[None],
-                              self._views(r, r + 1, self.length - len(pend)))
+        logits = self._forward(torch.tensor([pend], device=dev), r, r + 1,
+                               torch.arange(conv.cached, conv.cached + len(pend), device=dev)[None],
+                               self.length - len(pend))
         eng.stats.prefill_tokens += len(pend)
         eng.stats.prefill_seconds += time.perf_counter() - t0
         return logits
@@ -365,7 +387,7 @@ class _Batch:
         conversation's own cache, and record its output."""
         row = self.rows[r]
         conv = self.eng.states[row.key]
-        lo = row.start + conv.n_prefix
+        lo = row.start + (0 if self.split else conv.n_prefix)
         real = torch.nonzero(self.mask[r, lo: self.length]).squeeze(1) + lo
         conv.own_keys = [k[r: r + 1, :, real] for k in self.kbuf]
         conv.own_values = [v[r: r + 1, :, real] for v in self.vbuf]
@@ -383,6 +405,35 @@ class _Batch:
             self.mask[r, :n] = self.mask[last, :n]
             self.rows[r] = self.rows[last]
         self.rows.pop()
+        self._groups = None
+
+    def _forward(self, ids: torch.Tensor, lo: int, hi: int, pos: torch.Tensor, cached: int
+                 ) -> torch.Tensor:
+        """Forward rows ``[lo, hi)`` whose first ``cached`` columns are filled; ``ids`` are written
+        after them."""
+        mask = self.mask[lo:hi, : cached + ids.shape[1]]
+        cache = self._views(lo, hi, cached)
+        if not self.split:
+            return self.eng._forward(ids, mask, pos, cache)
+        with split_forward(self.eng.model, SplitState(mask, self._prefix_groups(lo, hi))):
+            return self.eng._forward(ids, mask, pos, cache)
+
+    def _prefix_groups(self, lo: int, hi: int):
+        """``(row indices relative to lo, prefix keys, prefix values)`` per shared prefix."""
+        if self._groups is not None and (lo, hi) == self._groups_span:
+            return self._groups
+        found: dict[tuple[int, int], tuple[list[int], Entry, int]] = {}
+        for r in range(lo, hi):
+            conv = self.eng.states[self.rows[r].key]
+            if conv.n_prefix:
+                found.setdefault((id(conv.entry), conv.n_prefix), ([], conv.entry, conv.n_prefix))[0].append(r - lo)
+        dev = self.mask.device
+        groups = []
+        for rows, entry, n in found.values():
+            keys, values = entry.head(n)
+            groups.append((torch.tensor(rows, device=dev), keys, values))
+        self._groups, self._groups_span = groups, (lo, hi)
+        return groups
 
     def _sample(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
         eng = self.eng
@@ -428,8 +479,7 @@ class _Batch:
                 feed = torch.tensor([[row.out[-1]] for row in self.rows], device=eng.device)
                 pos = torch.tensor([[row.next_pos] for row in self.rows], device=eng.device)
                 t0 = time.perf_counter()
-                logits = eng._forward(feed, self.mask[:live, : col + 1], pos,
-                                      self._views(0, live, col))
+                logits = self._forward(feed, 0, live, pos, col)
                 eng.stats.decode_seconds += time.perf_counter() - t0
                 eng.stats.decode_steps += 1
                 eng.stats.decode_rows.append(live)
