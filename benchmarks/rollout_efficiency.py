@@ -16,6 +16,7 @@ are interpolated linearly. Prints a JSON record (``--json-out`` also writes it).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -80,7 +81,7 @@ def interpolate(points: dict[int, float], rows: int) -> float:
     xs = sorted(points)
     if rows <= xs[0]:
         return points[xs[0]]
-    for a, b in zip(xs, xs[1:]):
+    for a, b in itertools.pairwise(xs):
         if rows <= b:
             return points[a] + (points[b] - points[a]) * (rows - a) / (b - a)
     return points[xs[-1]] * rows / xs[-1]

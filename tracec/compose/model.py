@@ -28,6 +28,7 @@ import torch
 from pydantic import BaseModel, Field
 from torch import nn
 
+from tracec import __version__ as tracec_version
 from tracec import files
 from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
 from tracec.llm.engine import KVEngine
@@ -164,8 +165,6 @@ def versions() -> dict[str, str]:
     """Library versions recorded in moe.json."""
     import peft
     import transformers
-
-    from tracec import __version__ as tracec_version
 
     return {"tracec": str(tracec_version), "torch": torch.__version__,
             "transformers": transformers.__version__, "peft": peft.__version__}

@@ -18,7 +18,14 @@ import torch
 from pydantic import BaseModel
 
 from tracec import files
-from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
+from tracec.compose.model import (
+    ComposedModel,
+    ComposeError,
+    _check_adapter_config,
+    adapter_base_model,
+    describe_adapter,
+    load_base,
+)
 
 Method = Literal["gate", "describe"]
 
@@ -123,8 +130,6 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
                    base: str | None = None) -> Path:
     """Merge adapters into one peft LoRA folder: ΔW = Σ_i w_i · ΔW_i (peft ``cat``, exact)."""
     from peft import PeftModel
-
-    from tracec.compose.model import _check_adapter_config, adapter_base_model
 
     dirs = [Path(d).expanduser() for d in adapter_dirs]
     if len(weights) != len(dirs):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -496,8 +497,6 @@ def generate_plain(model, pad_id: int, prompts: list[list[int]], stop_ids: list[
     """``transformers.generate`` on a left-padded batch, every prompt prefilled in full: the
     reference the engine is measured and tested against. Each completion is cut after its first
     stop token."""
-    import warnings
-
     if not prompts:
         return []
     width = max(len(p) for p in prompts)

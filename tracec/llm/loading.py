@@ -14,6 +14,7 @@ from typing import Any
 
 from tracec.llm.chat import stop_token_ids
 from tracec.llm.device import resolve_device, resolve_dtype
+from tracec.llm.tiny import CHAT_TEMPLATE
 
 DEFAULT_MODEL = "smollm2"
 KNOWN_MODELS: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}
@@ -71,8 +72,6 @@ def _looks_like_path(name: str) -> bool:
 def load_tokenizer(path: str):
     """Tokenizer with left padding, a pad token and the tracec tool template when it lacks one."""
     from transformers import AutoTokenizer
-
-    from tracec.llm.tiny import CHAT_TEMPLATE
 
     tok = AutoTokenizer.from_pretrained(path)
     tok.padding_side = "left"

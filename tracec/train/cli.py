@@ -53,7 +53,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tracec.harness.resolve import LoadError, resolve_env
-    from tracec.llm.local import ModelNotPrepared
+    from tracec.llm.loading import ModelNotPrepared
     from tracec.train.sft import SFTError
     from tracec.train.trainer import GRPOTrainer, MemoryBudgetError, PromptTooLong, ResumeError
 

@@ -23,7 +23,9 @@ from typing import Any
 import torch
 
 from tracec.llm.chat import encode, end_of_turn, render_text
+from tracec.runtime.oracle import run_oracle
 from tracec.targets.seeds import SeedRange
+from tracec.train.config import SEED_STRIDE
 
 SFT_SEED_OFFSET = 500_000_000  # demos come from the upper half of the run's training seeds
 SFT_METRICS = "sft_metrics.jsonl"
@@ -45,8 +47,6 @@ class Demo:
 
 def play_oracle(make_env: Callable[[], Any], seed: int) -> Demo:
     """The oracle's episode on ``seed`` (hint-free prompt)."""
-    from tracec.runtime.oracle import run_oracle
-
     env = make_env()
     inner = getattr(env, "unwrapped", env)
     if getattr(inner, "capability", None) is None or not hasattr(inner, "instance"):
@@ -131,8 +131,6 @@ def demo_seed(train_seeds: SeedRange, run_seed: int, k: int, stride: int) -> int
 def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """``config.warmup_sft`` optimiser steps of behaviour cloning on ``trainer.policy``; returns a
     summary for ``tracec.json`` and writes one line per step to ``OUT/sft_metrics.jsonl``."""
-    from tracec.train.config import SEED_STRIDE
-
     cfg = trainer.config
     if trainer.accelerator is not None and trainer.accelerator.num_processes > 1:
         raise SFTError("--warmup-sft runs in a single process; start it without accelerate launch")
