@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_MAX_BYTES = 2 << 30  # 2 GiB: ~45k tokens of SmolLM2-135M in fp32
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: ~23k tokens of SmolLM2-135M in fp32
 
 
 def common_prefix(a: list[int] | tuple[int, ...], b: list[int] | tuple[int, ...]) -> int:
