@@ -93,3 +93,28 @@ def test_prompts_share_the_cache_across_calls_and_engines(peaky):
     got = two.complete(prompts[2:], 4)
     assert two.stats.prefill_tokens < 3 * len(prompts[2:])  # only the tails and the last tokens
     assert got == [generate_plain(peaky, 0, [p], _stop(peaky), 4, 0.0)[0] for p in prompts[2:]]
+
+
+def test_a_newcomer_longer_than_the_batch_shifts_the_rows(peaky, monkeypatch):
+    """Turn 2 with one row: the long-prompt conversation goes first but holds few own tokens; the
+    next has a long env reply, so the batch moves right to take it. Tokens equal plain
+    generation of the whole sequences."""
+    from tracec.llm import engine as engine_mod
+
+    shifts = []
+    original = engine_mod._Batch._shift_right
+    monkeypatch.setattr(engine_mod._Batch, "_shift_right",
+                        lambda self, by: (shifts.append(by), original(self, by))[1])
+    g = torch.Generator().manual_seed(5)
+    vocab = peaky.config.vocab_size
+    long_prompt = torch.randint(5, vocab, (70,), generator=g).tolist()
+    short_prompt = torch.randint(5, vocab, (20,), generator=g).tolist()
+    eng = KVEngine(peaky, 0, _stop(peaky), max_rows=1)
+    eng.start(0, long_prompt)
+    eng.start(1, short_prompt)
+    first = eng.generate([0, 1], [long_prompt, short_prompt], [2, 4], 0.0)
+    seqs = [long_prompt + first[0] + [9], short_prompt + first[1] + list(range(10, 50))]
+    second = eng.generate([0, 1], seqs, [5, 5], 0.0)
+    assert shifts
+    for s, o in zip(seqs, second):
+        assert o == generate_plain(peaky, 0, [s], _stop(peaky), 5, 0.0)[0]
