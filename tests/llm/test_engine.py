@@ -96,9 +96,9 @@ def test_prompts_share_the_cache_across_calls_and_engines(peaky):
 
 
 def test_a_newcomer_longer_than_the_batch_shifts_the_rows(peaky, monkeypatch):
-    """Turn 2 with one row: the long-prompt conversation goes first but holds few own tokens; the
-    next has a long env reply, so the batch moves right to take it. Tokens equal plain
-    generation of the whole sequences."""
+    """Turn 2 with one row: the longer conversation goes first but holds few own tokens (its
+    prompt is the shared entry); the next shares only the first 30 tokens and has a long env
+    reply, so the batch moves right to take it. Tokens equal plain generation."""
     from tracec.llm import engine as engine_mod
 
     shifts = []
@@ -107,13 +107,16 @@ def test_a_newcomer_longer_than_the_batch_shifts_the_rows(peaky, monkeypatch):
                         lambda self, by: (shifts.append(by), original(self, by))[1])
     g = torch.Generator().manual_seed(5)
     vocab = peaky.config.vocab_size
-    long_prompt = torch.randint(5, vocab, (70,), generator=g).tolist()
-    short_prompt = torch.randint(5, vocab, (20,), generator=g).tolist()
+    head = torch.randint(5, vocab, (30,), generator=g).tolist()
+    long_prompt = head + torch.randint(5, vocab, (40,), generator=g).tolist()
+    short_prompt = head + torch.randint(5, vocab, (2,), generator=g).tolist()
     eng = KVEngine(peaky, 0, _stop(peaky), max_rows=1)
     eng.start(0, long_prompt)
     eng.start(1, short_prompt)
+    assert eng.states[1].entry is eng.states[0].entry and eng.states[1].n_prefix == 30
     first = eng.generate([0, 1], [long_prompt, short_prompt], [2, 4], 0.0)
-    seqs = [long_prompt + first[0] + [9], short_prompt + first[1] + list(range(10, 50))]
+    seqs = [long_prompt + first[0] + [9], short_prompt + first[1] + list(range(10, 40))]
+    assert len(seqs[0]) > len(seqs[1])
     second = eng.generate([0, 1], seqs, [5, 5], 0.0)
     assert shifts
     for s, o in zip(seqs, second):

@@ -138,13 +138,13 @@ class KVEngine:
         return [torch.zeros(rows, t.shape[1], cap, t.shape[3], dtype=t.dtype, device=t.device)
                 for t in like]
 
-    def _prefill(self, ids: list[int]) -> tuple[Entry, int]:
-        """A cache entry holding ``ids``' keys/values (reusing the longest cached common prefix)
-        and how many of its positions serve ``ids``."""
+    def _prefill(self, ids: list[int]) -> tuple[Entry, Entry | None, int]:
+        """``(entry holding ids' keys/values, the cached entry it grew from, common length)``:
+        the longest cached common prefix is reused and only the rest is forwarded."""
         common, best = self.cache.match(ids, self.cache_key)
         if best is not None and common == len(ids):
             self.stats.cached_tokens += common
-            return best, common
+            return best, best, common
         self.stats.cached_tokens += common
         t0 = time.perf_counter()
         dev = self.device
@@ -178,7 +178,7 @@ class KVEngine:
                 self.stats.prefill_tokens += len(part)
         self.stats.prefill_seconds += time.perf_counter() - t0
         entry = self.cache.insert(ids, kbuf, vbuf, self.cache_key)
-        return entry, len(ids)
+        return entry, best, common
 
     # ------------------------------------------------------------------ conversations
     def start(self, key: int, prompt_ids: list[int]) -> None:
@@ -186,8 +186,12 @@ class KVEngine:
         if len(prompt_ids) < 2:
             raise ValueError("a prompt needs at least two tokens")
         ids = list(prompt_ids[:-1])
-        entry, n = self._prefill(ids)
-        self.states[key] = _Conv(entry, n, ids)
+        entry, best, common = self._prefill(ids)
+        if best is None or best is entry:
+            self.states[key] = _Conv(entry, len(ids), ids)
+        else:  # share the matched entry's head (the system prompt); the rest is the row's own
+            self.states[key] = _Conv(best, common, ids, [k[:, :, common:] for k in entry.keys],
+                                     [v[:, :, common:] for v in entry.values])
 
     def finish(self, key: int) -> None:
         """Forget a conversation (with ``retain``, its keys/values stay in the prefix cache)."""
@@ -245,7 +249,13 @@ class _Batch:
         self.waiting = list(order)
         self.outs: list[list[int]] = [[] for _ in keys]
         self.rows: list[_Row] = []
-        self.split = eng.split
+        # the split pays off where rows share a prompt; a lone row attends to its own copy
+        shared: dict[int, int] = {}
+        for k in keys:
+            conv = eng.states[k]
+            if conv.n_prefix:
+                shared[id(conv.entry)] = shared.get(id(conv.entry), 0) + 1
+        self.split = eng.split and max(shared.values(), default=0) >= 2
         self._groups: list[Any] | None = None  # the prefix groups of rows _groups_span
         self._groups_span = (0, 0)
 
@@ -423,16 +433,22 @@ class _Batch:
         """``(row indices relative to lo, prefix keys, prefix values)`` per shared prefix."""
         if self._groups is not None and (lo, hi) == self._groups_span:
             return self._groups
-        found: dict[tuple[int, int], tuple[list[int], Entry, int]] = {}
+        found: dict[int, tuple[list[int], list[int], Entry]] = {}
         for r in range(lo, hi):
             conv = self.eng.states[self.rows[r].key]
             if conv.n_prefix:
-                found.setdefault((id(conv.entry), conv.n_prefix), ([], conv.entry, conv.n_prefix))[0].append(r - lo)
+                rows, lengths, _ = found.setdefault(id(conv.entry), ([], [], conv.entry))
+                rows.append(r - lo)
+                lengths.append(conv.n_prefix)
         dev = self.mask.device
         groups = []
-        for rows, entry, n in found.values():
+        for rows, lengths, entry in found.values():
+            n = max(lengths)
             keys, values = entry.head(n)
-            groups.append((torch.tensor(rows, device=dev), keys, values))
+            visible = None  # rows that use fewer of the entry's positions mask the others
+            if min(lengths) < n:
+                visible = torch.arange(n, device=dev)[None] < torch.tensor(lengths, device=dev)[:, None]
+            groups.append((torch.tensor(rows, device=dev), keys, values, visible))
         self._groups, self._groups_span = groups, (lo, hi)
         return groups
 

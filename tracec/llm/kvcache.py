@@ -61,7 +61,7 @@ class PrefixCache:
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, min_tokens: int = 16) -> None:
         self.max_bytes = int(max_bytes)
         self.min_tokens = max(1, int(min_tokens))
-        self._entries: OrderedDict[int, Entry] = OrderedDict()  # id -> entry, oldest first
+        self._entries: OrderedDict[int, Entry] = OrderedDict()  # id -> entry, least recent first
         self._next = 0
         self.hits = 0  # tokens served from the cache
         self.lookups = 0
@@ -84,7 +84,8 @@ class PrefixCache:
             if entry.key != key:
                 continue
             n = common_prefix(entry.ids, ids)
-            if n > best_n or (n == best_n and best is not None and len(entry.ids) < len(best.ids)):
+            if n > best_n or (n == best_n and best_id is not None and eid < best_id):
+                # ties go to the entry inserted first: conversations then share one copy
                 best, best_n, best_id = entry, n, eid
         if best is None or best_n < self.min_tokens:
             return 0, None

@@ -28,10 +28,11 @@ class SplitState:
 
     ``mask``: ``[B, L]`` which own-buffer columns (after this forward's tokens are written) each
     row may attend to; ``groups``: ``(row indices, per-layer prefix keys, per-layer prefix
-    values)``, prefixes ``[1, Hkv, P, D]``; rows in no group have no prefix."""
+    values, visible)``, prefixes ``[1, Hkv, P, D]``, ``visible`` ``[rows, P]`` bool (None: all)
+    for rows that use only the first positions of their prefix; rows in no group have none."""
 
     mask: torch.Tensor
-    groups: list[tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]]
+    groups: list[tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], torch.Tensor | None]]
     _mask4: dict[int, torch.Tensor] = field(default_factory=dict)
 
     def own_mask(self, q: int, length: int) -> torch.Tensor:
@@ -78,10 +79,13 @@ def split_attention(module, query, key, value, attention_mask, dropout: float = 
     mask = state.own_mask(q, length).repeat(1, 1, rep, 1)  # [B, 1, rep*q, L]
     out, lse = _attend(qv, key, value, mask, scale)
     layer = module.layer_idx
-    for rows, pkeys, pvalues in state.groups:
+    for rows, pkeys, pvalues, visible in state.groups:
         n = len(rows)
         qg = qv[rows].transpose(0, 1).reshape(1, hkv, n * rep * q, d)  # every row's queries stacked
-        po, plse = _attend(qg, pkeys[layer], pvalues[layer], None, scale)
+        pmask = None
+        if visible is not None:  # [n, P] -> [1, 1, n*rep*q, P], rows in the order of qg
+            pmask = visible[:, None, :].expand(n, rep * q, visible.shape[-1]).reshape(1, 1, -1, visible.shape[-1])
+        po, plse = _attend(qg, pkeys[layer], pvalues[layer], pmask, scale)
         po = po.reshape(hkv, n, rep * q, d).transpose(0, 1)
         plse = plse.reshape(hkv, n, rep * q).transpose(0, 1)
         olse = lse[rows]
