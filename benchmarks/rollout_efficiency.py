@@ -134,6 +134,8 @@ def main() -> None:
                    "prefill_tokens": stats.prefill_tokens, "decode_steps": stats.decode_steps,
                    "decode_row_counts": {str(k): v for k, v in sorted(counts.items())},
                    "generated_tokens": stats.gen_tokens,
+                   "engine_prefill_seconds": engine.stats.prefill_seconds,
+                   "engine_decode_seconds": engine.stats.decode_seconds,
                    "turns_per_episode": sum(e.turns for e in episodes) / len(episodes),
                    "first_prompt_tokens": len(episodes[0].prompt_ids),
                    "naive_prefill_tokens_lower_bound": sum(len(e.prompt_ids) for e in episodes),

@@ -337,7 +337,8 @@ class _Batch:
         return buffer_cache([k[lo:hi] for k in self.kbuf], [v[lo:hi] for v in self.vbuf], length)
 
     def _fill(self) -> torch.Tensor:
-        """The first rows: every conversation's new tokens prefilled in one batched forward."""
+        """The first rows: every conversation's new tokens prefilled in one batched forward, or
+        row by row where their lengths differ so much that padding would cost more."""
         eng = self.eng
         first = [self.waiting.pop(0) for _ in range(min(eng.max_rows, len(self.waiting)))]
         convs = [eng.states[self.keys[i]] for i in first]
@@ -347,6 +348,10 @@ class _Batch:
         big_q = max(len(p) for p in pending)
         budget = max(self.budgets[i] for i in first)
         self._alloc(eng.max_rows if self.waiting else len(first), big_p + big_q + budget, convs[0])
+        real = sum(len(p) for p in pending)
+        if len(first) > 1 and big_q * len(first) > 1.25 * real + len(first):
+            self.length = big_p + big_q
+            return torch.cat([self._enter(r, i) for r, i in enumerate(first)])
         dev = eng.device
         ids = torch.full((len(first), big_q), eng.pad, dtype=torch.long, device=dev)
         pos = torch.zeros(len(first), big_q, dtype=torch.long, device=dev)
@@ -368,8 +373,12 @@ class _Batch:
 
     def _admit(self, r: int) -> torch.Tensor:
         """Give row ``r`` to the next waiting conversation; its next-token logits ``[1, V]``."""
+        return self._enter(r, self.waiting.pop(0))
+
+    def _enter(self, r: int, i: int) -> torch.Tensor:
+        """Row ``r`` takes conversation ``i``, its new tokens prefilled there (ending at column
+        ``length``); its next-token logits ``[1, V]``."""
         eng = self.eng
-        i = self.waiting.pop(0)
         conv = eng.states[self.keys[i]]
         pend = self.seqs[i][conv.cached:]
         assert pend, "every turn starts with at least one new token"
