@@ -46,7 +46,8 @@ def sync(device: str) -> None:
 
 
 def limits(model, device: str, prompt: int, rows: int, steps: int = 16) -> dict:
-    from tracec.train.kv_rollout import _buffer_cache, _cache_kwarg
+    from tracec.llm.engine import cache_kwarg as _cache_kwarg
+    from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 
     kw = _cache_kwarg(model)
     ids = torch.randint(0, 150000, (1, prompt), device=device)
@@ -83,7 +84,7 @@ def limits(model, device: str, prompt: int, rows: int, steps: int = 16) -> dict:
 
 
 def kv_rollout(model, device: str, args) -> dict:
-    from tracec.train.kv_rollout import KVEngine
+    from tracec.llm.engine import KVEngine
 
     g = torch.Generator().manual_seed(1)
     engine = KVEngine(model, 0, [], device=device, max_rows=args.rows)

@@ -26,7 +26,8 @@ from tracec.harness.resolve import resolve_env
 from tracec.train import loss_forward as loss_forward_mod
 from tracec.train import trainer as trainer_mod
 from tracec.train.config import TrainConfig
-from tracec.train.kv_rollout import _buffer_cache, _cache_kwarg
+from tracec.llm.engine import cache_kwarg as _cache_kwarg
+from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 from tracec.train.rollout import ChatRenderer, start_group
 
 ROOT = Path(__file__).resolve().parent.parent

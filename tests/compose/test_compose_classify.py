@@ -180,7 +180,7 @@ def test_generation_caches_the_shared_prompt_once_per_merge(world):
     for weights in (a, b, a):
         with cm.merged(weights):
             assert cm.generate_tokenwise(batch, max_new_tokens=6) == expected[tuple(weights)]
-    keys = [k for k, _, _ in cm._prefix_cache.entries]
+    keys = {e.key for e in cm._prefix_cache.entries}
     assert sorted(keys) == sorted([(0, tuple(a[1:])), (0, tuple(b[1:]))])  # one prefill per merge
 
 

@@ -8,8 +8,8 @@ import torch
 from train_helpers import TOY_ENV
 
 from tracec.harness.resolve import resolve_env
+from tracec.llm.engine import KVEngine, kv_bytes_per_token
 from tracec.llm.local import load_tokenizer, stop_token_ids
-from tracec.train.kv_rollout import KVEngine, kv_bytes_per_token
 from tracec.train.rollout import (
     ChatRenderer,
     RolloutStats,

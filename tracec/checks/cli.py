@@ -77,7 +77,7 @@ def _prompt_counter(tokenizer: str | None, model: str | None):
     if name is None:
         return None, "estimate"
     try:
-        from tracec.llm.local import ModelNotPrepared, load_tokenizer, resolve_model
+        from tracec.llm.loading import ModelNotPrepared, load_tokenizer, resolve_model
     except ImportError:  # pragma: no cover - transformers is in the train extra
         raise click.ClickException(
             "counting prompt tokens with a tokenizer needs transformers: pip install 'tracec[train]'"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 
 from tracec import files
 from tracec.compose.classify import generate_classified
@@ -181,7 +182,6 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
 
     ``routing`` overrides moe.json's routing mode (per token or one adapter per trajectory).
     """
-    from safetensors.torch import load_file
 
     root = Path(composed_dir).expanduser()
     if not (root / "moe.json").is_file():

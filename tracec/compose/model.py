@@ -16,338 +16,53 @@ probabilities. Routing is per token, so it works with the KV cache and batched g
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, Field
+from peft import PeftModel
+from safetensors.torch import save_file
 from torch import nn
-
-from tracec import files
-from tracec.llm.adapters import check_adapter_dir, check_base_model
-from tracec.llm.local import resolve_model
-
-FORMAT = "tracec-moe/1"
-NONE_SLOT = "<none>"
-WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
-Weighting = Literal["st", "prob"]
-RouteWeighting = Literal["st", "prob", "dense"]
-LbOver = Literal["experts", "all"]
-GateInit = Literal["zeros", "normal"]
-
-
-class ComposeError(ValueError):
-    """A user-facing problem with adapters or a composed-model folder."""
-
-
-# ---------------------------------------------------------------------------------------------
-# moe.json
-
-
-class AdapterRef(BaseModel):
-    """One expert: where it was loaded from and the sha256 of its weight file."""
-
-    name: str
-    path: str
-    weights_file: str
-    sha256: str
-    config_sha256: str | None = None  # of adapter_config.json (None in folders written before it)
-    capability: str | None = None
-    description: str | None = None
-
-
-class GateSpec(BaseModel):
-    """Where the gates sit and what they read."""
-
-    placement: Literal["decoder_block_input"] = "decoder_block_input"
-    input: Literal["rms_normalised_detached_hidden_state"] = "rms_normalised_detached_hidden_state"
-    layers: int
-    hidden_size: int
-    init: GateInit = "zeros"
-    init_scale: float = 0.0
-
-
-class ClassifierSpec(BaseModel):
-    """Classifier routing (the paper's): base model as a zero-shot classifier, top-p, merge."""
-
-    scoring: Literal["labels", "likelihood"] = "labels"
-    top_p: float = Field(0.9, gt=0, le=1)
-    max_task_chars: int = Field(2000, ge=100, description="task text shown to the classifier")
-
-
-Routing = Literal["token", "trajectory", "classifier"]
-
-
-class MoeConfig(BaseModel):
-    """The contents of ``moe.json``."""
-
-    format: str = FORMAT
-    base_model: str
-    adapters: list[AdapterRef]
-    top_k: int = Field(1, ge=1)
-    weighting: Weighting = "st"
-    routing: Routing = "token"
-    trajectory_router: Literal["gate", "describe"] = "gate"
-    classifier: ClassifierSpec = ClassifierSpec()
-    slots: list[str]
-    base_slot: int = 0
-    gate: GateSpec
-    versions: dict[str, str] = {}
-    training: dict[str, Any] = {}
-
-
-# ---------------------------------------------------------------------------------------------
-# adapters on disk
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def adapter_weights_file(adapter_dir: Path) -> Path:
-    """The weight file of a peft adapter folder (clear error when it is not one)."""
-    if not (adapter_dir / "adapter_config.json").is_file():
-        raise ComposeError(f"{adapter_dir}: not a LoRA adapter folder (no adapter_config.json)")
-    for name in WEIGHT_FILES:
-        if (adapter_dir / name).is_file():
-            return adapter_dir / name
-    raise ComposeError(f"{adapter_dir}: no adapter weights ({' or '.join(WEIGHT_FILES)})")
-
-
-def describe_adapter(adapter_dir: str | Path) -> AdapterRef:
-    """Read an adapter folder's identity: name, capability (tracec.json) and weight hash."""
-    path = Path(adapter_dir).expanduser().resolve()
-    _check_adapter_config(path)
-    weights = adapter_weights_file(path)
-    meta: dict[str, Any] = {}
-    if (path / "tracec.json").is_file():
-        meta = files.read_json(path / "tracec.json", "adapter metadata", error=ComposeError)
-    capability = meta.get("capability") if isinstance(meta, dict) else None
-    return AdapterRef(
-        name=str(capability or path.name),
-        path=str(path),
-        weights_file=weights.name,
-        sha256=sha256_file(weights),
-        config_sha256=sha256_file(path / "adapter_config.json"),
-        capability=capability,
-        description=meta.get("description") if isinstance(meta, dict) else None,
-    )
-
-
-def adapter_base_model(adapter_dir: str | Path) -> str | None:
-    """The base model an adapter was trained on (tracec.json, else adapter_config.json)."""
-    path = Path(adapter_dir)
-    for name, key in (("tracec.json", "base_model"), ("adapter_config.json", "base_model_name_or_path")):
-        file = path / name
-        if file.is_file():
-            try:
-                value = json.loads(file.read_text()).get(key)
-            except (json.JSONDecodeError, AttributeError):
-                continue
-            if value:
-                return str(value)
-    return None
-
-
-def versions() -> dict[str, str]:
-    """Library versions recorded in moe.json."""
-    import peft
-    import transformers
-
-    from tracec import __version__ as tracec_version
-
-    return {"tracec": str(tracec_version), "torch": torch.__version__,
-            "transformers": transformers.__version__, "peft": peft.__version__}
-
-
-# ---------------------------------------------------------------------------------------------
-# gates and routing
-
-
-class Gate(nn.Module):
-    """A zero-initialised linear router over the RMS-normalised, detached hidden state."""
-
-    def __init__(self, hidden_size: int, n_slots: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.proj = nn.Linear(hidden_size, n_slots)
-        nn.init.zeros_(self.proj.weight)
-        nn.init.zeros_(self.proj.bias)
-        self.eps = eps
-
-    def reset(self, init: GateInit = "zeros", scale: float = 0.0,
-              generator: torch.Generator | None = None) -> None:
-        """Zero weights, or normal weights giving logits of std ``scale`` on unit-RMS inputs."""
-        with torch.no_grad():
-            self.proj.bias.zero_()
-            if init == "zeros" or scale == 0:
-                self.proj.weight.zero_()
-            else:
-                std = scale / self.proj.in_features ** 0.5
-                w = torch.randn(self.proj.weight.shape, generator=generator) * std
-                self.proj.weight.copy_(w.to(self.proj.weight))
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        h = hidden.detach().to(self.proj.weight.dtype)
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.proj(h)
-
-
-def route(logits: torch.Tensor, top_k: int, weighting: RouteWeighting = "st"
-          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Top-k routing: ``(probs, chosen slot indices [..., k], dense slot weights [..., S])``.
-
-    Ties go to the lowest slot (so a zero-initialised gate picks slot 0, "no adapter").
-    ``weighting="dense"`` (the warm-up): every slot weighs its probability; ``chosen`` is still
-    the top-k (for statistics and load balancing).
-    """
-    probs = torch.softmax(logits.float(), dim=-1)
-    k = min(top_k, probs.shape[-1])
-    if weighting == "dense":
-        idx = torch.sort(probs, dim=-1, descending=True, stable=True).indices[..., :k]
-        return probs, idx, probs
-    if k == 1:
-        idx = torch.argmax(probs, dim=-1, keepdim=True)
-        p = probs.gather(-1, idx)
-        w = p if weighting == "prob" else p - p.detach() + 1.0
-    else:
-        idx = torch.sort(probs, dim=-1, descending=True, stable=True).indices[..., :k]
-        p = probs.gather(-1, idx)
-        w = p / p.sum(-1, keepdim=True)
-    dense = torch.zeros_like(probs).scatter(-1, idx, w)
-    return probs, idx, dense
-
-
-@dataclass
-class RoutingRecord:
-    """What one gate did in one forward pass (kept for the auxiliary losses and statistics)."""
-
-    logits: torch.Tensor  # [B, T, S]
-    probs: torch.Tensor  # [B, T, S]
-    chosen: torch.Tensor  # [B, T, k]
-
-
-@dataclass
-class _RouterState:
-    weights: list[torch.Tensor | None]
-    rows: list[dict] = field(default_factory=list)
-    records: list[RoutingRecord] | None = None
-    force: int | list[float] | None = None
-    mode: tuple[int, RouteWeighting] | None = None  # (top_k, weighting) overriding the config
-
-
-def load_balancing_loss(records: list[RoutingRecord], mask: torch.Tensor | None = None,
-                        over: LbOver = "experts") -> torch.Tensor:
-    """Switch-Transformer load balancing, averaged over layers: ``N · Σ_i f_i · P_i``.
-
-    ``over="experts"`` (the design): the N experts only. ``f_i``: share of the (token, choice)
-    pairs routed to *an expert* that went to expert i; ``P_i``: mean of expert i's probability
-    renormalised over the experts (``p_i / Σ_j p_j``, j ≥ 1). It balances the experts against
-    each other and leaves "no adapter" vs "an adapter" to the cross-entropy; with no token on an
-    expert it is 0 (and has no gradient). ``over="all"``: the N+1 slots, "no adapter" included
-    (the earlier behaviour; it pushes tokens off the base slot towards a uniform 1/(N+1) share).
-    Both over the tokens where ``mask`` is true; 1.0 when balanced.
-    """
-    losses = []
-    for rec in records:
-        m = _mask_like(rec.probs, mask)
-        dispatch = torch.zeros_like(rec.probs).scatter(-1, rec.chosen, 1.0) * m
-        probs = rec.probs
-        tokens = m.sum().clamp_min(1.0)
-        if over == "experts":
-            dispatch, probs = dispatch[..., 1:], probs[..., 1:]
-            probs = probs / probs.sum(-1, keepdim=True).clamp_min(1e-12)
-            f = dispatch.sum((0, 1)) / dispatch.sum().clamp_min(1.0)
-        else:
-            f = dispatch.sum((0, 1)) / (tokens * rec.chosen.shape[-1])
-        p = (probs * m).sum((0, 1)) / tokens
-        losses.append(probs.shape[-1] * (f * p).sum())
-    return torch.stack(losses).mean()
-
-
-def z_loss(records: list[RoutingRecord], mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Router z-loss (ST-MoE): mean squared log-partition of the gate logits, over layers."""
-    losses = []
-    for rec in records:
-        m = _mask_like(rec.probs, mask)[..., 0]
-        z = torch.logsumexp(rec.logits.float(), dim=-1) ** 2
-        losses.append((z * m).sum() / m.sum().clamp_min(1.0))
-    return torch.stack(losses).mean()
-
-
-def _mask_like(probs: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    if mask is None:
-        return torch.ones_like(probs[..., :1])
-    return mask.to(probs.dtype).unsqueeze(-1)
-
-
-# ---------------------------------------------------------------------------------------------
-# the routed LoRA delta on peft's LoRA linear layers
-
-
-class _Experts(nn.Module):
-    """The concatenated, frozen A/B matrices of one LoRA linear layer (buffers, not parameters)."""
-
-    def __init__(self, layer: Any, names: list[str]) -> None:
-        super().__init__()
-        a_rows, b_cols, slot, scale = [], [], [], []
-        for i, name in enumerate(names):
-            if name not in layer.lora_A:
-                continue
-            if name in getattr(layer, "lora_variant", {}):
-                raise ComposeError(f"adapter {name}: LoRA variants (DoRA, …) are not supported")
-            a = layer.lora_A[name].weight.detach()
-            b = layer.lora_B[name].weight.detach()
-            a_rows.append(a)
-            b_cols.append(b)
-            slot += [i + 1] * a.shape[0]
-            scale += [float(layer.scaling[name])] * a.shape[0]
-        a_cat = torch.cat(a_rows, 0)
-        self.register_buffer("a", a_cat, persistent=False)  # [R, d_in]
-        self.register_buffer("b", torch.cat(b_cols, 1), persistent=False)  # [d_out, R]
-        self.register_buffer("slot", torch.tensor(slot, device=a_cat.device), persistent=False)
-        self.register_buffer("scale", torch.tensor(scale, dtype=a_cat.dtype, device=a_cat.device),
-                             persistent=False)
-        self.key = (tuple(slot), tuple(scale))  # layers with equal keys share their row weights
-
-    def rows(self, weights: torch.Tensor) -> torch.Tensor:
-        """Per-rank-row weights ``w_slot(row) · s_row`` from slot weights ``[..., S]``."""
-        return weights.to(self.a.dtype).index_select(-1, self.slot) * self.scale
-
-    def forward(self, x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """``Σ_i w_i s_i B_i A_i x`` given :meth:`rows` (broadcast over ``x``)."""
-        return ((x.to(self.a.dtype) @ self.a.T) * rows) @ self.b.T
-
-
-def _lora_linears(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
-    from peft.tuners.lora import LoraLayer
-
-    for name, module in model.named_modules():
-        if isinstance(module, LoraLayer):
-            yield name, module
-
-
-def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The decoder blocks of a (peft-wrapped) causal LM."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    for path in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
-        obj: Any = base
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if isinstance(obj, nn.ModuleList):
-            return obj
-    raise ComposeError(f"cannot find the decoder blocks of {type(base).__name__}")
-
+from torch.utils.checkpoint import checkpoint
+
+from tracec.compose.config import (  # noqa: F401  (re-exported: the public names of tracec.compose.model)
+    FORMAT,
+    NONE_SLOT,
+    WEIGHT_FILES,
+    AdapterRef,
+    ClassifierSpec,
+    ComposeError,
+    GateInit,
+    GateSpec,
+    LbOver,
+    MoeConfig,
+    RouteWeighting,
+    Routing,
+    Weighting,
+    _check_adapter_config,
+    adapter_base_model,
+    adapter_weights_file,
+    describe_adapter,
+    sha256_file,
+    versions,
+)
+from tracec.compose.layer import (  # noqa: F401  (re-exported)
+    Gate,
+    RoutingRecord,
+    _Experts,
+    _lora_linears,
+    _RouterState,
+    decoder_layers,
+    load_balancing_loss,
+    route,
+    z_loss,
+)
+from tracec.llm.adapters import check_base_model
+from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
+from tracec.llm.engine import KVEngine
+from tracec.llm.kvcache import PrefixCache
+from tracec.llm.loading import load_model, load_tokenizer, resolve_model
 
 # ---------------------------------------------------------------------------------------------
 # the composed model
@@ -492,7 +207,6 @@ class ComposedModel(nn.Module):
         The gate runs in the block's pre-hook, outside the checkpointed forward, so it is computed
         once; the LoRA hooks inside reuse its weights when the block is recomputed.
         """
-        from torch.utils.checkpoint import checkpoint
 
         for layer in self._layers:
             if on and "forward" not in vars(layer):
@@ -591,37 +305,32 @@ class ComposedModel(nn.Module):
     def generate_tokenwise(self, batch_messages: list[list[dict]], tools: list[dict] | None = None,
                            max_new_tokens: int = 256, temperature: float = 0.0,
                            seed: int | None = None) -> list[str]:
-        """Generation with the routing currently in force (per token, or ``forced``)."""
-        from tracec.llm.local import decode_completion, generate_ids
-
+        """Generation with the routing currently in force (per token, or ``forced``), through the
+        one generation engine (:mod:`tracec.llm.engine`)."""
         tok = self._require_tokenizer()
         prompts = [self.render(m, tools) for m in batch_messages]
-        device = str(next(self.gates.parameters()).device)
+        device = next(self.gates.parameters()).device
         cache, key = self._prefix_cache_for_call()
-        outs = generate_ids(self.model, tok, prompts, self.stop_ids, max_new_tokens, temperature,
-                            seed, device, prefix_cache=cache, cache_key=key)
+        engine = KVEngine(self.model, tok.pad_token_id, self.stop_ids, device,
+                          max_rows=max(1, len(prompts)), prefix_cache=cache, cache_key=key)
+        outs = engine.complete(prompts, max_new_tokens, temperature, seed)
         return [decode_completion(tok, ids, self.stop_ids) for ids in outs]
 
-    def _prefix_cache_for_call(self) -> tuple[Any, Any]:
-        """``(prefix cache, key)`` for a generation under the routing in force when it is fixed
-        for the whole call (``forced`` or ``merged``: a prompt's keys/values then depend on its
-        tokens and the key only); ``(None, None)`` under per-token gate routing, whose gates may
-        be trained between calls."""
-        from tracec.llm.local import PrefixCache
-
+    def _prefix_cache_for_call(self) -> tuple[PrefixCache, Any]:
+        """``(prefix cache, key)`` for a generation. Under a routing fixed for the whole call
+        (``forced`` or ``merged``: a prompt's keys/values then depend on its tokens and the key
+        only) the model's own cache, kept across calls; under per-token gate routing, whose gates
+        may be trained between calls, a fresh cache for this call alone."""
         force = self._state.force
         if force is None:
-            return None, None
+            return PrefixCache(), None
         if self._prefix_cache is None:
             self._prefix_cache = PrefixCache()
         return self._prefix_cache, (tuple(force) if isinstance(force, list) else force, self._merge_key)
 
     def render(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
         """Prompt token ids for one conversation, ending with the assistant header."""
-        tok = self._require_tokenizer()
-        text = tok.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                       add_generation_prompt=True)
-        return tok(text, add_special_tokens=False)["input_ids"]
+        return render_prompt(self._require_tokenizer(), messages, tools)
 
     def _require_tokenizer(self) -> Any:
         if self.tokenizer is None:
@@ -630,7 +339,6 @@ class ComposedModel(nn.Module):
 
     def save(self, out_dir: str | Path) -> Path:
         """Write ``moe.json`` and ``gates.safetensors`` into ``out_dir``."""
-        from safetensors.torch import save_file
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -640,34 +348,21 @@ class ComposedModel(nn.Module):
         return out
 
 
-def _place(model: nn.Module, device: str, dtype: torch.dtype | None) -> nn.Module:
-    return model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
-
-
 def load_base(base: str, device: str = "cpu", dtype: torch.dtype | None = None):
     """Load a causal LM (short name, path or HF id) and its tokenizer (None if it has none)."""
-    from transformers import AutoModelForCausalLM
-
-    from tracec.llm.local import resolve_model
-
-    path = resolve_model(base)
-    kwargs = {"dtype": dtype} if dtype is not None else {}
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    model, _, path = load_model(base, None, device, dtype, tokenizer=False)
     tokenizer = None
     try:
-        from tracec.llm.local import load_tokenizer
-
         tokenizer = load_tokenizer(path)
     except (OSError, ValueError, TypeError):
         tokenizer = None
-    return _place(model, device, None), tokenizer, path
+    return model, tokenizer, path
 
 
 def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: str,
             top_k: int = 1, weighting: Weighting = "st", tokenizer: Any = None,
             refs: list[AdapterRef] | None = None) -> ComposedModel:
     """Wrap a loaded base model with the given adapters (frozen) and fresh zero gates."""
-    from peft import PeftModel
 
     if not adapter_dirs:
         raise ComposeError("give at least one adapter")
@@ -698,18 +393,6 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
     )
     composed = ComposedModel(model, config, tokenizer)
     if tokenizer is not None:
-        from tracec.llm.local import stop_token_ids
-
         composed.stop_ids = stop_token_ids(tokenizer)
     device = next(base_model.parameters()).device
     return composed.to(device)
-
-
-def _check_adapter_config(path: Path) -> None:
-    cfg = check_adapter_dir(path)  # LoRA config types, complete safetensors, tracec.json object
-    if cfg.get("peft_type", "LORA") != "LORA":
-        raise ComposeError(f"{path}: a {cfg.get('peft_type')} adapter; only LoRA adapters compose")
-    if cfg.get("use_dora"):
-        raise ComposeError(f"{path}: DoRA adapters are not supported")
-    if cfg.get("modules_to_save"):
-        raise ComposeError(f"{path}: adapters with modules_to_save are not supported")

@@ -15,10 +15,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from peft import PeftModel
 from pydantic import BaseModel
 
 from tracec import files
-from tracec.compose.model import ComposedModel, ComposeError, describe_adapter, load_base
+from tracec.compose.model import (
+    ComposedModel,
+    ComposeError,
+    _check_adapter_config,
+    adapter_base_model,
+    describe_adapter,
+    load_base,
+)
 from tracec.llm.adapters import hub_id
 
 Method = Literal["gate", "describe"]
@@ -123,9 +131,6 @@ def _device(cm: ComposedModel) -> torch.device:
 def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir: str | Path,
                    base: str | None = None) -> Path:
     """Merge adapters into one peft LoRA folder: ΔW = Σ_i w_i · ΔW_i (peft ``cat``, exact)."""
-    from peft import PeftModel
-
-    from tracec.compose.model import _check_adapter_config, adapter_base_model
 
     dirs = [Path(d).expanduser() for d in adapter_dirs]
     if len(weights) != len(dirs):

@@ -32,6 +32,13 @@ from tracec.compose.model import (
     load_balancing_loss,
     z_loss,
 )
+from tracec.core.messages import plain_messages
+from tracec.llm.chat import render_text
+from tracec.llm.footprint import (
+    ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
+    ACT_FLOATS_PER_TOKEN_LAYER_INTER,
+    LOGIT_COPIES,
+)
 
 Warmup = Literal["dense", "top2", "none"]
 
@@ -102,8 +109,6 @@ def select_successful(rows: list[dict], min_reward: float | None = None) -> list
 
 
 def _plain(messages: list[dict]) -> list[dict]:
-    from tracec.core.messages import plain_messages
-
     return plain_messages(messages, args_as_dict=True)
 
 
@@ -113,7 +118,7 @@ def encode(tokenizer: Any, row: dict, max_length: int) -> Example | None:
     tools = (row.get("info") or {}).get("tools") or None
 
     def text(msgs: list[dict], gen: bool) -> str:
-        return tokenizer.apply_chat_template(msgs, tools=tools, tokenize=False, add_generation_prompt=gen)
+        return render_text(tokenizer, msgs, tools, gen)
 
     full = text(messages, False)
     spans = []
@@ -365,12 +370,6 @@ def estimate_step_bytes(cm: ComposedModel, batch_size: int, length: int, kept: i
     Checkpointing keeps one hidden state per block and, measured, about five blocks' worth while
     one is recomputed and differentiated. Kept logits cost 3 × K × V floats.
     """
-    from tracec.llm.footprint import (
-        ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
-        ACT_FLOATS_PER_TOKEN_LAYER_INTER,
-        LOGIT_COPIES,
-    )
-
     cfg = cm.model.get_base_model().config if hasattr(cm.model, "get_base_model") else cm.model.config
     d = int(getattr(cfg, "hidden_size", cm.config.gate.hidden_size))
     d_ff = int(getattr(cfg, "intermediate_size", 4 * d) or 4 * d)

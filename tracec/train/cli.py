@@ -113,7 +113,7 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     from tracec.files import Locked
     from tracec.harness.resolve import LoadError, resolve_env
     from tracec.llm.device import DeviceError
-    from tracec.llm.local import ModelNotPrepared
+    from tracec.llm.loading import ModelNotPrepared
     from tracec.llm.serving import ServingError
     from tracec.train.sft import SFTError
     from tracec.train.trainer import (

@@ -26,13 +26,13 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
+from tracec.llm.engine import kv_bytes_per_token
 from tracec.llm.footprint import (
     ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
     ACT_FLOATS_PER_TOKEN_LAYER_INTER,
     GIB,
     LOGIT_COPIES,
 )
-from tracec.train.kv_rollout import kv_bytes_per_token
 
 OVERHEAD = 0.6 * GIB  # interpreter, torch, tokenizer, env
 MMAP_THRESHOLD = 1 << 20

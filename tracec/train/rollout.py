@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracec.llm.local import generate_ids
+from tracec.llm.chat import ChatRenderer
+from tracec.llm.engine import ChunkedEngine, KVEngine, naive_engine
 from tracec.llm.turns import TurnEngine
-
-END_OF_TURN = "<|im_end|>"
 
 # (prompts, max_new_tokens, temperature) -> completions, each ending at its stop token if any
 Generator = Callable[[list[list[int]], int, float], list[list[int]]]
@@ -49,47 +48,6 @@ class Episode:
     @property
     def model_tokens(self) -> int:
         return sum(self.env_mask)
-
-    def to_trl(self) -> dict[str, Any]:
-        """The episode in TRL's ``rollout_func`` field names (prompt is the hint-free one)."""
-        return {"prompt_ids": self.base_prompt_ids, "completion_ids": self.completion_ids,
-                "env_mask": self.env_mask, "reward": self.reward}
-
-
-class ChatRenderer:
-    """Renders chat messages with the tokenizer's template, as text and token deltas."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tok = tokenizer
-
-    def text(self, messages: list[dict], tools: list[dict] | None, gen: bool) -> str:
-        return self.tok.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                            add_generation_prompt=gen)
-
-    def ids(self, text: str) -> list[int]:
-        return self.tok(text, add_special_tokens=False)["input_ids"]
-
-    def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
-        return self.ids(self.text(messages, tools, gen=True))
-
-    def env_delta(self, before: list[dict], after: list[dict], tools: list[dict] | None,
-                  ended_turn: bool) -> str:
-        """Text that follows the model's last token: the end of its turn, the new env messages and
-        the next assistant header. ``before`` ends with the assistant message just generated."""
-        prev = self.text(before, tools, gen=False)
-        nxt = self.text(after, tools, gen=True)
-        if not nxt.startswith(prev):  # template not prefix-stable: render the new turns alone
-            prev = self.text(before[:1] + before[-1:], tools, gen=False)
-            nxt = self.text(before[:1] + after[len(before) - 1:], tools, gen=True)
-            common = 0
-            while common < min(len(prev), len(nxt)) and prev[common] == nxt[common]:
-                common += 1
-            delta = nxt[common:]
-        else:
-            delta = nxt[len(prev):]
-        cut = prev.rfind(END_OF_TURN)
-        tail = prev[cut + len(END_OF_TURN):] if cut >= 0 else ""
-        return ("" if ended_turn else END_OF_TURN) + tail + delta
 
 
 def _assistant_index(messages: list[dict], start: int) -> int:
@@ -153,66 +111,46 @@ def naive_budgets(episodes: list[Episode], active: list[int], gen_batch: int, ma
     return out
 
 
-def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
-                 max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
-                 temperature: float, gen_batch: int, device: str = "cpu",
-                 stats: RolloutStats | None = None, generator: Generator | None = None,
-                 engine: str | TurnEngine = "kv", kv_rows: int | None = None) -> None:
-    """Play all episodes to the end, batching generation across every active episode.
-
-    ``engine="kv"`` (:mod:`tracec.train.kv_rollout`) prefills each distinct prompt once and keeps
-    every episode's KV cache across turns (``kv_rows`` rows per forward, default ``gen_batch``);
-    ``"naive"`` re-prefills each whole conversation every turn with ``generate()``. Both give the
-    same greedy tokens and the same sampling distribution. ``generator(prompts, max_new_tokens,
-    temperature)`` replaces local sampling with ``model`` (e.g.
-    a remote sampler) and takes precedence over ``engine``. ``engine`` may also be a
-    :class:`~tracec.llm.turns.TurnEngine` instance (e.g. :class:`tracec.llm.serving.ServingEngine`),
-    driven with the same per-turn budgets."""
+def make_engine(engine: str | TurnEngine, model, tokenizer, stop_ids: list[int], gen_batch: int,
+                device: Any = "cpu", generator: Generator | None = None,
+                kv_rows: int | None = None) -> TurnEngine:
+    """The engine ``run_episodes`` plays with: an instance is used as it is; ``"kv"`` is
+    :class:`tracec.llm.engine.KVEngine` (``kv_rows`` rows, default ``gen_batch``), ``"naive"``
+    ``transformers.generate`` re-prefilling every turn; ``generator(prompts, max_new_tokens,
+    temperature)`` (a remote server) takes precedence over a name."""
     if not isinstance(engine, str):
-        _run_turns(engine, episodes, envs, ChatRenderer(tokenizer), stop_ids, max_new_tokens,
-                   max_total_tokens, max_turns, temperature, gen_batch,
-                   stats if stats is not None else RolloutStats())
-        return
+        if not isinstance(engine, TurnEngine):
+            raise TypeError(f"not a TurnEngine: {type(engine).__name__}")
+        return engine
     if engine not in ENGINES:
         raise ValueError(f"unknown rollout engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if generator is not None:
+        return ChunkedEngine(generator, gen_batch)
+    if engine == "kv":
+        return KVEngine(model, tokenizer.pad_token_id, stop_ids, device, max_rows=kv_rows or gen_batch)
+    return naive_engine(model, tokenizer.pad_token_id, stop_ids, gen_batch, device)
+
+
+def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
+                 max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
+                 temperature: float, gen_batch: int, device: Any = "cpu",
+                 stats: RolloutStats | None = None, generator: Generator | None = None,
+                 engine: str | TurnEngine = "kv", kv_rows: int | None = None) -> None:
+    """Play all episodes to the end, every round one turn of every active episode.
+
+    ``engine`` is a :class:`~tracec.llm.turns.TurnEngine` or a name (see :func:`make_engine`;
+    ``model`` is only read to build a named one). The per-turn token budgets are the naive
+    engine's (:func:`naive_budgets`), so every engine gives the same greedy tokens and the same
+    sampling distribution."""
     renderer = ChatRenderer(tokenizer)
     stats = stats if stats is not None else RolloutStats()
-    if generator is None and engine == "kv":
-        _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens,
-                max_total_tokens, max_turns, temperature, gen_batch, device, stats,
-                kv_rows or gen_batch)
-        return
-    while True:
-        active = [i for i, ep in enumerate(episodes) if not ep.done]
-        if not active:
-            return
-        for chunk_start in range(0, len(active), gen_batch):
-            chunk = active[chunk_start: chunk_start + gen_batch]
-            prompts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in chunk]
-            budget = min(max_new_tokens, max(1, max_total_tokens - max(len(p) for p in prompts)))
-            t0 = time.perf_counter()
-            if generator is not None:
-                outs = generator(prompts, budget, temperature)
-            else:
-                outs = generate_ids(model, tokenizer, prompts, stop_ids, budget, temperature, None,
-                                    device)
-            stats.gen_seconds += time.perf_counter() - t0
-            stats.gen_tokens += sum(len(o) for o in outs)
-            stats.prefill_tokens += sum(len(p) for p in prompts)
-            stats.decode_steps += max((len(o) for o in outs), default=1) - 1
-            for i, out in zip(chunk, outs):
-                _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
-
-
-def _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens, max_total_tokens,
-            max_turns, temperature, gen_batch, device, stats, kv_rows) -> None:
-    from tracec.train.kv_rollout import KVEngine
-
-    engine = KVEngine(model, tokenizer.pad_token_id, stop_ids, device, max_rows=kv_rows)
+    eng = make_engine(engine, model, tokenizer, stop_ids, gen_batch, device, generator, kv_rows)
+    work = getattr(eng, "stats", None)
+    before = (work.prefill_tokens, work.decode_steps, len(work.decode_rows)) if work else None
     t0 = time.perf_counter()
     for i, ep in enumerate(episodes):
         if not ep.done:
-            engine.start(i, ep.prompt_ids)
+            eng.start(i, ep.prompt_ids)
     stats.gen_seconds += time.perf_counter() - t0
     while True:
         active = [i for i, ep in enumerate(episodes) if not ep.done]
@@ -220,41 +158,21 @@ def _run_kv(model, tokenizer, episodes, envs, renderer, stop_ids, max_new_tokens
             break
         budgets = naive_budgets(episodes, active, gen_batch, max_new_tokens, max_total_tokens)
         t0 = time.perf_counter()
-        outs = engine.generate(active, [episodes[i].prompt_ids + episodes[i].completion_ids
-                                        for i in active], [budgets[i] for i in active], temperature)
+        outs = eng.generate(active, [episodes[i].prompt_ids + episodes[i].completion_ids
+                                     for i in active], [budgets[i] for i in active], temperature)
         stats.gen_seconds += time.perf_counter() - t0
         stats.gen_tokens += sum(len(o) for o in outs)
         for i, out in zip(active, outs):
             _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
             if episodes[i].done:
-                engine.finish(i)
-    stats.prefill_tokens += engine.stats.prefill_tokens
-    stats.decode_steps += engine.stats.decode_steps
-    stats.decode_rows += sum(engine.stats.decode_rows)
-    for rows in engine.stats.decode_rows:
-        stats.decode_row_counts[rows] = stats.decode_row_counts.get(rows, 0) + 1
-
-
-def _run_turns(engine: TurnEngine, episodes, envs, renderer, stop_ids, max_new_tokens,
-               max_total_tokens, max_turns, temperature, gen_batch, stats) -> None:
-    """Play every episode on a given engine (its own prefill/decode counts stay with it)."""
-    for i, ep in enumerate(episodes):
-        if not ep.done:
-            engine.start(i, ep.prompt_ids)
-    while True:
-        active = [i for i, ep in enumerate(episodes) if not ep.done]
-        if not active:
-            return
-        budgets = naive_budgets(episodes, active, gen_batch, max_new_tokens, max_total_tokens)
-        t0 = time.perf_counter()
-        outs = engine.generate(active, [episodes[i].prompt_ids + episodes[i].completion_ids
-                                        for i in active], [budgets[i] for i in active], temperature)
-        stats.gen_seconds += time.perf_counter() - t0
-        stats.gen_tokens += sum(len(o) for o in outs)
-        for i, out in zip(active, outs):
-            _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
-            if episodes[i].done:
-                engine.finish(i)
+                eng.finish(i)
+    if work is not None and before is not None:
+        stats.prefill_tokens += work.prefill_tokens - before[0]
+        stats.decode_steps += work.decode_steps - before[1]
+        rows = work.decode_rows[before[2]:]
+        stats.decode_rows += sum(rows)
+        for n in rows:
+            stats.decode_row_counts[n] = stats.decode_row_counts.get(n, 0) + 1
 
 
 def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],
@@ -276,7 +194,7 @@ def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop
         ep.ended_by = "terminated" if terminated else "truncated"
         ep.breakdown = dict(info.get("reward_breakdown") or {})
         if not ended_turn:
-            _append_env(ep, renderer.ids(END_OF_TURN))
+            _append_env(ep, renderer.ids(renderer.end))
         env.close()
         return
     delta = renderer.env_delta(before, after, ep.tools, ended_turn)

@@ -7,7 +7,7 @@ takes ``N`` optimiser steps of cross-entropy on the assistant tokens only: the s
 the user turns and the tool results are context, never targets. GRPO then runs as before.
 
 Token layout matches the rollouts (:mod:`tracec.train.rollout`): the hint-free first prompt,
-each assistant turn as its raw text followed by ``<|im_end|>`` (trained), and the environment's
+each assistant turn as its raw text followed by the template's end-of-turn marker (trained), and the environment's
 reply rendered with the chat template as a separate segment (masked).
 """
 
@@ -21,11 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peft import set_peft_model_state_dict
+from safetensors.torch import load_file
 
 from tracec.core.seeds import SeedRange
 from tracec.llm.adapters import AdapterError, check_adapter_dir
+from tracec.llm.chat import encode, end_of_turn, render_text
+from tracec.runtime.oracle import run_oracle
+from tracec.train.config import SEED_STRIDE
 
-END_OF_TURN = "<|im_end|>"
 SFT_SEED_OFFSET = 500_000_000  # demos come from the upper half of the run's training seeds
 SFT_METRICS = "sft_metrics.jsonl"
 
@@ -46,8 +50,6 @@ class Demo:
 
 def play_oracle(make_env: Callable[[], Any], seed: int) -> Demo:
     """The oracle's episode on ``seed`` (hint-free prompt)."""
-    from tracec.runtime.oracle import run_oracle
-
     env = make_env()
     inner = getattr(env, "unwrapped", env)
     if getattr(inner, "capability", None) is None or not hasattr(inner, "instance"):
@@ -72,14 +74,15 @@ def play_oracle(make_env: Callable[[], Any], seed: int) -> Demo:
 
 def tokenize_demo(tokenizer, messages: list[dict], tools: list[dict] | None) -> tuple[list[int], list[int]]:
     """``(input_ids, mask)``; ``mask`` is 1 exactly on each assistant turn's text and its
-    ``<|im_end|>``. Needs a prefix-stable template (every message renders to its own turn)."""
+    end-of-turn marker (read from the template, :func:`tracec.llm.chat.end_of_turn`). Needs a prefix-stable template (every message renders to its own turn)."""
+
+    marker = end_of_turn(tokenizer)
 
     def render(msgs: list[dict], gen: bool) -> str:
-        return tokenizer.apply_chat_template(msgs, tools=tools or None, tokenize=False,
-                                             add_generation_prompt=gen)
+        return render_text(tokenizer, msgs, tools, gen)
 
     def ids(text: str) -> list[int]:
-        return tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+        return encode(tokenizer, text)
 
     input_ids: list[int] = []
     mask: list[int] = []
@@ -92,14 +95,14 @@ def tokenize_demo(tokenizer, messages: list[dict], tools: list[dict] | None) -> 
         if not head.startswith(done) or not full.startswith(head):
             raise SFTError("the chat template is not prefix-stable; cannot mask assistant turns")
         body = full[len(head):]
-        cut = body.find(END_OF_TURN)
+        cut = body.find(marker)
         if cut < 0:
-            raise SFTError("the chat template does not end assistant turns with <|im_end|>")
+            raise SFTError(f"the chat template does not end this assistant turn with {marker!r}")
         context = ids(head[len(done):])
-        target = ids(body[: cut + len(END_OF_TURN)])
+        target = ids(body[: cut + len(marker)])
         input_ids += context + target
         mask += [0] * len(context) + [1] * len(target)
-        done = head + body[: cut + len(END_OF_TURN)]
+        done = head + body[: cut + len(marker)]
     return input_ids, mask
 
 
@@ -131,8 +134,6 @@ def demo_seed(train_seeds: SeedRange, run_seed: int, k: int, stride: int) -> int
 def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """``config.warmup_sft`` optimiser steps of behaviour cloning on ``trainer.policy``; returns a
     summary for ``tracec.json`` and writes one line per step to ``OUT/sft_metrics.jsonl``."""
-    from tracec.train.config import SEED_STRIDE
-
     cfg = trainer.config
     if trainer.accelerator is not None and trainer.accelerator.num_processes > 1:
         raise SFTError("--warmup-sft runs in a single process; start it without accelerate launch")
@@ -203,9 +204,6 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
 def load_init_adapter(policy, adapter_dir: str | Path, config) -> dict[str, Any] | None:
     """Start from the weights of an earlier adapter (e.g. an SFT-only run) instead of a fresh
     LoRA; it must have the same shape. Returns that run's SFT summary (kept in ``tracec.json``)."""
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
     d = Path(adapter_dir)
     try:
         check_adapter_dir(d)  # a truncated or foreign folder: one line, before peft sees it

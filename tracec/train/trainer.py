@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import gather_object
+from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+from safetensors.torch import load_file
 
 from tracec.core.seeds import HELDOUT_START
 from tracec.files import exclusive_lock
 from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
 from tracec.llm.device import device_kind, resolve_device, resolve_dtype
-from tracec.llm.local import load_tokenizer, resolve_model, stop_token_ids
+from tracec.llm.loading import load_model, stop_token_ids
 from tracec.llm.serving import ServingEngine, run_adapter_prefix
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
@@ -43,6 +46,7 @@ from tracec.train.memory import (
     plan_step,
 )
 from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
+from tracec.train.sft import load_init_adapter, warmup_sft
 
 __all__ = ["GRPOTrainer", "LaunchError", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
@@ -88,12 +92,8 @@ def _seed_everything(seed: int) -> None:
 def build_policy(config: TrainConfig, dtype: Any = None):
     """Tokenizer and the base model (in ``dtype``, default: the file's) wrapped with a fresh LoRA
     adapter (seeded init; peft keeps the adapter itself in fp32)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    path = resolve_model(config.model)
-    tokenizer = load_tokenizer(path)
-    base = AutoModelForCausalLM.from_pretrained(path, **({"dtype": dtype} if dtype is not None else {}))
+    base, tokenizer, path = load_model(config.model, None, "cpu", dtype, trainable=True)
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
@@ -193,7 +193,6 @@ class GRPOTrainer:
         self.tokenizer, model, self.model_path = build_policy(config, self.dtype)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
-            from tracec.train.sft import load_init_adapter
 
             self.sft_summary = load_init_adapter(model, config.init_adapter, config)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
@@ -257,7 +256,6 @@ class GRPOTrainer:
         """``value`` of every process, in rank order (one process: ``[value]``)."""
         if self.world == 1:
             return [value]
-        from accelerate.utils import gather_object
 
         return list(gather_object([value]))
 
@@ -490,8 +488,6 @@ class GRPOTrainer:
 
     def load_checkpoint(self) -> bool:
         """Continue from the last checkpoint (False when there is none)."""
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
 
         ckpt = self._ckpt_dir()
         if not (ckpt / "state.json").exists():
@@ -547,8 +543,6 @@ class GRPOTrainer:
             if not resume and is_main and self.metrics_path.exists():
                 self.metrics_path.unlink()
             if self.config.warmup_sft and not resumed:
-                from tracec.train.sft import warmup_sft
-
                 self.sft_summary = warmup_sft(self, on_sft_step)
                 if self.config.steps > 0 and is_main:
                     self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm

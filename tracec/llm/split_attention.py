@@ -1,0 +1,128 @@
+"""Shared-prefix ("cascade") attention: the rows of a group attend to one copy of their shared
+prompt's keys/values, not one copy per row.
+
+Each batch row's cache holds only the row's own tokens (those after the shared prefix). Per
+layer, attention is computed in two parts and combined exactly (up to float rounding) by their
+log-sum-exp: over the group's prefix — one matrix product per group, every row's queries stacked
+against the single prefix copy — and over each row's own tokens (masked: holes, causal order).
+
+Registered as a transformers attention implementation (``tracec_split``), switched on only for
+the engine's forwards (:func:`split_forward`); every other forward runs the model's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+NAME = "tracec_split"
+
+
+@dataclass
+class SplitState:
+    """What one forward's attention needs besides its queries and the rows' own keys/values.
+
+    ``mask``: ``[B, L]`` which own-buffer columns (after this forward's tokens are written) each
+    row may attend to; ``groups``: ``(row indices, per-layer prefix keys, per-layer prefix
+    values, visible)``, prefixes ``[1, Hkv, P, D]``, ``visible`` ``[rows, P]`` bool (None: all)
+    for rows that use only the first positions of their prefix; rows in no group have none."""
+
+    mask: torch.Tensor
+    groups: list[tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], torch.Tensor | None]]
+    _mask4: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def own_mask(self, q: int, length: int) -> torch.Tensor:
+        """``[B, 1, q, L]`` bool: the row's visible own columns, causal among the ``q`` new ones."""
+        got = self._mask4.get(q)
+        if got is None or got.shape[-1] != length:
+            cols = torch.arange(length, device=self.mask.device)
+            rows = torch.arange(q, device=self.mask.device) + (length - q)
+            causal = cols[None, :] <= rows[:, None]  # [q, L]
+            got = self.mask[:, None, None, :length].bool() & causal[None, None]
+            self._mask4[q] = got
+        return got
+
+
+_ACTIVE: SplitState | None = None
+_FALLBACK: dict[str, Any] = {}
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
+            scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(output, log-sum-exp)`` of attention in float32; rows that see nothing give 0, -inf."""
+    scores = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scaling
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    probs = torch.exp(scores - lse.unsqueeze(-1)).nan_to_num_(0.0)
+    return torch.matmul(probs, value.float()), lse
+
+
+def split_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
+                    scaling: float | None = None, **kwargs):
+    """The attention function (transformers' signature): ``query [B, H, q, D]``, the rows' own
+    ``key``/``value`` ``[B, Hkv, L, D]``; returns ``([B, q, H, D], None)``."""
+    state = _ACTIVE
+    if state is None:  # a forward outside the engine: the model's own implementation
+        fallback = _FALLBACK.get("fn")
+        return fallback(module, query, key, value, attention_mask, dropout=dropout,
+                        scaling=scaling, **kwargs)
+    b, h, q, d = query.shape
+    hkv, length = key.shape[1], key.shape[2]
+    rep = h // hkv
+    scale = scaling if scaling is not None else d ** -0.5
+    qv = query.reshape(b, hkv, rep * q, d)  # head kv*rep + r serves kv head kv (repeat_kv order)
+    mask = state.own_mask(q, length).repeat(1, 1, rep, 1)  # [B, 1, rep*q, L]
+    out, lse = _attend(qv, key, value, mask, scale)
+    layer = module.layer_idx
+    for rows, pkeys, pvalues, visible in state.groups:
+        n = len(rows)
+        qg = qv[rows].transpose(0, 1).reshape(1, hkv, n * rep * q, d)  # every row's queries stacked
+        pmask = None
+        if visible is not None:  # [n, P] -> [1, 1, n*rep*q, P], rows in the order of qg
+            pmask = visible[:, None, :].expand(n, rep * q, visible.shape[-1]).reshape(1, 1, -1, visible.shape[-1])
+        po, plse = _attend(qg, pkeys[layer], pvalues[layer], pmask, scale)
+        po = po.reshape(hkv, n, rep * q, d).transpose(0, 1)
+        plse = plse.reshape(hkv, n, rep * q).transpose(0, 1)
+        olse = lse[rows]
+        total = torch.logaddexp(olse, plse)
+        w_own = torch.exp(olse - total).nan_to_num_(0.0).unsqueeze(-1)
+        w_pre = torch.exp(plse - total).nan_to_num_(0.0).unsqueeze(-1)
+        out[rows] = w_own * out[rows] + w_pre * po
+    out = out.to(query.dtype).reshape(b, h, q, d).transpose(1, 2).contiguous()
+    return out, None
+
+
+def supported(model) -> bool:
+    """Whether the model's attention runs through transformers' attention interface."""
+    cfg = getattr(model, "config", None)
+    impl = getattr(cfg, "_attn_implementation", None)
+    return impl in ("sdpa", "eager", NAME)
+
+
+def _register() -> None:
+    if NAME not in AttentionInterface._global_mapping:
+        AttentionInterface.register(NAME, split_attention)
+    _FALLBACK.setdefault("fn", sdpa_attention_forward)
+
+
+@contextlib.contextmanager
+def split_forward(model, state: SplitState) -> Iterator[None]:
+    """Run the forwards inside with shared-prefix attention over ``state``."""
+    global _ACTIVE
+    _register()
+    cfg = model.config
+    previous = cfg._attn_implementation
+    cfg._attn_implementation = NAME
+    _ACTIVE = state
+    try:
+        yield
+    finally:
+        _ACTIVE = None
+        cfg._attn_implementation = previous
