@@ -25,31 +25,28 @@ class Scope:
         self.flows: dict[str, Any] = {}  # name -> its `flow.Flow` (literals, enum), if known
         self.sizes: dict[str, int] = {}  # list names -> the most elements they can hold
 
-    def size(self, name: str) -> int | None:
-        """The most elements the list ``name`` refers to can hold (None: not known)."""
+    def binder(self, name: str) -> Scope | None:
+        """The nearest scope (this one or an ancestor) that binds ``name`` (None: unbound)."""
         scope: Scope | None = self
         while scope is not None:
             if name in scope.names:
-                return scope.sizes.get(name)
+                return scope
             scope = scope.parent
         return None
+
+    def size(self, name: str) -> int | None:
+        """The most elements the list ``name`` refers to can hold (None: not known)."""
+        scope = self.binder(name)
+        return None if scope is None else scope.sizes.get(name)
 
     def flow(self, name: str) -> Any:
         """The `flow.Flow` of the binding ``name`` refers to here (None: nothing known)."""
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.names:
-                return scope.flows.get(name)
-            scope = scope.parent
-        return None
+        scope = self.binder(name)
+        return None if scope is None else scope.flows.get(name)
 
     def lookup(self, name: str) -> T | None:
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.names:
-                return scope.names[name]
-            scope = scope.parent
-        return None
+        scope = self.binder(name)
+        return None if scope is None else scope.names[name]
 
     def all_names(self) -> list[str]:
         out: list[str] = []

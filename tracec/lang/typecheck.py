@@ -324,11 +324,8 @@ class TypeChecking(NameResolution):
         if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num):
             return -e.operand.value
         if isinstance(e, A.Name):
-            s: Scope | None = scope
-            while s is not None:
-                if e.id in s.names:
-                    return s.consts.get(e.id)
-                s = s.parent
+            binder = scope.binder(e.id)
+            return None if binder is None else binder.consts.get(e.id)
         return None
 
     def e_binop(self, e: A.BinOp, scope: Scope) -> T:
