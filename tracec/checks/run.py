@@ -353,18 +353,16 @@ def _echo_paid(log: FindingLog, where_map: SpecMap, cap: Capability, task: str, 
                ep: Any, silent: float, top: float, seed: int) -> None:
     pasted = "the raw tool outputs in <tool_response> markup" if probe.name == "echo" \
         else "the raw tool outputs"
+    paid = (f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
+            f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
+            f"first at seed {seed}: ")
     if cap.communicate_raw:
         log.add(f"echo:{task}:{probe.name}", "warning", "C320",
-                f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
-                f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
-                f"first at seed {seed}: `communicate raw` pays an agent for echoing tool output",
+                paid + "`communicate raw` pays an agent for echoing tool output",
                 where_map.rule(ep.rule), task=task, seed=seed,
                 hint="drop `communicate raw` unless the env must score as the target does")
     else:
-        log.add(f"echo:{task}:{probe.name}", "error", "C120",
-                f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
-                f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
-                f"first at seed {seed}: the rule pays for an echo",
+        log.add(f"echo:{task}:{probe.name}", "error", "C120", paid + "the rule pays for an echo",
                 where_map.rule(ep.rule), task=task, seed=seed,
                 hint="a rule reached by an echo must need what the agent says in its own words")
 
