@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from record import emit
+
 from tracec.harness.agents import LocalAgent
 from tracec.harness.results import read_episodes
 from tracec.llm.chat import decode_completion, render_prompt
@@ -122,11 +124,7 @@ def main() -> None:
             r["speedup_cpu"] = base["cpu_seconds"] / r["cpu_seconds"]
             same = [a == b for a, b in zip(outputs["plain"], outputs[name])]
             r["identical_episodes"] = f"{sum(same)}/{len(same)}"
-    text = json.dumps(record, indent=1)
-    print(text, flush=True)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(text + "\n")
+    emit(record, args.json_out)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,19 @@ decode-step time at the step's batch and context (for the rollout-efficiency bou
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import time
 from pathlib import Path
 
 import torch
+from record import emit
 
 from tracec.harness.resolve import resolve_env
+from tracec.llm.engine import cache_kwarg as _cache_kwarg
+from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 from tracec.train import loss_forward as loss_forward_mod
 from tracec.train import trainer as trainer_mod
 from tracec.train.config import TrainConfig
-from tracec.llm.engine import cache_kwarg as _cache_kwarg
-from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 from tracec.train.rollout import ChatRenderer, start_group
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,11 +158,7 @@ def main() -> None:
                                                             for r, p in probes.items()},
                             "bound_seconds": bound, "efficiency_ratio": m["gen_seconds"] / bound}
     record["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
-    text = json.dumps(record, indent=1)
-    print(text, flush=True)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(text + "\n")
+    emit(record, args.json_out)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import torch
+from record import emit
 
 from tracec.harness.resolve import resolve_env
 from tracec.llm.local import resolve_model
@@ -233,11 +234,7 @@ def main() -> None:
     result = {"config": vars(args), "load_start": load, "load_end": os.getloadavg(),
               "wall_s": time.perf_counter() - t0, "first_step": summary(records, 0),
               "step_at_steps": summary(records, args.steps - 1), "sides": records}
-    text = json.dumps(result, indent=1)
-    print(text, flush=True)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(text + "\n")
+    emit(result, args.json_out)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import resource
 import time
 from pathlib import Path
 
 import torch
+from record import emit
 from transformers.cache_utils import DynamicCache
 
 from tracec.harness.resolve import resolve_env
@@ -160,11 +160,7 @@ def main() -> None:
     record["efficiency_ratio_cpu"] = cpu / bound_cpu
     record["loadavg_end"] = os.getloadavg()
     record["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
-    text = json.dumps(record, indent=1)
-    print(text, flush=True)
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(text + "\n")
+    emit(record, args.json_out)
 
 
 if __name__ == "__main__":
