@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.support.models import peaky_model
 from tracec.llm.engine import KVEngine, generate_plain
 from tracec.llm.kvcache import PrefixCache
 from tracec.llm.turns import TurnEngine
@@ -15,15 +16,7 @@ from tracec.llm.turns import TurnEngine
 @pytest.fixture(scope="module")
 def peaky(tiny_model_dir):
     """The tiny model with larger random weights, so that outputs depend on the context."""
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0.0, 0.3)
-    return model
+    return peaky_model(tiny_model_dir)
 
 
 def _prompts(vocab: int) -> list[list[int]]:

@@ -7,6 +7,7 @@ import pytest
 import torch
 from train_helpers import TOY_ENV
 
+from tests.support.models import peaky_model
 from tracec.harness.resolve import resolve_env
 from tracec.llm.engine import KVEngine, kv_bytes_per_token
 from tracec.llm.local import load_tokenizer, stop_token_ids
@@ -23,16 +24,7 @@ from tracec.train.rollout import (
 def peaky(tiny_model_dir):
     """The tiny model with larger random weights, so that greedy output depends on the context
     and turns end at different lengths (the stock init repeats one token)."""
-    from transformers import AutoModelForCausalLM
-
-    tok = load_tokenizer(str(tiny_model_dir))
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0.0, 0.3)
-    return tok, model
+    return load_tokenizer(str(tiny_model_dir)), peaky_model(tiny_model_dir)
 
 
 def _play(tok, model, engine, seed, *, temperature=0.0, groups=3, size=4, n_hint=1, gen_batch=5,
