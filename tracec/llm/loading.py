@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from tracec.llm.adapters import check_adapter_dir, check_base_model
 from tracec.llm.chat import stop_token_ids
 from tracec.llm.device import resolve_device, resolve_dtype
 from tracec.llm.tiny import CHAT_TEMPLATE
@@ -88,11 +89,15 @@ def load_model(name: str | None = None, adapter: str | Path | None = None, devic
     """``(model, tokenizer or None, resolved path)``: the causal LM ``name`` on ``device`` in
     ``dtype`` (None: the checkpoint's own; a name such as ``bf16``/``auto`` or a
     ``torch.dtype``), with the LoRA ``adapter`` loaded by stock ``PeftModel.from_pretrained``
-    (frozen unless ``trainable``). In eval mode unless ``trainable``. Missing or unreadable
+    (frozen unless ``trainable``; a broken adapter folder or one trained on another base is refused
+first, :mod:`tracec.llm.adapters`). In eval mode unless ``trainable``. Missing or unreadable
     model files raise :class:`ModelNotPrepared` (one line)."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_model(name)
+    if adapter:  # refuse a broken or foreign adapter before loading anything
+        check_adapter_dir(adapter)
+        check_base_model(adapter, name, path)
     dev = resolve_device(str(device)) if not hasattr(device, "type") else device
     kwargs: dict[str, Any] = {}
     if dtype is not None:

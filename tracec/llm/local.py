@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracec.llm.adapters import check_adapter_dir, check_base_model
 from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
 from tracec.llm.engine import KVEngine, generate_plain
 from tracec.llm.kvcache import DEFAULT_MAX_BYTES, PrefixCache
@@ -38,9 +37,6 @@ class LocalChatModel:
 
     def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None, device: Any = "cpu",
                  dtype: Any = None, max_rows: int = 64, cache_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        if adapter:  # refuse a broken or foreign adapter before loading anything
-            check_adapter_dir(adapter)
-            check_base_model(adapter, model, resolve_model(model))
         self.model, self.tokenizer, self.path = load_model(model, adapter, device, dtype)
         self.device = next(self.model.parameters()).device
         self.stop_ids = stop_token_ids(self.tokenizer)
