@@ -88,8 +88,7 @@ class Tau2Env(gym.Env):
                 raise ValueError("no tasks to draw from")
             tid = self.task_ids[int(self.np_random.integers(len(self.task_ids)))]
         self.task = self.world.tasks[tid]
-        self._task_json = self.task.model_dump(mode="json")
-        self._task_blob = marshal.dumps(clone(self._task_json))
+        self._task_blob = marshal.dumps(self.task.model_dump(mode="json"))  # plain JSON values
         self._message_copies = []
         self.db = self.world.fresh_db()
         self.user = self.user_factory(self.task)
