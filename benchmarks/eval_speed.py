@@ -76,6 +76,7 @@ def one_eval(name: str, chat, args, batch_size: int, root: Path) -> dict:
     stats = getattr(getattr(chat, "engine", None), "stats", None)
     if stats is not None:
         rec.update(prefill_tokens=stats.prefill_tokens, cached_prompt_tokens=stats.cached_tokens,
+                   prefill_seconds=stats.prefill_seconds, decode_seconds=stats.decode_seconds,
                    decode_steps=stats.decode_steps)
     return rec, [(e.id, e.messages) for e in episodes]
 

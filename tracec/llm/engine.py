@@ -41,6 +41,34 @@ from tracec.llm.kvcache import Entry, PrefixCache
 from tracec.llm.split_attention import SplitState, split_forward, supported
 
 PREFILL_CHUNK = 1024  # tokens per prefill forward: bounds the attention working set
+# A forward's fixed cost (streaming every weight once, the per-layer Python), in prefill tokens:
+# rows of different lengths share a forward when that costs less than their padding.
+FORWARD_OVERHEAD_TOKENS = 32
+
+
+def plan_buckets(lengths: list[int], overhead: int = FORWARD_OVERHEAD_TOKENS,
+                 max_tokens: int = PREFILL_CHUNK) -> list[tuple[int, int]]:
+    """Split rows of new-token ``lengths`` (sorted longest first) into runs ``[lo, hi)``, one
+    padded forward each, minimising Σ (``overhead`` + rows × the run's longest length); a run of
+    more than one row holds at most ``max_tokens`` padded tokens."""
+    n = len(lengths)
+    if any(a < b for a, b in itertools.pairwise(lengths)):
+        raise ValueError("lengths must be sorted longest first")
+    best = [0.0] + [float("inf")] * n  # best[j]: cost of rows [0, j)
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j - 1, -1, -1):
+            padded = (j - i) * lengths[i]
+            if j - i > 1 and padded > max_tokens:
+                break
+            cost = best[i] + overhead + padded
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    runs, j = [], n
+    while j > 0:
+        runs.append((cut[j], j))
+        j = cut[j]
+    return runs[::-1]
 
 
 def cache_kwarg(model) -> str:
@@ -112,7 +140,8 @@ class KVEngine:
 
     def __init__(self, model, pad_id: int, stop_ids: list[int], device: Any = "cpu",
                  max_rows: int = 32, on_logits=None, prefix_cache: PrefixCache | None = None,
-                 cache_key: Any = None, retain: bool = False, shared_prefix: bool = True) -> None:
+                 cache_key: Any = None, retain: bool = False, shared_prefix: bool = True,
+                 forward_overhead: int = FORWARD_OVERHEAD_TOKENS) -> None:
         self.model = model
         self.on_logits = on_logits  # test hook: called with (conversation keys, next-token logits)
         self.pad = pad_id
@@ -124,6 +153,7 @@ class KVEngine:
         self.cache_key = cache_key
         self.retain = retain
         self.split = shared_prefix and supported(model)
+        self.forward_overhead = forward_overhead  # see plan_buckets
         self.states: dict[int, _Conv] = {}
         self.stats = EngineStats()
         self._keys = itertools.count(1 << 40)  # private keys of one-shot completions
@@ -183,15 +213,94 @@ class KVEngine:
     # ------------------------------------------------------------------ conversations
     def start(self, key: int, prompt_ids: list[int]) -> None:
         """Register a conversation; its prompt minus the last token is prefilled (shared)."""
-        if len(prompt_ids) < 2:
-            raise ValueError("a prompt needs at least two tokens")
-        ids = list(prompt_ids[:-1])
+        self.start_many([(key, prompt_ids)])
+
+    def start_many(self, items: list[tuple[int, list[int]]]) -> None:
+        """Register conversations ``(key, prompt ids)``; each prompt minus its last token is
+        prefilled once. A prompt that matches nothing cached is prefilled alone (the later ones
+        then match it); the rest prefill only the tokens after their match, many rows per
+        forward (:func:`plan_buckets`), attending to the matched entries' single copies."""
+        todo = []
+        for key, prompt in items:
+            if len(prompt) < 2:
+                raise ValueError("a prompt needs at least two tokens")
+            todo.append((key, list(prompt[:-1])))
+        while todo:
+            batch, seen, later = [], set(), []
+            for key, ids in todo:
+                if tuple(ids) in seen:  # a copy of a prompt being prefilled: matches it in full next
+                    later.append((key, ids))
+                    continue
+                common, best = self.cache.match(ids, self.cache_key)
+                long_rest = len(ids) - common > PREFILL_CHUNK
+                if best is not None and common == len(ids):
+                    self.stats.cached_tokens += common
+                    self.states[key] = _Conv(best, common, ids)
+                elif best is None or long_rest or not self.split:
+                    self._start_alone(key, ids)
+                else:
+                    batch.append((key, ids, common, best))
+                    seen.add(tuple(ids))
+            if batch:
+                self._start_batch(batch)
+            todo = later
+
+    def _start_alone(self, key: int, ids: list[int]) -> None:
         entry, best, common = self._prefill(ids)
         if best is None or best is entry:
             self.states[key] = _Conv(entry, len(ids), ids)
         else:  # share the matched entry's head (the system prompt); the rest is the row's own
             self.states[key] = _Conv(best, common, ids, [k[:, :, common:] for k in entry.keys],
                                      [v[:, :, common:] for v in entry.values])
+
+    def _start_batch(self, batch: list[tuple[int, list[int], int, Entry]]) -> None:
+        """Prefill the uncached tails of matched prompts, rows bucketed by tail length; every
+        row attends to its matched entry's head through shared-prefix attention."""
+        batch = sorted(batch, key=lambda b: -(len(b[1]) - b[2]))
+        tails = [len(ids) - common for _, ids, common, _ in batch]
+        self.stats.cached_tokens += sum(common for _, _, common, _ in batch)
+        t0 = time.perf_counter()
+        dev = self.device
+        for lo, hi in plan_buckets(tails, self.forward_overhead):
+            rows = batch[lo:hi]
+            width = tails[lo]
+            n = hi - lo
+            like = rows[0][3]
+            kbuf, vbuf = self._empty(n, width, like.keys), self._empty(n, width, like.values)
+            mask = torch.zeros(n, width, dtype=torch.long, device=dev)
+            ids = torch.full((n, width), self.pad, dtype=torch.long, device=dev)
+            pos = torch.zeros(n, width, dtype=torch.long, device=dev)
+            found: dict[int, tuple[list[int], list[int], Entry]] = {}
+            for r, (_, seq, common, best) in enumerate(rows):
+                q = len(seq) - common
+                mask[r, width - q:] = 1
+                ids[r, width - q:] = torch.tensor(seq[common:], device=dev)
+                pos[r] = common
+                pos[r, width - q:] = torch.arange(common, len(seq), device=dev)
+                members, lengths, _ = found.setdefault(id(best), ([], [], best))
+                members.append(r)
+                lengths.append(common)
+            groups = []
+            for members, lengths, entry in found.values():
+                p = max(lengths)
+                keys, values = entry.head(p)
+                visible = None
+                if min(lengths) < p:
+                    visible = torch.arange(p, device=dev)[None] < torch.tensor(lengths, device=dev)[:, None]
+                groups.append((torch.tensor(members, device=dev), keys, values, visible))
+            with torch.no_grad(), split_forward(self.model, SplitState(mask, groups)):
+                self._forward(ids, mask, pos, buffer_cache(kbuf, vbuf, 0))
+            self.stats.prefill_tokens += sum(tails[lo:hi])
+            for r, (key, seq, common, best) in enumerate(rows):
+                q = len(seq) - common
+                own_k = [k[r: r + 1, :, width - q:].clone() for k in kbuf]
+                own_v = [v[r: r + 1, :, width - q:].clone() for v in vbuf]
+                head_k, head_v = best.head(common)
+                self.cache.insert(seq, [torch.cat([a, b], dim=2) for a, b in zip(head_k, own_k)],
+                                  [torch.cat([a, b], dim=2) for a, b in zip(head_v, own_v)],
+                                  self.cache_key)
+                self.states[key] = _Conv(best, common, seq, own_k, own_v)
+        self.stats.prefill_seconds += time.perf_counter() - t0
 
     def finish(self, key: int) -> None:
         """Forget a conversation (with ``retain``, its keys/values stay in the prefix cache)."""
@@ -212,8 +321,7 @@ class KVEngine:
         if seed is not None:
             torch.manual_seed(seed)
         keys = [next(self._keys) for _ in prompts]
-        for k, p in zip(keys, prompts):
-            self.start(k, p)
+        self.start_many(list(zip(keys, prompts)))
         try:
             return self.generate(keys, prompts, [max_new_tokens] * len(prompts), temperature)
         finally:
@@ -337,39 +445,43 @@ class _Batch:
         return buffer_cache([k[lo:hi] for k in self.kbuf], [v[lo:hi] for v in self.vbuf], length)
 
     def _fill(self) -> torch.Tensor:
-        """The first rows: every conversation's new tokens prefilled in one batched forward, or
-        row by row where their lengths differ so much that padding would cost more."""
+        """The first rows: every conversation's new tokens prefilled, rows of similar lengths
+        together (one padded forward per run of :func:`plan_buckets`), all ending at one column."""
         eng = self.eng
         first = [self.waiting.pop(0) for _ in range(min(eng.max_rows, len(self.waiting)))]
+        pending = {i: self.seqs[i][eng.states[self.keys[i]].cached:] for i in first}
+        assert all(pending.values()), "every turn starts with at least one new token"
+        first.sort(key=lambda i: -len(pending[i]))  # stable: the longest conversations first
         convs = [eng.states[self.keys[i]] for i in first]
-        pending = [self.seqs[i][c.cached:] for i, c in zip(first, convs)]
-        assert all(pending), "every turn starts with at least one new token"
         big_p = max(self._cols(c) for c in convs)
-        big_q = max(len(p) for p in pending)
+        big_q = len(pending[first[0]])
         budget = max(self.budgets[i] for i in first)
         self._alloc(eng.max_rows if self.waiting else len(first), big_p + big_q + budget, convs[0])
-        real = sum(len(p) for p in pending)
-        if len(first) > 1 and big_q * len(first) > 1.25 * real + len(first):
-            self.length = big_p + big_q
-            return torch.cat([self._enter(r, i) for r, i in enumerate(first)])
+        end = big_p + big_q
         dev = eng.device
-        ids = torch.full((len(first), big_q), eng.pad, dtype=torch.long, device=dev)
-        pos = torch.zeros(len(first), big_q, dtype=torch.long, device=dev)
-        for r, (i, conv, pend) in enumerate(zip(first, convs, pending)):
+        for r, (i, conv) in enumerate(zip(first, convs)):
+            q = len(pending[i])
             start = big_p - self._cols(conv)
             self._place(r, conv, start)
-            q = len(pend)
-            self.mask[r, big_p + big_q - q: big_p + big_q] = 1
-            ids[r, big_q - q:] = torch.tensor(pend, device=dev)
-            pos[r] = conv.cached  # holes take the first new position (they are masked anyway)
-            pos[r, big_q - q:] = torch.arange(conv.cached, conv.cached + q, device=dev)
+            self.mask[r, end - q: end] = 1
             self.rows.append(_Row(self.keys[i], i, self.budgets[i], start, conv.cached + q, q))
-        self.length = big_p + big_q
+        self.length = end
         t0 = time.perf_counter()
-        logits = self._forward(ids, 0, len(first), pos, big_p)
-        eng.stats.prefill_tokens += sum(len(p) for p in pending)
+        parts = []
+        for lo, hi in plan_buckets([len(pending[i]) for i in first], eng.forward_overhead):
+            width = len(pending[first[lo]])
+            ids = torch.full((hi - lo, width), eng.pad, dtype=torch.long, device=dev)
+            pos = torch.zeros(hi - lo, width, dtype=torch.long, device=dev)
+            for r in range(lo, hi):
+                pend, cached = pending[first[r]], convs[r].cached
+                q = len(pend)
+                ids[r - lo, width - q:] = torch.tensor(pend, device=dev)
+                pos[r - lo] = cached  # holes take the first new position (they are masked anyway)
+                pos[r - lo, width - q:] = torch.arange(cached, cached + q, device=dev)
+            parts.append(self._forward(ids, lo, hi, pos, end - width))
+        eng.stats.prefill_tokens += sum(len(p) for p in pending.values())
         eng.stats.prefill_seconds += time.perf_counter() - t0
-        return logits
+        return torch.cat(parts)
 
     def _admit(self, r: int) -> torch.Tensor:
         """Give row ``r`` to the next waiting conversation; its next-token logits ``[1, V]``."""

@@ -35,17 +35,43 @@ class SplitState:
 
     mask: torch.Tensor
     groups: list[tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor], torch.Tensor | None]]
-    _mask4: dict[int, torch.Tensor] = field(default_factory=dict)
+    _masks: dict[tuple, torch.Tensor | None] = field(default_factory=dict)
 
-    def own_mask(self, q: int, length: int) -> torch.Tensor:
-        """``[B, 1, q, L]`` bool: the row's visible own columns, causal among the ``q`` new ones."""
-        got = self._mask4.get(q)
-        if got is None or got.shape[-1] != length:
+    def own_mask(self, q: int, length: int, rep: int = 1) -> torch.Tensor:
+        """``[B, 1, rep*q, L]`` bool: the row's visible own columns, causal among the ``q`` new
+        ones (each query row repeated ``rep`` times, the layout of :func:`split_attention`);
+        the same for every layer of a forward, so computed once."""
+        key = ("own", q, length, rep)
+        got = self._masks.get(key)
+        if got is None:
             cols = torch.arange(length, device=self.mask.device)
             rows = torch.arange(q, device=self.mask.device) + (length - q)
             causal = cols[None, :] <= rows[:, None]  # [q, L]
-            got = self.mask[:, None, None, :length].bool() & causal[None, None]
-            self._mask4[q] = got
+            got = (self.mask[:, None, None, :length].bool() & causal[None, None]).repeat(1, 1, rep, 1)
+            self._masks[key] = got
+        return got
+
+    def prefix_mask(self, group: int, q: int, rep: int) -> torch.Tensor | None:
+        """``[1, 1, n*rep*q, P]`` bool for group ``group``'s rows that see only the first
+        positions of their prefix (None: every row sees all of it), rows in stacking order."""
+        key = ("prefix", group, q, rep)
+        if key not in self._masks:
+            visible = self.groups[group][3]
+            got = None
+            if visible is not None:
+                n, p = visible.shape
+                got = visible[:, None, :].expand(n, rep * q, p).reshape(1, 1, -1, p)
+            self._masks[key] = got
+        return self._masks[key]
+
+    def additive(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(0/-inf float mask, rows that see nothing)`` of a bool mask, computed once."""
+        key = ("additive", id(mask))
+        got = self._masks.get(key)
+        if got is None:
+            bias = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+            got = (bias.masked_fill_(~mask, float("-inf")), ~mask.any(-1))
+            self._masks[key] = got
         return got
 
 
@@ -53,9 +79,22 @@ _ACTIVE: SplitState | None = None
 _FALLBACK: dict[str, Any] = {}
 
 
+# torch's fused CPU attention that also returns the log-sum-exp (5x the eager ops at prefill)
+_FUSED = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
 def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
-            scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(output, log-sum-exp)`` of attention in float32; rows that see nothing give 0, -inf."""
+            scaling: float, state: SplitState | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(output, log-sum-exp)`` of attention in float32; rows that see nothing give 0, -inf.
+    Float32 CPU tensors go through torch's fused kernel (``state`` caches the float mask)."""
+    if (_FUSED is not None and state is not None and query.device.type == "cpu"
+            and query.dtype == key.dtype == value.dtype == torch.float32):
+        if mask is None:
+            out, lse = _FUSED(query.contiguous(), key, value, 0.0, False, scale=scaling)
+            return out, lse
+        bias, blind = state.additive(mask)
+        out, lse = _FUSED(query.contiguous(), key, value, 0.0, False, attn_mask=bias, scale=scaling)
+        return out, lse.masked_fill(blind, float("-inf"))
     scores = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scaling
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -78,16 +117,13 @@ def split_attention(module, query, key, value, attention_mask, dropout: float = 
     rep = h // hkv
     scale = scaling if scaling is not None else d ** -0.5
     qv = query.reshape(b, hkv, rep * q, d)  # head kv*rep + r serves kv head kv (repeat_kv order)
-    mask = state.own_mask(q, length).repeat(1, 1, rep, 1)  # [B, 1, rep*q, L]
-    out, lse = _attend(qv, key, value, mask, scale)
+    mask = state.own_mask(q, length, rep)  # [B, 1, rep*q, L]
+    out, lse = _attend(qv, key, value, mask, scale, state)
     layer = module.layer_idx
-    for rows, pkeys, pvalues, visible in state.groups:
+    for g, (rows, pkeys, pvalues, _) in enumerate(state.groups):
         n = len(rows)
         qg = qv[rows].transpose(0, 1).reshape(1, hkv, n * rep * q, d)  # every row's queries stacked
-        pmask = None
-        if visible is not None:  # [n, P] -> [1, 1, n*rep*q, P], rows in the order of qg
-            pmask = visible[:, None, :].expand(n, rep * q, visible.shape[-1]).reshape(1, 1, -1, visible.shape[-1])
-        po, plse = _attend(qg, pkeys[layer], pvalues[layer], pmask, scale)
+        po, plse = _attend(qg, pkeys[layer], pvalues[layer], state.prefix_mask(g, q, rep), scale, state)
         po = po.reshape(hkv, n, rep * q, d).transpose(0, 1)
         plse = plse.reshape(hkv, n, rep * q).transpose(0, 1)
         olse = lse[rows]

@@ -16,7 +16,7 @@ from typing import Any
 
 from tracec.llm.chat import ChatRenderer
 from tracec.llm.engine import ChunkedEngine, KVEngine, naive_engine
-from tracec.llm.turns import TurnEngine
+from tracec.llm.turns import TurnEngine, start_all
 
 # (prompts, max_new_tokens, temperature) -> completions, each ending at its stop token if any
 Generator = Callable[[list[list[int]], int, float], list[list[int]]]
@@ -148,9 +148,7 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
     work = getattr(eng, "stats", None)
     before = (work.prefill_tokens, work.decode_steps, len(work.decode_rows)) if work else None
     t0 = time.perf_counter()
-    for i, ep in enumerate(episodes):
-        if not ep.done:
-            eng.start(i, ep.prompt_ids)
+    start_all(eng, [(i, ep.prompt_ids) for i, ep in enumerate(episodes) if not ep.done])
     stats.gen_seconds += time.perf_counter() - t0
     while True:
         active = [i for i, ep in enumerate(episodes) if not ep.done]
