@@ -79,3 +79,18 @@ def test_heap_threshold_follows_the_plans_headroom():
     assert heap_threshold_for(plan(4.0, 8 * GIB)) == MMAP_THRESHOLD  # 5.6 of 8 GiB
     assert heap_threshold_for(plan(0.5, float("inf"))) == MMAP_THRESHOLD
     assert MMAP_THRESHOLD == 1 << 20 and ROOMY_MMAP_THRESHOLD == 32 << 20
+
+
+def test_rows_that_share_their_prompt_budget_only_their_own_tokens():
+    """A 5.4k-token prompt, 200 completion tokens: with one copy of the prompt per group a row
+    needs ~1/28 of the KV, so a tight budget decodes more rows; a serving engine needs none."""
+    def plan(**kw):
+        return plan_step(SmolConfig(), 135_000_000, 5_000_000, prompt_tokens=5400,
+                         episode_tokens=5600, distinct_prompts=4, episodes=32, gen_batch=32,
+                         micro_batch=1, grad_checkpointing=True, budget=6 * GIB, **kw)
+
+    copies, shared = plan(), plan(shared_decode=True)
+    assert shared.kv_rows == 32 and copies.kv_rows < 16
+    assert shared.rollout < copies.rollout
+    served = plan(local_rollout=False)
+    assert served.rollout == 0.0 and served.kv_rows == 32

@@ -5,7 +5,9 @@ The estimate is per tensor family, in the model's dtype (``--dtype``):
 * weights: every parameter twice on CPU (the CPU kernels keep a packed copy after the first
   forward), once on GPU, plus fp32 gradient and two AdamW moments for the trainable ones;
 * rollout (``kv`` engine): one KV copy per distinct prompt, each episode's own turns, and the
-  batch rows being decoded (``KV bytes/token × rows × tokens``);
+  batch rows being decoded (``KV bytes/token × rows × tokens``, where a row's tokens are its own
+  completion when the rows of a group attend to one copy of their prompt, the whole episode
+  when each row holds its own copy); nothing when rollouts run on a serving engine;
 * update, per micro-batch of ``rows × T`` tokens: the activations autograd keeps
   (:data:`ACT_FLOATS_PER_TOKEN_LAYER` floats per token and layer, all layers; with gradient
   checkpointing one hidden state per layer plus one layer's worth being recomputed) and the
@@ -161,13 +163,16 @@ def shared_update_bytes(model_config, rows: int, prompt: int, completion: int, c
 def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: int,
               episode_tokens: int, distinct_prompts: int, episodes: int, gen_batch: int,
               micro_batch: int, grad_checkpointing: bool | None, budget: float,
-              dtype_bytes: int = 4, weight_copies: int = 2, shared_group: int = 0) -> MemoryPlan:
+              dtype_bytes: int = 4, weight_copies: int = 2, shared_group: int = 0,
+              shared_decode: bool = False, local_rollout: bool = True) -> MemoryPlan:
     """Choose KV rows and checkpointing for the budget, or raise :class:`MemoryBudgetError`.
 
     ``grad_checkpointing=None`` turns it on only when the update would not fit without it.
     ``weight_copies``: 2 on CPU (the kernels' packed copies), 1 on GPU. ``shared_group`` > 0: the
     update runs the shared-prefix pass on groups of that many rows (:func:`shared_update_bytes`;
-    a micro-batch of consecutive rows may straddle groups)."""
+    a micro-batch of consecutive rows may straddle groups). ``shared_decode``: decode rows hold
+    only their own tokens, the prompt's keys/values once per distinct prompt (the local engine's
+    shared-prefix decode); ``local_rollout=False``: rollouts run on a server, no local KV."""
     if not math.isfinite(budget) or budget <= 0:
         raise ValueError(f"memory budget must be a positive finite number of bytes, not {budget}")
     kv = kv_bytes_per_token(model_config, dtype_bytes)
@@ -187,9 +192,12 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
         chosen = ckpt
         if OVERHEAD + weights + update <= budget:
             break
+    row_tokens = completion if shared_decode else episode_tokens
     free = 0.9 * budget - OVERHEAD - weights - fixed_kv  # 10 % margin for what is not modelled
-    rows = max(1, min(gen_batch, int(free // max(1, kv * episode_tokens * 1.25))))  # + workspace
-    rollout = fixed_kv + rows * kv * episode_tokens * 1.25
+    rows = max(1, min(gen_batch, int(free // max(1, kv * row_tokens * 1.25))))  # + workspace
+    rollout = fixed_kv + rows * kv * row_tokens * 1.25
+    if not local_rollout:
+        rows, rollout = gen_batch, 0.0
     plan = MemoryPlan(weights, float(rollout), update, rows, chosen, float(budget))
     if plan.total > budget:
         hints = []

@@ -34,6 +34,7 @@ from tracec.llm.adapters import record_hub_id
 from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.loading import load_model, stop_token_ids
 from tracec.llm.serving import ServingEngine, run_adapter_prefix
+from tracec.llm.split_attention import supported as split_supported
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
 from tracec.train.loss_forward import loss_logprobs
@@ -335,7 +336,10 @@ class GRPOTrainer:
                          gen_batch=cfg.gen_batch, micro_batch=cfg.micro_batch,
                          grad_checkpointing=cfg.grad_checkpointing, budget=budget,
                          dtype_bytes=dtype_bytes, weight_copies=2 if on_cpu else 1,
-                         shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0)
+                         shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0,
+                         shared_decode=(cfg.rollout_engine == "kv" and cfg.group_size > 1
+                                        and split_supported(self.policy)),
+                         local_rollout=self.serving is None)
         if on_cpu:  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
