@@ -8,6 +8,9 @@
   (``retain=True``), so the next turn of an eval episode prefills only the new messages.
 * **Per-conversation KV.** Each conversation keeps its own keys/values across turns: a new turn
   prefills only the tokens not seen yet (the last sampled token and the environment's reply).
+* **Batched prefill.** Prompts started together (:meth:`KVEngine.start_many`) and a turn's new
+  tokens go through few padded forwards, rows of similar lengths together (:func:`plan_buckets`),
+  each row attending to its matched cache entry's single copy.
 * **Continuous batching.** At most ``max_rows`` rows decode together; a row whose turn ended is
   at once given to the next waiting conversation (its new tokens prefilled into that row), or,
   with nobody waiting, dropped from the batch (the last row moves into its place), so finished
