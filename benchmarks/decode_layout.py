@@ -1,6 +1,8 @@
-"""Decode step time with the checkpoint's weight layout vs :func:`tracec.llm.packing.pack_for_decode`
-(column-major frozen projections), at several batch sizes, alternating the two layouts in one
-process. Not a CI test. Run from the repo root after ``tracec model prepare``:
+"""Decode step time with the checkpoint's weight layout vs column-major frozen projections
+(:func:`pack_for_decode`), at several batch sizes, alternating the two layouts in one process.
+An experiment, not shipped: the CPU BLAS reads one projection of a single row 1.5× faster from a
+column-major weight, but in the whole model the step gained ≤ 10 % and the logits moved by up to
+5e-5 (benchmarks/README.md, round 6). Not a CI test. Run from the repo root after ``tracec model prepare``:
 
     OMP_NUM_THREADS=1 python benchmarks/decode_layout.py --context 800 --rows 1,4,16,50
 
@@ -22,7 +24,26 @@ from transformers.cache_utils import DynamicCache
 
 from tracec.llm.engine import cache_kwarg
 from tracec.llm.loading import load_model
-from tracec.llm.packing import pack_for_decode
+
+
+def pack_for_decode(model) -> int:
+    """Give every frozen, row-major ``nn.Linear`` weight of ``model`` on CPU a column-major
+    layout (in place; values and shapes unchanged). Weights shared with another module (a tied
+    embedding, whose row lookups want rows) and trainable ones are left as they are. Returns the
+    number of weights re-laid."""
+    tied = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
+    done = 0
+    with torch.no_grad():
+        for module in model.modules():
+            if not isinstance(module, torch.nn.Linear):
+                continue
+            w = module.weight
+            if (w.requires_grad or id(w) in tied or w.device.type != "cpu" or w.dim() != 2
+                    or not w.is_contiguous() or min(w.shape) < 2):
+                continue
+            w.data = w.data.t().contiguous().t()
+            done += 1
+    return done
 
 
 def _cache(model, ids: torch.Tensor, rows: int):
@@ -59,7 +80,7 @@ def main() -> None:
     args = ap.parse_args()
     plain, _, _ = load_model(args.model, tokenizer=False)
     packed, _, _ = load_model(args.model, tokenizer=False)
-    relaid = pack_for_decode(packed)
+    relaid = pack_for_decode(packed.requires_grad_(False))
     ids = torch.randint(100, plain.config.vocab_size - 100, (1, args.context),
                         generator=torch.Generator().manual_seed(0))
     record: dict = {"model": args.model, "context": args.context, "relaid_weights": relaid,

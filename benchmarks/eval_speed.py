@@ -10,9 +10,7 @@ code ``tracec eval`` runs), each with a freshly loaded model:
 * ``plain``: every turn of every episode is one ``model.generate`` call on that conversation's
   whole prompt (batch 1, no cache kept between calls), episodes one after the other;
 * ``engine_b1``: ``tracec eval --batch-size 1`` (the local model: :mod:`tracec.llm.engine`);
-* ``engine_b50``: ``tracec eval --batch-size 50``;
-* ``engine_bN_unpacked``: batch N with the checkpoint's weight layout (no
-  :func:`~tracec.llm.packing.pack_for_decode`).
+* ``engine_b50``: ``tracec eval --batch-size 50``.
 
 Reports wall and CPU seconds of each eval (model loading excluded), the speed-ups over
 ``plain``, and whether every episode's messages are identical to ``plain``'s (greedy decoding).
@@ -109,10 +107,9 @@ def main() -> None:
             if name == "plain":
                 chat = PlainChat(args.model, args.adapter)
                 rec, outs = one_eval(name, chat, args, 1, Path(tmp))
-            else:  # engine_bN, or engine_bN_unpacked: the checkpoint's weight layout
-                bs = int(name.removeprefix("engine_b").removesuffix("_unpacked"))
-                chat = LocalChatModel(args.model, adapter=args.adapter,
-                                      pack=not name.endswith("_unpacked"))
+            else:
+                bs = int(name.removeprefix("engine_b"))
+                chat = LocalChatModel(args.model, adapter=args.adapter)
                 rec, outs = one_eval(name, chat, args, bs, Path(tmp))
             record["runs"][name] = rec
             outputs[name] = outs

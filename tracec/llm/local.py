@@ -23,7 +23,6 @@ from tracec.llm.loading import (
     model_dir,
     resolve_model,
 )
-from tracec.llm.packing import pack_for_decode
 
 __all__ = ["DEFAULT_MODEL", "KNOWN_MODELS", "LocalChatModel", "ModelNotPrepared", "cache_root",
            "decode_completion", "generate_ids", "load_tokenizer", "model_dir", "resolve_model",
@@ -34,15 +33,11 @@ class LocalChatModel:
     """A causal LM (optionally with a LoRA adapter) that answers chat batches as raw text.
 
     ``max_rows``: conversations decoded together (more wait and take a row as one ends);
-    ``cache_bytes``: the prefix cache's bound. The frozen weights are laid out for decoding
-    (:func:`~tracec.llm.packing.pack_for_decode`; ``pack=False`` keeps the checkpoint's)."""
+    ``cache_bytes``: the prefix cache's bound."""
 
     def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None, device: Any = "cpu",
-                 dtype: Any = None, max_rows: int = 64, cache_bytes: int = DEFAULT_MAX_BYTES,
-                 pack: bool = True) -> None:
+                 dtype: Any = None, max_rows: int = 64, cache_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.model, self.tokenizer, self.path = load_model(model, adapter, device, dtype)
-        if pack:
-            pack_for_decode(self.model)
         self.device = next(self.model.parameters()).device
         self.stop_ids = stop_token_ids(self.tokenizer)
         self.prefix_cache = PrefixCache(max_bytes=cache_bytes)
