@@ -7,7 +7,9 @@ log-sum-exp: over the group's prefix — one matrix product per group, every row
 against the single prefix copy — and over each row's own tokens (masked: holes, causal order).
 
 Registered as a transformers attention implementation (``tracec_split``), switched on only for
-the engine's forwards (:func:`split_forward`); every other forward runs the model's own.
+the engine's forwards (:func:`split_forward`); every other forward runs the model's own. On CPU
+in float32 both parts run torch's fused attention kernel, which returns the log-sum-exp too;
+elsewhere, eager float32 ops.
 """
 
 from __future__ import annotations
