@@ -74,6 +74,40 @@ def plan_buckets(lengths: list[int], overhead: int = FORWARD_OVERHEAD_TOKENS,
     return runs[::-1]
 
 
+def prefix_groups(members: list[tuple[int, Entry, int]], device: Any) -> list[tuple]:
+    """Shared-prefix attention groups (:class:`~tracec.llm.split_attention.SplitState`) of rows
+    ``(row index, cache entry, prefix length)``: one group per entry, over its first
+    ``max(length)`` positions, with a ``visible`` mask where rows use fewer of them."""
+    found: dict[int, tuple[list[int], list[int], Entry]] = {}
+    for row, entry, n in members:
+        rows, lengths, _ = found.setdefault(id(entry), ([], [], entry))
+        rows.append(row)
+        lengths.append(n)
+    groups = []
+    for rows, lengths, entry in found.values():
+        n = max(lengths)
+        keys, values = entry.head(n)
+        visible = None  # rows that use fewer of the entry's positions mask the others
+        if min(lengths) < n:
+            visible = torch.arange(n, device=device)[None] < torch.tensor(lengths, device=device)[:, None]
+        groups.append((torch.tensor(rows, device=device), keys, values, visible))
+    return groups
+
+
+def left_padded(tails: list[list[int]], starts: list[int], width: int, pad: int, device: Any
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, positions)`` ``[rows, width]``: each row's new tokens right-aligned after pad
+    holes, at RoPE positions from its ``start`` (holes take ``start``; they are masked anyway)."""
+    ids = torch.full((len(tails), width), pad, dtype=torch.long, device=device)
+    pos = torch.zeros(len(tails), width, dtype=torch.long, device=device)
+    for r, (tail, start) in enumerate(zip(tails, starts)):
+        q = len(tail)
+        ids[r, width - q:] = torch.tensor(tail, device=device)
+        pos[r] = start
+        pos[r, width - q:] = torch.arange(start, start + q, device=device)
+    return ids, pos
+
+
 def cache_kwarg(model) -> str:
     """Name of the cache argument of the wrapped transformers model (``cache`` from 5.x)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -271,26 +305,11 @@ class KVEngine:
             like = rows[0][3]
             kbuf, vbuf = self._empty(n, width, like.keys), self._empty(n, width, like.values)
             mask = torch.zeros(n, width, dtype=torch.long, device=dev)
-            ids = torch.full((n, width), self.pad, dtype=torch.long, device=dev)
-            pos = torch.zeros(n, width, dtype=torch.long, device=dev)
-            found: dict[int, tuple[list[int], list[int], Entry]] = {}
-            for r, (_, seq, common, best) in enumerate(rows):
-                q = len(seq) - common
-                mask[r, width - q:] = 1
-                ids[r, width - q:] = torch.tensor(seq[common:], device=dev)
-                pos[r] = common
-                pos[r, width - q:] = torch.arange(common, len(seq), device=dev)
-                members, lengths, _ = found.setdefault(id(best), ([], [], best))
-                members.append(r)
-                lengths.append(common)
-            groups = []
-            for members, lengths, entry in found.values():
-                p = max(lengths)
-                keys, values = entry.head(p)
-                visible = None
-                if min(lengths) < p:
-                    visible = torch.arange(p, device=dev)[None] < torch.tensor(lengths, device=dev)[:, None]
-                groups.append((torch.tensor(members, device=dev), keys, values, visible))
+            for r in range(n):
+                mask[r, width - tails[lo + r]:] = 1
+            ids, pos = left_padded([seq[common:] for _, seq, common, _ in rows],
+                                   [common for _, _, common, _ in rows], width, self.pad, dev)
+            groups = prefix_groups([(r, best, common) for r, (_, _, common, best) in enumerate(rows)], dev)
             with torch.no_grad(), split_forward(self.model, SplitState(mask, groups)):
                 self._forward(ids, mask, pos, buffer_cache(kbuf, vbuf, 0))
             self.stats.prefill_tokens += sum(tails[lo:hi])
@@ -473,14 +492,8 @@ class _Batch:
         parts = []
         for lo, hi in plan_buckets([len(pending[i]) for i in first], eng.forward_overhead):
             width = len(pending[first[lo]])
-            ids = torch.full((hi - lo, width), eng.pad, dtype=torch.long, device=dev)
-            pos = torch.zeros(hi - lo, width, dtype=torch.long, device=dev)
-            for r in range(lo, hi):
-                pend, cached = pending[first[r]], convs[r].cached
-                q = len(pend)
-                ids[r - lo, width - q:] = torch.tensor(pend, device=dev)
-                pos[r - lo] = cached  # holes take the first new position (they are masked anyway)
-                pos[r - lo, width - q:] = torch.arange(cached, cached + q, device=dev)
+            ids, pos = left_padded([pending[i] for i in first[lo:hi]],
+                                   [c.cached for c in convs[lo:hi]], width, eng.pad, dev)
             parts.append(self._forward(ids, lo, hi, pos, end - width))
         eng.stats.prefill_tokens += sum(len(p) for p in pending.values())
         eng.stats.prefill_seconds += time.perf_counter() - t0
@@ -557,22 +570,12 @@ class _Batch:
         """``(row indices relative to lo, prefix keys, prefix values)`` per shared prefix."""
         if self._groups is not None and (lo, hi) == self._groups_span:
             return self._groups
-        found: dict[int, tuple[list[int], list[int], Entry]] = {}
+        members = []
         for r in range(lo, hi):
             conv = self.eng.states[self.rows[r].key]
             if conv.n_prefix:
-                rows, lengths, _ = found.setdefault(id(conv.entry), ([], [], conv.entry))
-                rows.append(r - lo)
-                lengths.append(conv.n_prefix)
-        dev = self.mask.device
-        groups = []
-        for rows, lengths, entry in found.values():
-            n = max(lengths)
-            keys, values = entry.head(n)
-            visible = None  # rows that use fewer of the entry's positions mask the others
-            if min(lengths) < n:
-                visible = torch.arange(n, device=dev)[None] < torch.tensor(lengths, device=dev)[:, None]
-            groups.append((torch.tensor(rows, device=dev), keys, values, visible))
+                members.append((r - lo, conv.entry, conv.n_prefix))
+        groups = prefix_groups(members, self.mask.device)
         self._groups, self._groups_span = groups, (lo, hi)
         return groups
 

@@ -91,12 +91,9 @@ def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: t
     Float32 CPU tensors go through torch's fused kernel (``state`` caches the float mask)."""
     if (_FUSED is not None and state is not None and query.device.type == "cpu"
             and query.dtype == key.dtype == value.dtype == torch.float32):
-        if mask is None:
-            out, lse = _FUSED(query.contiguous(), key, value, 0.0, False, scale=scaling)
-            return out, lse
-        bias, blind = state.additive(mask)
+        bias, blind = state.additive(mask) if mask is not None else (None, None)
         out, lse = _FUSED(query.contiguous(), key, value, 0.0, False, attn_mask=bias, scale=scaling)
-        return out, lse.masked_fill(blind, float("-inf"))
+        return out, lse if blind is None else lse.masked_fill(blind, float("-inf"))
     scores = torch.matmul(query.float(), key.float().transpose(-1, -2)) * scaling
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
