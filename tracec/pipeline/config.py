@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -15,6 +17,18 @@ from tracec.train.config import TrainConfig
 
 class ConfigError(ValueError):
     """The run config is missing or invalid (reported without a traceback)."""
+
+
+def http_url(value: str | None, key: str) -> str | None:
+    """``value`` when it is an ``http://`` or ``https://`` URL with a host (a ``file://`` or
+    bare-host endpoint is a typo, refused before any stage)."""
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{key} = {value!r}: expected an http:// or https:// URL with a host, "
+                         "e.g. http://localhost:8000/v1")
+    return value
 
 
 class _Strict(BaseModel):
@@ -64,6 +78,7 @@ class LabelerSettings(_Strict):
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> LabelerSettings:
+        http_url(self.endpoint, "labeler.endpoint")
         if self.kind == "llm" and not (self.endpoint and self.model):
             raise ValueError("labeler.kind = 'llm' needs labeler.endpoint and labeler.model")
         return self
@@ -94,29 +109,48 @@ class SpecSettings(_Strict):
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> SpecSettings:
+        http_url(self.endpoint, "specs.endpoint")
         if self.source == "propose" and not (self.endpoint and self.model):
             raise ValueError("specs.source = 'propose' needs specs.endpoint and specs.model")
         return self
 
 
+# train.settings keys the run sets itself, and where the config sets them instead: a key maps to
+# one place only, so it can never collide with what the run passes to the trainer
+RUN_OWNED = {"model": "model.base", "env": "the specs the run selects (specs.*)",
+             "device": "the top-level device"}
+
+
+def _explain(e: Any) -> str:
+    """A pydantic error's message, naming a quoted number or flag as the typo it is."""
+    msg = e["msg"].removeprefix("Value error, ")
+    if isinstance(e.get("input"), str) and e["type"] in ("int_type", "float_type", "bool_type"):
+        msg += f", got the string {e['input'][:40]!r} (write it without quotes)"
+    return msg
+
+
+def _train_errors(exc: ValidationError) -> str:
+    return "; ".join(f"train.settings.{'.'.join(map(str, e['loc'])) or '(all)'}: {_explain(e)}"
+                     for e in exc.errors())
+
+
 class TrainSettings(_Strict):
-    """GRPO settings for every adapter: any TrainConfig field except model/env."""
+    """GRPO settings for every adapter: any TrainConfig field except model/env/device, with
+    TrainConfig's names and TOML's types (``rank = "8"`` is refused, not read as 8)."""
 
     settings: dict[str, Any] = Field(default_factory=dict)
     max_adapters: int | None = Field(None, ge=1, le=10_000, description="train at most this many specs")
 
     @model_validator(mode="after")
     def _valid(self) -> TrainSettings:
-        bad = {"model", "env"} & set(self.settings)
+        bad = sorted(set(RUN_OWNED) & set(self.settings))
         if bad:
-            raise ValueError(f"train.settings may not set {sorted(bad)} (use model.base)")
-        for key, value in self.settings.items():  # TOML has types: "4" for a number is a typo
-            field = TrainConfig.model_fields.get(key)
-            if field is not None and isinstance(value, str) and "str" not in str(field.annotation) \
-                    and "Literal" not in str(field.annotation):
-                raise ValueError(f"train.settings.{key}: expected {field.annotation}, got the "
-                                 f"string {value!r} (write it without quotes)")
-        TrainConfig(**self.settings)
+            where = "; ".join(f"{k}: set {RUN_OWNED[k]}" for k in bad)
+            raise ValueError(f"train.settings may not set {bad} ({where})")
+        try:  # JSON mode: TOML's arrays are tuples, ints are floats, nothing else is coerced
+            TrainConfig.model_validate_json(json.dumps(self.settings), strict=True)
+        except ValidationError as exc:
+            raise ValueError(_train_errors(exc)) from None
         return self
 
 
@@ -213,15 +247,27 @@ def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
 
     target = cfg.target.model_copy(update={"data_dir": fix(cfg.target.data_dir)})
     specs = cfg.specs.model_copy(update={"dir": fix(cfg.specs.dir)})
+    train = cfg.train
+    if isinstance(train.settings.get("init_adapter"), str):
+        settings = {**train.settings, "init_adapter": fix(train.settings["init_adapter"])}
+        train = train.model_copy(update={"settings": settings})
     base = cfg.model.base
     if ("/" in base or base.startswith(".")) and (root / base).exists():
         base = str((root / base).resolve())
     model = cfg.model.model_copy(update={"base": base})
-    return cfg.model_copy(update={"target": target, "specs": specs, "model": model})
+    return cfg.model_copy(update={"target": target, "specs": specs, "model": model,
+                                  "train": train})
 
 
 def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+    out = []
+    for e in exc.errors():
+        msg = _explain(e)
+        # a model check's message names its own keys (``train.settings.lora.rank: ...``)
+        out.append(msg if e["type"] == "value_error" and msg.split(":")[0].startswith(
+            ".".join(map(str, e["loc"]))) and e["loc"] else
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {msg}")
+    return "; ".join(out)
 
 
 def parse_config(data: dict, root: Path | str = ".", where: str = "config") -> RunConfig:
