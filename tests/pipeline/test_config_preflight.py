@@ -95,3 +95,11 @@ def test_run_refuses_before_stage_one_and_writes_nothing(tmp_path):
     assert res.exit_code == 1 and "Traceback" not in res.output and "TypeError" not in res.output
     assert "train.settings may not set ['device']" in res.output
     assert not (tmp_path / "run").exists()
+
+
+def test_llm_user_url_must_be_http(tmp_path):
+    cfg = _write(tmp_path, f'[specs]\ndir = "{DEMO_SPECS}"\n')
+    cfg.write_text(cfg.read_text().replace("[target]\n", '[target]\nuser = "llm:m@file:///x"\n'))
+    assert problems(load_config(cfg)) == [
+        "target.user: target.user's URL = 'file:///x': expected an http:// or https:// URL with "
+        "a host, e.g. http://localhost:8000/v1"]

@@ -13,7 +13,7 @@ from tracec.harness.agents import AgentSpecError, parse_agent_spec
 from tracec.llm.adapters import AdapterError, check_adapter_dir
 from tracec.llm.device import DeviceError, parse_device, resolve_device
 from tracec.llm.loading import ModelNotPrepared, resolve_model
-from tracec.pipeline.config import ConfigError, RunConfig
+from tracec.pipeline.config import ConfigError, RunConfig, http_url
 from tracec.targets import data as tdata
 
 # stages that use each part of the config (by name, in run order)
@@ -64,6 +64,11 @@ def problems(cfg: RunConfig, until: str | None = None) -> list[str]:
     user = cfg.target.user
     if user != "scripted" and not (user.startswith("llm:") and "@" in user):
         out.append(f"target.user: {user!r}: use scripted or llm:MODEL@URL")
+    elif user != "scripted":
+        try:
+            http_url(user.rpartition("@")[2], "target.user's URL")
+        except ValueError as exc:
+            out.append(f"target.user: {exc}")
     out += spec_problems(cfg, stages)
     out += init_adapter_problems(cfg, stages)
     return out
