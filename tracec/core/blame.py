@@ -8,6 +8,9 @@ import traceback
 from pathlib import Path
 
 TRACEC_DIR = Path(__file__).resolve().parents[1]
+# tracec's own code: the package, and in a source checkout its test suite (which stands in for
+# tracec code in tests of the bug line)
+OWN = (TRACEC_DIR, TRACEC_DIR.parent / "tests")
 _LIBRARIES = tuple(Path(p).resolve() for p in {sysconfig.get_path(k) for k in
                                                ("stdlib", "platstdlib", "purelib", "platlib")} if p)
 
@@ -21,10 +24,6 @@ def _generated(path: Path) -> bool:
         return False
 
 
-def _is_library(path: Path) -> bool:
-    return path.is_relative_to(TRACEC_DIR) or any(path.is_relative_to(lib) for lib in _LIBRARIES)
-
-
 def user_frame(exc: BaseException, root: Path | None = None) -> str | None:
     """``path:line`` of the innermost frame of ``exc`` in the user's code: under ``root`` when
     given, else outside tracec, the standard library and installed packages (a library the
@@ -35,8 +34,11 @@ def user_frame(exc: BaseException, root: Path | None = None) -> str | None:
         if frame.filename.startswith("<") or not Path(frame.filename).is_absolute():
             continue
         path = Path(frame.filename).resolve()
-        if path.is_relative_to(root) if root is not None else not _is_library(path):
+        if root is not None:
+            if path.is_relative_to(root):
+                return f"{frame.filename}:{frame.lineno}"
+        elif any(path.is_relative_to(d) for d in OWN) or _generated(path):
+            return None  # tracec's code, or tracec called the library that raised: its bug
+        elif not any(path.is_relative_to(lib) for lib in _LIBRARIES):
             return f"{frame.filename}:{frame.lineno}"
-        if root is None and (path.is_relative_to(TRACEC_DIR) or _generated(path)):
-            return None  # tracec called the library that raised: tracec's bug
     return None
