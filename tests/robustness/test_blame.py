@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tracec.cli import BUG_HINT, cli, one_line_error
@@ -76,3 +77,15 @@ def test_hand_edited_report_input_names_the_file(tmp_path):
         in res.output and "--from train" in res.output
     report = (run / "report.md").read_text()  # the rest of the report is still written
     assert "## Stages" in report and "_Not shown:" in report
+
+
+@pytest.mark.parametrize("line, says", [
+    ('{"step": 1, "reward_mean": "x"}', '`reward_mean` is "x", expected a finite number'),
+    ('{"reward_mean": 0.5}', "`step` is missing"),
+    ("[1, 2]", "expected a JSON object, got list"),
+    ('{"step": 1, "reward_mean": 0.5, "kept_share": {}}', "`kept_share` is {}"),
+])
+def test_hand_edited_training_metrics_name_the_line(tmp_path, line, says):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "reward_mean": 0.1}\n' + line + "\n")
+    res = _run(["report", str(tmp_path)])
+    assert res.exit_code == 1 and f"{tmp_path / 'metrics.jsonl'}:2: {says}" in res.output
