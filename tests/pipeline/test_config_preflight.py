@@ -3,6 +3,7 @@ with what the run sets, URLs, the spec folder, the spec mapping and the initial 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,17 @@ def test_llm_user_url_must_be_http(tmp_path):
     assert problems(load_config(cfg)) == [
         "target.user: target.user's URL = 'file:///x': expected an http:// or https:// URL with "
         "a host, e.g. http://localhost:8000/v1"]
+
+
+@pytest.mark.parametrize("body, says", [
+    ("[train.settings]\nlerning_rate = 1e-4\n", "train.settings.lerning_rate: Extra inputs are not "
+     "permitted; did you mean `learning_rate`?"),
+    ("[train.settings]\nlora = { rnak = 8 }\n", "did you mean `rank`?"),
+    ("[target]\ndomian = 'airline'\n", "target.domian: Extra inputs are not permitted; did you "
+     "mean `domain`?"),
+])
+def test_unknown_keys_name_the_key_meant(tmp_path, body, says):
+    path = tmp_path / "t.toml"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_config(path)

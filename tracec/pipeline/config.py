@@ -10,9 +10,10 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracec import files
+from tracec.core.diagnostics import did_you_mean
 from tracec.core.seeds import HELDOUT_START, eval_range
 from tracec.llm.device import parse_device
-from tracec.train.config import TrainConfig
+from tracec.train.config import LoraSettings, TrainConfig
 
 
 class ConfigError(ValueError):
@@ -121,17 +122,24 @@ RUN_OWNED = {"model": "model.base", "env": "the specs the run selects (specs.*)"
              "device": "the top-level device"}
 
 
-def _explain(e: Any) -> str:
-    """A pydantic error's message, naming a quoted number or flag as the typo it is."""
+def _explain(e: Any, fields: Any = ()) -> str:
+    """A pydantic error's message, naming a quoted number or flag as the typo it is, and the
+    field meant by an unknown key (``fields``: the names it may take)."""
     msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "extra_forbidden" and e["loc"]:
+        hint = did_you_mean(str(e["loc"][-1]), fields)
+        msg += f"; {hint}" if hint else ""
     if isinstance(e.get("input"), str) and e["type"] in ("int_type", "float_type", "bool_type"):
         msg += f", got the string {e['input'][:40]!r} (write it without quotes)"
     return msg
 
 
 def _train_errors(exc: ValidationError) -> str:
-    return "; ".join(f"train.settings.{'.'.join(map(str, e['loc'])) or '(all)'}: {_explain(e)}"
-                     for e in exc.errors())
+    def names(loc: tuple) -> Any:
+        return LoraSettings.model_fields if loc[:1] == ("lora",) else TrainConfig.model_fields
+
+    return "; ".join(f"train.settings.{'.'.join(map(str, e['loc'])) or '(all)'}: "
+                     f"{_explain(e, names(e['loc']))}" for e in exc.errors())
 
 
 class TrainSettings(_Strict):
@@ -259,10 +267,21 @@ def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
                                   "train": train})
 
 
+def _fields_at(loc: tuple) -> Any:
+    """The field names of the config section at ``loc`` (its last part is the key)."""
+    model: Any = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        model = field.annotation if field is not None else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return ()
+    return model.model_fields
+
+
 def _errors(exc: ValidationError) -> str:
     out = []
     for e in exc.errors():
-        msg = _explain(e)
+        msg = _explain(e, _fields_at(e["loc"]))
         # a model check's message names its own keys (``train.settings.lora.rank: ...``)
         out.append(msg if e["type"] == "value_error" and msg.split(":")[0].startswith(
             ".".join(map(str, e["loc"]))) and e["loc"] else
