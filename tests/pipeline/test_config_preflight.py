@@ -118,3 +118,12 @@ def test_unknown_keys_name_the_key_meant(tmp_path, body, says):
     path.write_text(body)
     with pytest.raises(ConfigError, match=re.escape(says)):
         load_config(path)
+
+
+def test_unknown_split_is_named_before_any_stage(tmp_path):
+    assert _problems(tmp_path, f'[specs]\ndir = "{DEMO_SPECS}"\n') == []
+    cfg = _write(tmp_path, f'[specs]\ndir = "{DEMO_SPECS}"\n')
+    cfg.write_text(cfg.read_text().replace("[target]\n", '[target]\ntest_split = "tset"\n'))
+    found = problems(load_config(cfg))
+    assert len(found) == 1 and found[0].startswith("target.test_split: ")
+    assert "unknown split 'tset'" in found[0]

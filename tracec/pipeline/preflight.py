@@ -69,8 +69,29 @@ def problems(cfg: RunConfig, until: str | None = None) -> list[str]:
             http_url(user.rpartition("@")[2], "target.user's URL")
         except ValueError as exc:
             out.append(f"target.user: {exc}")
+    out += split_problems(cfg, stages)
     out += spec_problems(cfg, stages)
     out += init_adapter_problems(cfg, stages)
+    return out
+
+
+def split_problems(cfg: RunConfig, stages: set[str]) -> list[str]:
+    """target.train_split and target.test_split name splits of the domain's data (a data
+    folder that does not resolve is target.data_dir's problem, reported above)."""
+    wanted = [("target.train_split", cfg.target.train_split, {"baseline", "analyze", "grpo_target"}),
+              ("target.test_split", cfg.target.test_split, {"final_eval"})]
+    try:
+        data = tdata.resolve_data_dir(cfg.target.data_dir)
+        tdata.domain_dir(data, cfg.target.domain)
+    except tdata.DataError:
+        return []
+    out = []
+    for key, split, users in wanted:
+        if stages & users:
+            try:
+                tdata.load_split(data, cfg.target.domain, split)
+            except tdata.DataError as exc:
+                out.append(f"{key}: {exc}")
     return out
 
 
