@@ -66,3 +66,11 @@ def test_a_spec_repeating_a_mistake_stops_early_and_shows_a_bounded_report():
                for d in res.diagnostics)
     out = res.rendered
     assert "stopped checking" in out and "more not shown" in out and len(out) < 10_000
+
+
+def test_a_gold_block_of_10000_calls_is_one_error_with_the_count():
+    call = "      get_reservation_details(reservation_id = r.reservation_id)\n"
+    res = compile_text(DEMO.replace(call, call * 10_000), "gold.tracec")
+    errors = [d for d in res.diagnostics if d.severity == "error"]
+    assert [d.code for d in errors] == ["E194"] and res.code is None
+    assert "has 10000 gold calls (at most 200 per task)" in errors[0].message
