@@ -31,8 +31,8 @@ def _write(tmp_path: Path, body: str) -> Path:
     ('[train.settings]\nlora = { rank = "8" }\n',
      "train.settings.lora.rank: Input should be a valid integer, got the string '8'"),
     ('[train.settings]\nsteps = 2.0\n', "train.settings.steps"),
-    ('[train.settings]\ndevice = "cpu"\n', "train.settings may not set ['device'] (device: set the top-level device)"),
-    ('[train.settings]\nenv = "x"\n', "train.settings may not set ['env']"),
+    ('[train.settings]\ndevice = "cpu"\n', "train.settings.device: train.settings may not set device (set the top-level device)"),
+    ('[train.settings]\nenv = "x"\n', "train.settings.env: train.settings may not set env"),
     ('[labeler]\nkind = "llm"\nendpoint = "file:///etc/passwd"\nmodel = "m"\n',
      "labeler.endpoint = 'file:///etc/passwd': expected an http:// or https:// URL"),
     ('[specs]\nsource = "propose"\nendpoint = "localhost:8000"\nmodel = "m"\n', "specs.endpoint"),
@@ -94,7 +94,7 @@ def test_run_refuses_before_stage_one_and_writes_nothing(tmp_path):
     config = _write(tmp_path, f'[specs]\ndir = "{DEMO_SPECS}"\n[train.settings]\ndevice = "cuda"\n')
     res = CliRunner().invoke(cli, ["run", str(config), "-o", str(tmp_path / "run")])
     assert res.exit_code == 1 and "Traceback" not in res.output and "TypeError" not in res.output
-    assert "train.settings may not set ['device']" in res.output
+    assert f"{config}:8:1: train.settings.device: train.settings may not set device" in res.output
     assert not (tmp_path / "run").exists()
 
 
@@ -127,3 +127,15 @@ def test_unknown_split_is_named_before_any_stage(tmp_path):
     found = problems(load_config(cfg))
     assert len(found) == 1 and found[0].startswith("target.test_split: ")
     assert "unknown split 'tset'" in found[0]
+
+
+def test_config_errors_name_the_line_and_column_of_the_key(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text('seed = 0\n[train]\nmax_adapters = 1\n[train.settings]\nsteps = 2\n'
+                    'lora = { alpha = 16, rank = "8" }\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).startswith(f"{path}:6:22: train.settings.lora.rank: ")
+    path.write_text('[labeler]\nkind = "llm"\nmodel = "m"\nendpoint = "file:///x"\n')
+    with pytest.raises(ConfigError, match=re.escape(f"{path}:4:1: labeler.endpoint = ")):
+        load_config(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -153,8 +154,8 @@ class TrainSettings(_Strict):
     def _valid(self) -> TrainSettings:
         bad = sorted(set(RUN_OWNED) & set(self.settings))
         if bad:
-            where = "; ".join(f"{k}: set {RUN_OWNED[k]}" for k in bad)
-            raise ValueError(f"train.settings may not set {bad} ({where})")
+            raise ValueError("; ".join(f"train.settings.{k}: train.settings may not set {k} "
+                                       f"(set {RUN_OWNED[k]})" for k in bad))
         try:  # JSON mode: TOML's arrays are tuples, ints are floats, nothing else is coerced
             TrainConfig.model_validate_json(json.dumps(self.settings), strict=True)
         except ValidationError as exc:
@@ -289,11 +290,55 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(out)
 
 
-def parse_config(data: dict, root: Path | str = ".", where: str = "config") -> RunConfig:
+def _header(keys: list[str]) -> re.Pattern[str]:
+    dotted = r"\s*\.\s*".join(rf'"?{re.escape(k)}"?' for k in keys)
+    return re.compile(rf"^\s*\[\s*{dotted}\s*\]\s*(#.*)?$")
+
+
+def key_position(text: str, keys: list[str]) -> tuple[int, int] | None:
+    """1-based (line, column) where the TOML ``text`` sets the key at path ``keys`` (in its
+    table, a dotted key or an inline table), or of the table's header; None when not found."""
+    lines = text.splitlines()
+    start, rest = 0, keys
+    for n in range(len(keys), 0, -1):  # the deepest table header on the path
+        found = next((i for i, ln in enumerate(lines) if _header(keys[:n]).match(ln)), None)
+        if found is not None:
+            start, rest = found + 1, keys[n:]
+            break
+    if not rest:
+        return (start, lines[start - 1].index("[") + 1) if start else None
+    top = re.compile(rf'^\s*"?{re.escape(rest[0])}"?\s*[=.]')
+    last = re.compile(rf'(^|[\s{{,.])"?{re.escape(rest[-1])}"?\s*=')
+    for i in range(start, len(lines)):
+        if lines[i].lstrip().startswith("["):
+            break  # the next table
+        if top.match(lines[i]):
+            m = last.search(lines[i])
+            col = m.start() + len(m.group(1)) + 1 if m else len(lines[i]) - len(lines[i].lstrip()) + 1
+            return i + 1, col
+    return None
+
+
+def _error_keys(exc: ValidationError) -> list[str]:
+    """The key path of the first error: its location, or the key a model check's message names."""
+    e = exc.errors()[0]
+    keys = [str(k) for k in e["loc"] if not isinstance(k, int)]
+    named = e["msg"].removeprefix("Value error, ").split(":")[0].split(" ")[0]
+    if e["type"] == "value_error" and keys and named.startswith(".".join(keys)):
+        keys = named.split(".")
+    return keys
+
+
+def parse_config(data: dict, root: Path | str = ".", where: str = "config",
+                 text: str | None = None) -> RunConfig:
+    """Validate a parsed config; ``text`` (the TOML) puts the first bad key's line and column
+    into the error: ``path:line:col: key: why``."""
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {_errors(exc)}") from None
+        pos = key_position(text, _error_keys(exc)) if text is not None else None
+        at = f"{where}:{pos[0]}:{pos[1]}" if pos else where
+        raise ConfigError(f"{at}: {_errors(exc)}") from None
     return _resolve_paths(cfg, Path(root))
 
 
@@ -307,4 +352,5 @@ def load_config(path: str | Path) -> RunConfig:
     if not data:
         raise ConfigError(f"{path}: the config is empty; set at least [target] data_dir and "
                           "[model] base (examples: configs/*.toml, docs/pipeline.md)")
-    return parse_config(data, path.resolve().parent, str(path))
+    text = files.read_text(path, "run config", limit=files.CONFIG_BYTES)
+    return parse_config(data, path.resolve().parent, str(path), text)
