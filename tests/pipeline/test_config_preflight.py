@@ -139,3 +139,12 @@ def test_config_errors_name_the_line_and_column_of_the_key(tmp_path):
     path.write_text('[labeler]\nkind = "llm"\nmodel = "m"\nendpoint = "file:///x"\n')
     with pytest.raises(ConfigError, match=re.escape(f"{path}:4:1: labeler.endpoint = ")):
         load_config(path)
+
+
+def test_preflight_error_names_the_line_of_the_key(tmp_path):
+    from tracec.pipeline.preflight import preflight
+
+    config = _write(tmp_path, f'[specs]\ndir = "{DEMO_SPECS}"\nmapping = {{ a = "nope" }}\n')
+    with pytest.raises(ConfigError) as err:
+        preflight(load_config(config), config)
+    assert str(err.value).startswith(f"{config}:7:13: specs.mapping.a: no spec named 'nope'")

@@ -13,7 +13,8 @@ from tracec.harness.agents import AgentSpecError, parse_agent_spec
 from tracec.llm.adapters import AdapterError, check_adapter_dir
 from tracec.llm.device import DeviceError, parse_device, resolve_device
 from tracec.llm.loading import ModelNotPrepared, resolve_model
-from tracec.pipeline.config import ConfigError, RunConfig, http_url
+from tracec import files
+from tracec.pipeline.config import ConfigError, RunConfig, http_url, key_position
 from tracec.targets import data as tdata
 
 # stages that use each part of the config (by name, in run order)
@@ -170,4 +171,14 @@ def preflight(cfg: RunConfig, where: str | Path = "config", until: str | None = 
     start as configured."""
     found = problems(cfg, until)
     if found:
-        raise ConfigError(f"{where}: " + "; ".join(found) + " (nothing was run)")
+        raise ConfigError(f"{_at(where, found[0])}: " + "; ".join(found) + " (nothing was run)")
+
+
+def _at(where: str | Path, problem: str) -> str:
+    """``where:line:col`` of the key a problem names, when ``where`` is the config file."""
+    try:
+        text = files.read_text(where, "run config", limit=files.CONFIG_BYTES)
+    except (files.InputError, TypeError):
+        return str(where)
+    pos = key_position(text, problem.split(":")[0].split("."))
+    return f"{where}:{pos[0]}:{pos[1]}" if pos else str(where)
