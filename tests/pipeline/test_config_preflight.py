@@ -148,3 +148,12 @@ def test_preflight_error_names_the_line_of_the_key(tmp_path):
     with pytest.raises(ConfigError) as err:
         preflight(load_config(config), config)
     assert str(err.value).startswith(f"{config}:7:13: specs.mapping.a: no spec named 'nope'")
+
+
+@pytest.mark.parametrize("name", ["cpu-demo.toml", "gpu.toml"])
+def test_shipped_configs_pass_the_spec_split_and_adapter_checks(name):
+    from tracec.pipeline.preflight import ORDER, init_adapter_problems, spec_problems, split_problems
+
+    cfg = load_config(ROOT / "configs" / name)
+    for check in (spec_problems, split_problems, init_adapter_problems):
+        assert check(cfg, set(ORDER)) == [], check.__name__
