@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from tracec.core.blame import user_frame
 from tracec.llm.quiet import quiet_libraries
 
 # command name -> ("module:attribute" of a click.Command, one-line help), in pipeline order.
@@ -86,6 +87,9 @@ def one_line_error(exc: BaseException) -> str:
         return f"{exc.filename}: {exc.strerror or text}"
     if isinstance(exc, (UnicodeError, OSError)) or type(exc) is ValueError:
         return f"{type(exc).__name__}: {text}"
+    where = user_frame(exc)
+    if where:  # the user's own Python (an env module, an --envs-dir package) raised it
+        return f"{where}: {type(exc).__name__}: {text} (raised by your code, not by tracec)"
     return f"unexpected {type(exc).__name__}: {text}; {BUG_HINT}"
 
 
@@ -114,6 +118,12 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise
+        except SystemExit as exc:  # tracec's own exits pass; the user's code's is named
+            where = user_frame(exc)
+            if where is None or os.environ.get("TRACEC_DEBUG"):
+                raise
+            raise click.ClickException(f"{where}: your code called sys.exit({exc.code!r}) "
+                                       "(not tracec)") from None
         except Exception as exc:  # noqa: BLE001 - the CLI never ends in a traceback
             if os.environ.get("TRACEC_DEBUG"):
                 raise

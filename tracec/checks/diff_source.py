@@ -7,6 +7,7 @@ A spec that does not compile, a missing file or a bad revision is a :class:`Diff
 
 from __future__ import annotations
 
+import posixpath
 import re
 import subprocess
 import tempfile
@@ -17,12 +18,13 @@ from pathlib import Path
 from tracec.compiler.api import compile_text, display_path, load_module_source
 from tracec.compiler.ir import CapabilityIR
 from tracec.files import InputError, decode_bytes, read_text
-from tracec.lang.fragments import FRAGMENT_SUFFIX, MAX_FRAGMENT_BYTES, MAX_USES
+from tracec.lang.fragments import FRAGMENT_SUFFIX, MAX_FRAGMENT_BYTES, MAX_USES, use_lines
 from tracec.lang.parser import MAX_SOURCE_BYTES
 
 GIT_TIMEOUT_S = 30
 MAX_REV_CHARS = 200
-_REV = re.compile(r"^[A-Za-z0-9_./~^@{}:+-]+$")
+MAX_LINK_HOPS = 8  # symlinks followed from a committed spec or fragment to its file
+_NOT_REV = re.compile(r"[\x00-\x20\x7f]")  # git refs never hold spaces or control characters
 _USES = re.compile(r'^[ \t]*use[ \t]+"', re.MULTILINE)
 
 
@@ -120,7 +122,23 @@ def _git(args: list[str], cwd: Path, what: str) -> bytes:
     return proc.stdout
 
 
+def _target(rev: str, name: str, cwd: Path, what: str) -> str:
+    """``name`` (relative to ``cwd``) with committed symlinks followed at ``rev``: the path of
+    the file whose contents git holds."""
+    for _ in range(MAX_LINK_HOPS):
+        entry = _git(["ls-tree", "-z", rev, "--", name], cwd, what).split(b"\0")[0]
+        if not entry.startswith(b"120000 "):
+            return name
+        link = _git(["cat-file", "blob", entry.split()[2].decode("ascii")], cwd, what)
+        link_text = link.decode("utf-8", "replace")
+        if link_text.startswith("/") or len(link) > 4096:
+            raise DiffError(f"{what}: a symlink to {link_text[:200]!r} (outside the repository)")
+        name = posixpath.normpath(posixpath.join(posixpath.dirname(name), link_text))
+    raise DiffError(f"{what}: more than {MAX_LINK_HOPS} symlinks in a row")
+
+
 def _show(rev: str, name: str, cwd: Path, limit: int, what: str) -> str:
+    name = _target(rev, name, cwd, what)
     size = _git(["cat-file", "-s", f"{rev}:./{name}"], cwd, what).strip()
     if not size.isdigit() or int(size) > limit:
         raise DiffError(
@@ -135,28 +153,33 @@ def _show(rev: str, name: str, cwd: Path, limit: int, what: str) -> str:
 
 
 def check_rev(rev: str) -> str:
-    """``rev`` if it looks like a git revision (never an option), else a DiffError."""
-    if not rev or len(rev) > MAX_REV_CHARS or rev.startswith("-") or not _REV.match(rev):
+    """``rev`` if it can be a git revision (any branch name: ``фича``, ``fix#12``; never an
+    option), else a DiffError; git itself says when no such revision exists."""
+    if not rev or len(rev) > MAX_REV_CHARS or rev.startswith("-") or _NOT_REV.search(rev):
         raise DiffError(f"--rev {rev!r}: not a git revision (e.g. HEAD~1, main, a commit hash)")
     return rev
 
 
-def _fragments_at(rev: str, folder: Path, into: Path) -> None:
-    """Copy the `*.tracec-frag` files under ``folder`` at ``rev`` into ``into`` (bounded)."""
-    listing = _git(
-        ["ls-tree", "-r", "-z", "--name-only", rev, "--", "."], folder, f"{rev}:{folder}"
-    )
-    names = [
-        n for n in listing.decode("utf-8", "replace").split("\0") if n.endswith(FRAGMENT_SUFFIX)
-    ]
-    for name in names[: 4 * MAX_USES]:
-        if name.startswith(("/", "../")) or "/../" in name:
-            continue
-        target = into / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            _show(rev, name, folder, MAX_FRAGMENT_BYTES, f"{rev}:{folder / name}"), encoding="utf-8"
-        )
+def _fragments_at(rev: str, folder: Path, text: str, into: Path) -> None:
+    """Copy the fragments that ``text`` `use`s (and theirs), read at ``rev`` from ``folder``,
+    into ``into``: only those, however many the folder holds (at most one over the `use`
+    limit, so that the compiler reports it)."""
+    todo, seen = [text], set()
+    while todo and len(seen) <= MAX_USES:
+        for m in use_lines(todo.pop()).values():
+            name = m.group("path")
+            if name in seen or len(seen) > MAX_USES or not name.endswith(FRAGMENT_SUFFIX) \
+                    or name.startswith("/") or ".." in name.split("/"):
+                continue  # a bad path: the compiler names it
+            seen.add(name)
+            try:
+                body = _show(rev, name, folder, MAX_FRAGMENT_BYTES, f"{rev}:{folder / name}")
+            except DiffError:
+                continue  # a fragment missing at REV: the compiler names it at its `use` line
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body, encoding="utf-8")
+            todo.append(body)
 
 
 def from_revision(path: Path, rev: str, tag: str) -> Version:
@@ -175,7 +198,7 @@ def from_revision(path: Path, rev: str, tag: str) -> Version:
             text, label, tag, base_dir=None, display_dir=shown, spec_path=display_path(path)
         )
     with tempfile.TemporaryDirectory(prefix="tracec-diff-") as tmp:
-        _fragments_at(rev, folder, Path(tmp))
+        _fragments_at(rev, folder, text, Path(tmp))
         return compile_version(
             text, label, tag, base_dir=Path(tmp), display_dir=shown, spec_path=display_path(path)
         )

@@ -21,6 +21,31 @@ class Span(BaseModel):
         return cls(line=line, column=column, end_line=line, end_column=column + max(length, 1))
 
 
+EXCERPT_CHARS = 160  # source characters shown around the caret of one diagnostic
+TEXT_CHARS = 300  # a message or hint longer than this is cut (it may quote a huge token)
+SHOWN = 20  # diagnostics rendered per file; the summary still counts them all
+
+
+def clip(text: str, limit: int = TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with ``...``."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def excerpt(text: str, column: int, end: int) -> tuple[str, int, int]:
+    """A window of at most :data:`EXCERPT_CHARS` characters of a source line around 1-based
+    columns [column, end): (shown text, caret column, caret width) within it."""
+    width = max(1, min(end, len(text) + 1) - column)
+    if len(text) <= EXCERPT_CHARS:
+        return text, column, width
+    start = max(0, min(column - 1 - EXCERPT_CHARS // 3, len(text) - EXCERPT_CHARS))
+    shown = text[start: start + EXCERPT_CHARS]
+    head = "..." if start else ""
+    tail = "..." if start + EXCERPT_CHARS < len(text) else ""
+    caret = column - start + len(head)
+    width = max(1, min(width, EXCERPT_CHARS - (column - 1 - start)))
+    return head + shown + tail, caret, width
+
+
 class Diagnostic(BaseModel):
     severity: Literal["error", "warning"] = "error"
     message: str
@@ -28,30 +53,31 @@ class Diagnostic(BaseModel):
     hint: str | None = None
     code: str = "E"
 
-    def render(self, path: str, source: str | None) -> str:
+    def render(self, path: str, source: str | None, lines: list[str] | None = None) -> str:
+        """``path:line:col: severity: message``, one excerpt of the line with a caret, the hint;
+        bounded whatever the line's or message's length (``lines``: ``source`` split once)."""
         sp = self.span
-        lines = [f"{path}:{sp.line}:{sp.column}: {self.severity}: {self.message}"]
-        src_lines = source.splitlines() if source is not None else []
+        out = [f"{path}:{sp.line}:{sp.column}: {self.severity}: {clip(self.message)}"]
+        src_lines = lines if lines is not None else source.splitlines() if source is not None else []
         if 1 <= sp.line <= len(src_lines):
-            text = src_lines[sp.line - 1].replace("\t", " ")
+            end = sp.end_column if sp.end_line == sp.line else len(src_lines[sp.line - 1]) + 1
+            text, col, width = excerpt(src_lines[sp.line - 1].replace("\t", " "), sp.column, end)
             gutter = str(sp.line)
             pad = " " * len(gutter)
-            end = sp.end_column if sp.end_line == sp.line else len(text) + 1
-            width = max(1, min(end, len(text) + 1) - sp.column)
-            lines.append(f"{pad} |")
-            lines.append(f"{gutter} | {text}")
-            lines.append(f"{pad} | {' ' * (sp.column - 1)}{'^' * width}")
+            out.append(f"{pad} |")
+            out.append(f"{gutter} | {text}")
+            out.append(f"{pad} | {' ' * (col - 1)}{'^' * width}")
         if self.hint:
             prefix = " " * (len(str(sp.line)) + 1)
-            lines.append(f"{prefix}= hint: {self.hint}")
-        return "\n".join(lines)
+            out.append(f"{prefix}= hint: {clip(self.hint)}")
+        return "\n".join(out)
 
 
 class SpecError(Exception):
     """Raised with one or more diagnostics when a spec cannot be compiled."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
-        super().__init__(diagnostics[0].message if diagnostics else "spec error")
+        super().__init__(clip(diagnostics[0].message) if diagnostics else "spec error")
         self.diagnostics = diagnostics
 
 
@@ -67,8 +93,12 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
 
 
 def render_all(diags: list[Diagnostic], path: str, source: str | None) -> str:
+    """Every diagnostic of one file in line order, at most :data:`SHOWN` of them, and a count."""
     ordered = sorted(diags, key=lambda d: (d.span.line, d.span.column))
-    body = "\n\n".join(d.render(path, source) for d in ordered)
+    lines = source.splitlines() if source is not None else []
+    body = "\n\n".join(d.render(path, source, lines) for d in ordered[:SHOWN])
+    if len(ordered) > SHOWN:
+        body += f"\n\n({len(ordered) - SHOWN} more not shown: fix these and compile again)"
     n_err = sum(d.severity == "error" for d in diags)
     n_warn = len(diags) - n_err
     summary = []

@@ -40,9 +40,21 @@ def _literal(node: ast.expr) -> object:
     if isinstance(node, ast.Dict):
         return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
     try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise InputError(f"argument values must be literals, got `{ast.unparse(node)}`") from None
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, RecursionError, MemoryError):
+        raise InputError(f"argument values must be JSON literals, got `{_shown(node)}`") from None
+    if value is not None and not isinstance(value, (str, int, float, bool)):  # 1j, {1}, b"", ...
+        raise InputError(f"argument values must be JSON literals (string, number, true/false, "
+                         f"null, list, object), got `{_shown(node)}`")
+    return value
+
+
+def _shown(node: ast.expr) -> str:
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "a nested expression"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def shorthand_call(line: str) -> tuple[str, dict]:
@@ -163,6 +175,10 @@ def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool, envs_dir: st
             action = to_action(line)
         except InputError as exc:
             console.print(f"[red]cannot read that tool call:[/] {escape(str(exc))}")
+            continue
+        except (RecursionError, MemoryError, ValueError, TypeError):  # one bad line, not the session
+            console.print("[red]cannot read that tool call:[/] nested too deeply or not a JSON "
+                          "literal; try again (:help)")
             continue
         hint = mistyped_call_hint(action, list(env._box.tools))
         if hint:

@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from tracec.compiler.api import CompileFailed, build_modules
+from tracec.core.blame import user_frame
 from tracec.runtime.env import Capability, CapabilityEnv
 
 EnvClass = type[CapabilityEnv]
@@ -38,6 +39,32 @@ def _note(ref: str, envs_dir: str | Path, entry: str, registered: str) -> None:
 
 class LoadError(ValueError):
     """A user-facing problem finding or importing an environment (message is the diagnostic)."""
+
+
+def import_user(name: str, what: str, root: Path | None = None) -> types.ModuleType:
+    """Import the user's module ``name``; whatever its code raises, or a ``sys.exit()`` in it,
+    is a :class:`LoadError` naming the user's file and line, never a tracec bug."""
+    try:
+        return importlib.import_module(name)
+    except LoadError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise LoadError(f"cannot import {what}: {exc}") from None
+        raise user_code_error(exc, what, root) from None  # a module the user's code imports
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code may raise anything
+        raise user_code_error(exc, what, root) from None
+
+
+def user_code_error(exc: BaseException, what: str, root: Path | None) -> LoadError:
+    """The one-line error for an exception (or ``sys.exit``) raised by the user's code."""
+    if isinstance(exc, SystemExit):
+        why = f"called sys.exit({exc.code!r})"
+    else:
+        why = " ".join(f"raised {type(exc).__name__}: {exc}".split())[:300]
+    where = user_frame(exc, root)
+    return LoadError(f"{where + ': ' if where else ''}importing {what} {why} (an error in that code, "
+                     "not in tracec: fix it or recompile the envs)")
 
 
 @dataclass(frozen=True)
@@ -103,9 +130,9 @@ def import_path(path: Path) -> types.ModuleType:
     if cwd not in sys.path and "" not in sys.path:  # like `python -m`: local packages importable
         sys.path.insert(0, cwd)
     dotted = _dotted_name(path)
+    if dotted:
+        return import_user(dotted, str(path), path.resolve().parent)
     try:
-        if dotted:
-            return importlib.import_module(dotted)
         name = f"_tracec_env_{path.stem}_{zlib.crc32(str(path.resolve()).encode()):08x}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -116,8 +143,8 @@ def import_path(path: Path) -> types.ModuleType:
         return module
     except LoadError:
         raise
-    except Exception as exc:
-        raise LoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code may raise anything
+        raise user_code_error(exc, str(path), path.resolve().parent) from None
 
 
 def is_env_module(path: Path) -> bool:
@@ -166,10 +193,7 @@ def load_paths(paths: list[Path]) -> list[tuple[str, Any]]:
 
 def _load_entry(entry: str) -> type:
     module_name, _, attr = entry.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise LoadError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
+    module = import_user(module_name, module_name)
     return _pick_class(module, attr or None, module_name)
 
 
@@ -226,10 +250,7 @@ def import_registry(envs_dir: str | Path = "generated_envs") -> dict[str, str]:
             del sys.modules[key]  # a different dir of the same name was imported before
     if parent not in sys.path:
         sys.path.insert(0, parent)
-    try:
-        module = importlib.import_module(name)
-    except ImportError as exc:
-        raise LoadError(f"cannot import {path}: {exc}") from None
+    module = import_user(name, f"--envs-dir {envs_dir}", path.resolve())
     return dict(getattr(module, "ENVS", {}) or {})
 
 
@@ -275,10 +296,7 @@ def resolve_env(ref: str, envs_dir: str | Path = "generated_envs") -> EnvTarget:
         cls = _load_entry(envs[ref])
         return EnvTarget(ref, ref, cls, cls)
     if cls_name or "." in target:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as exc:
-            raise LoadError(f"cannot import {target!r}: {exc}") from None
+        module = import_user(target, repr(target))
         return _target(ref, _pick_class(module, cls_name or None, target))
     known = ", ".join(sorted(envs)) or "none (run `tracec compile specs/`)"
     raise LoadError(f"unknown env {ref!r}: unknown environment, not a file, spec, gym id or "

@@ -18,6 +18,7 @@ MAX_NAME_LEN = 64  # names become module, file and function names
 MAX_SPAWN = 1000  # records one `kind[count]` may generate
 MAX_WORLD_RECORDS = 5000  # records all `seed` spawns together may generate
 MAX_ID_DIGITS = 32  # digits of fresh_id(prefix, digits)
+MAX_DIAGNOSTICS = 100  # distinct diagnostics before the checker stops (a spec of repeats)
 MAX_GOLD_CALLS = 200  # gold calls one task may make (`for` loops counted at their bound)
 
 
@@ -56,6 +57,10 @@ def has_call(node: Any, func: str) -> bool:
     return False
 
 
+class TooManyDiagnostics(Exception):
+    """The checker found :data:`MAX_DIAGNOSTICS` problems and stopped walking the spec."""
+
+
 class CheckerBase:
     """The state the passes share while they walk one capability."""
 
@@ -65,6 +70,7 @@ class CheckerBase:
         self.path = path
         self.domain = domain
         self.diags: list[Diagnostic] = []
+        self.places: set[tuple] = set()  # distinct (severity, code, line, column) recorded
         self.tools: dict[str, dict[str, Any]] = {}  # name -> {"parameters", "writes"}
         self.seed_types: dict[str, T] = {}
         self.used_seed: set[str] = set()
@@ -79,11 +85,18 @@ class CheckerBase:
         self.task_flows: list[dict[str, Any]] = []  # per task: let name -> `flow.Flow`
 
     def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
-        self.diags.append(Diagnostic(message=message, span=span, hint=hint, code=code))
+        self._add(Diagnostic(message=message, span=span, hint=hint, code=code))
 
     def warn(self, message: str, span: Span, hint: str | None = None, code: str = "W100") -> None:
-        self.diags.append(Diagnostic(severity="warning", message=message, span=span, hint=hint,
-                                     code=code))
+        self._add(Diagnostic(severity="warning", message=message, span=span, hint=hint, code=code))
+
+    def _add(self, diag: Diagnostic) -> None:
+        """Record ``diag``; stop the walk (:class:`TooManyDiagnostics`) at the limit, so a spec
+        repeating one mistake thousands of times costs no more than a hundred of them."""
+        self.diags.append(diag)
+        self.places.add((diag.severity, diag.code, diag.span.line, diag.span.column))
+        if len(self.places) >= MAX_DIAGNOSTICS:
+            raise TooManyDiagnostics
 
     def text_of(self, node: A.Node) -> str:
         return source_slice(self.source, node.span)

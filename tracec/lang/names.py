@@ -4,6 +4,7 @@ which tools and policy sections a spec names (`tools [...]`, `policy sections [.
 from __future__ import annotations
 
 import keyword
+from collections import Counter
 from typing import Any
 
 from tracec.core.diagnostics import Span, did_you_mean
@@ -165,10 +166,15 @@ class NameResolution(CheckerBase):
             names = []
             self.shown = {}
             known = self.known_tools()
+            counts = Counter(ref.name for ref in cap.shown_tools)
             for ref in cap.shown_tools:
                 if ref.name in self.shown:
-                    self.error(f"tool `{ref.name}` is listed twice in `tools`", ref.span,
-                               "list each tool once", code="E240")
+                    if counts[ref.name]:  # once per name, with the count, at its second place
+                        times = "twice" if counts[ref.name] == 2 else f"{counts[ref.name]} times"
+                        self.error(f"tool `{ref.name}` is listed {times} in `tools`", ref.span,
+                                   f"list each tool once (first on line {self.shown[ref.name]})",
+                                   code="E240")
+                        counts[ref.name] = 0
                     continue
                 self.shown[ref.name] = ref.span.line
                 if self.domain is not None and ref.name not in known:

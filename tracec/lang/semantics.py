@@ -10,11 +10,12 @@ compiler's (`tracec.compiler.lower`).
 
 from __future__ import annotations
 
-from tracec.core.diagnostics import Diagnostic
+from tracec.core.diagnostics import Diagnostic, Span
 from tracec.core.types import T
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
-from tracec.lang.checkbase import DEFAULT_MAX_TURNS, MAX_MAX_TURNS, MAX_NAME_LEN
+from tracec.lang.checkbase import (DEFAULT_MAX_TURNS, MAX_DIAGNOSTICS, MAX_MAX_TURNS, MAX_NAME_LEN,
+                                   TooManyDiagnostics)
 from tracec.lang.checked import Checked, TaskFacts, ToolFacts
 from tracec.lang.lint import lint
 from tracec.lang.statements import StatementChecks
@@ -109,8 +110,14 @@ def check(cap: A.Capability, source: str, path: str, domain: Domain | None
     """Check a parsed capability against its domain: the checked capability (None on errors)
     and the diagnostics."""
     checker = Checker(cap, source, path, domain)
-    result = checker.run()
-    extra = lint(cap, checker.text_of)
+    try:
+        result = checker.run()
+        extra = lint(cap, checker.text_of)
+    except TooManyDiagnostics:
+        first: Span = checker.diags[0].span  # sorts first: the note is seen
+        result, extra = None, [Diagnostic(
+            message=f"stopped checking after {MAX_DIAGNOSTICS} problems", span=first, code="E007",
+            hint="the spec repeats a mistake; fix these and compile again")]
     if any(d.severity == "error" for d in extra):
         result = None
     # the tasks of a parameterised `task` share their statements: report each place once

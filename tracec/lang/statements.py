@@ -234,6 +234,13 @@ class StatementChecks(RewardAnalysis):
                                    "sample(xs, 1..3)", code="E194")
                 continue
             calls += 1
+            if calls == MAX_GOLD_CALLS + 1:
+                total = sum(not isinstance(c, A.GoldFor) for c in t.gold)
+                self.error(f"task `{t.name}` has {total} gold calls (at most {MAX_GOLD_CALLS} "
+                           "per task)", call.span, "list each call the task needs once",
+                           code="E194")
+            if calls > MAX_GOLD_CALLS:
+                continue  # past the limit: reported once, with the count
             self.tool_args(call.name, call.span, call.args, scope, require_all=True)
         for c in t.communicate:
             ct = self.expr(c, scope)

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracec import files
+from tracec.core.diagnostics import did_you_mean
 from tracec.core.seeds import HELDOUT_START, eval_range
 from tracec.llm.device import parse_device
-from tracec.train.config import TrainConfig
+from tracec.train.config import LoraSettings, TrainConfig
 
 
 class ConfigError(ValueError):
     """The run config is missing or invalid (reported without a traceback)."""
+
+
+def http_url(value: str | None, key: str) -> str | None:
+    """``value`` when it is an ``http://`` or ``https://`` URL with a host (a ``file://`` or
+    bare-host endpoint is a typo, refused before any stage)."""
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{key} = {value!r}: expected an http:// or https:// URL with a host, "
+                         "e.g. http://localhost:8000/v1")
+    return value
 
 
 class _Strict(BaseModel):
@@ -64,6 +80,7 @@ class LabelerSettings(_Strict):
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> LabelerSettings:
+        http_url(self.endpoint, "labeler.endpoint")
         if self.kind == "llm" and not (self.endpoint and self.model):
             raise ValueError("labeler.kind = 'llm' needs labeler.endpoint and labeler.model")
         return self
@@ -94,29 +111,55 @@ class SpecSettings(_Strict):
 
     @model_validator(mode="after")
     def _needs_endpoint(self) -> SpecSettings:
+        http_url(self.endpoint, "specs.endpoint")
         if self.source == "propose" and not (self.endpoint and self.model):
             raise ValueError("specs.source = 'propose' needs specs.endpoint and specs.model")
         return self
 
 
+# train.settings keys the run sets itself, and where the config sets them instead: a key maps to
+# one place only, so it can never collide with what the run passes to the trainer
+RUN_OWNED = {"model": "model.base", "env": "the specs the run selects (specs.*)",
+             "device": "the top-level device"}
+
+
+def _explain(e: Any, fields: Any = ()) -> str:
+    """A pydantic error's message, naming a quoted number or flag as the typo it is, and the
+    field meant by an unknown key (``fields``: the names it may take)."""
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "extra_forbidden" and e["loc"]:
+        hint = did_you_mean(str(e["loc"][-1]), fields)
+        msg += f"; {hint}" if hint else ""
+    if isinstance(e.get("input"), str) and e["type"] in ("int_type", "float_type", "bool_type"):
+        msg += f", got the string {e['input'][:40]!r} (write it without quotes)"
+    return msg
+
+
+def _train_errors(exc: ValidationError) -> str:
+    def names(loc: tuple) -> Any:
+        return LoraSettings.model_fields if loc[:1] == ("lora",) else TrainConfig.model_fields
+
+    return "; ".join(f"train.settings.{'.'.join(map(str, e['loc'])) or '(all)'}: "
+                     f"{_explain(e, names(e['loc']))}" for e in exc.errors())
+
+
 class TrainSettings(_Strict):
-    """GRPO settings for every adapter: any TrainConfig field except model/env."""
+    """GRPO settings for every adapter: any TrainConfig field except model/env/device, with
+    TrainConfig's names and TOML's types (``rank = "8"`` is refused, not read as 8)."""
 
     settings: dict[str, Any] = Field(default_factory=dict)
     max_adapters: int | None = Field(None, ge=1, le=10_000, description="train at most this many specs")
 
     @model_validator(mode="after")
     def _valid(self) -> TrainSettings:
-        bad = {"model", "env"} & set(self.settings)
+        bad = sorted(set(RUN_OWNED) & set(self.settings))
         if bad:
-            raise ValueError(f"train.settings may not set {sorted(bad)} (use model.base)")
-        for key, value in self.settings.items():  # TOML has types: "4" for a number is a typo
-            field = TrainConfig.model_fields.get(key)
-            if field is not None and isinstance(value, str) and "str" not in str(field.annotation) \
-                    and "Literal" not in str(field.annotation):
-                raise ValueError(f"train.settings.{key}: expected {field.annotation}, got the "
-                                 f"string {value!r} (write it without quotes)")
-        TrainConfig(**self.settings)
+            raise ValueError("; ".join(f"train.settings.{k}: train.settings may not set {k} "
+                                       f"(set {RUN_OWNED[k]})" for k in bad))
+        try:  # JSON mode: TOML's arrays are tuples, ints are floats, nothing else is coerced
+            TrainConfig.model_validate_json(json.dumps(self.settings), strict=True)
+        except ValidationError as exc:
+            raise ValueError(_train_errors(exc)) from None
         return self
 
 
@@ -213,22 +256,89 @@ def _resolve_paths(cfg: RunConfig, root: Path) -> RunConfig:
 
     target = cfg.target.model_copy(update={"data_dir": fix(cfg.target.data_dir)})
     specs = cfg.specs.model_copy(update={"dir": fix(cfg.specs.dir)})
+    train = cfg.train
+    if isinstance(train.settings.get("init_adapter"), str):
+        settings = {**train.settings, "init_adapter": fix(train.settings["init_adapter"])}
+        train = train.model_copy(update={"settings": settings})
     base = cfg.model.base
     if ("/" in base or base.startswith(".")) and (root / base).exists():
         base = str((root / base).resolve())
     model = cfg.model.model_copy(update={"base": base})
-    return cfg.model_copy(update={"target": target, "specs": specs, "model": model})
+    return cfg.model_copy(update={"target": target, "specs": specs, "model": model,
+                                  "train": train})
+
+
+def _fields_at(loc: tuple) -> Any:
+    """The field names of the config section at ``loc`` (its last part is the key)."""
+    model: Any = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        model = field.annotation if field is not None else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return ()
+    return model.model_fields
 
 
 def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+    out = []
+    for e in exc.errors():
+        msg = _explain(e, _fields_at(e["loc"]))
+        # a model check's message names its own keys (``train.settings.lora.rank: ...``)
+        out.append(msg if e["type"] == "value_error" and msg.split(":")[0].startswith(
+            ".".join(map(str, e["loc"]))) and e["loc"] else
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {msg}")
+    return "; ".join(out)
 
 
-def parse_config(data: dict, root: Path | str = ".", where: str = "config") -> RunConfig:
+def _header(keys: list[str]) -> re.Pattern[str]:
+    dotted = r"\s*\.\s*".join(rf'"?{re.escape(k)}"?' for k in keys)
+    return re.compile(rf"^\s*\[\s*{dotted}\s*\]\s*(#.*)?$")
+
+
+def key_position(text: str, keys: list[str]) -> tuple[int, int] | None:
+    """1-based (line, column) where the TOML ``text`` sets the key at path ``keys`` (in its
+    table, a dotted key or an inline table), or of the table's header; None when not found."""
+    lines = text.splitlines()
+    start, rest = 0, keys
+    for n in range(len(keys), 0, -1):  # the deepest table header on the path
+        found = next((i for i, ln in enumerate(lines) if _header(keys[:n]).match(ln)), None)
+        if found is not None:
+            start, rest = found + 1, keys[n:]
+            break
+    if not rest:
+        return (start, lines[start - 1].index("[") + 1) if start else None
+    top = re.compile(rf'^\s*"?{re.escape(rest[0])}"?\s*[=.]')
+    last = re.compile(rf'(^|[\s{{,.])"?{re.escape(rest[-1])}"?\s*=')
+    for i in range(start, len(lines)):
+        if lines[i].lstrip().startswith("["):
+            break  # the next table
+        if top.match(lines[i]):
+            m = last.search(lines[i])
+            col = m.start() + len(m.group(1)) + 1 if m else len(lines[i]) - len(lines[i].lstrip()) + 1
+            return i + 1, col
+    return None
+
+
+def _error_keys(exc: ValidationError) -> list[str]:
+    """The key path of the first error: its location, or the key a model check's message names."""
+    e = exc.errors()[0]
+    keys = [str(k) for k in e["loc"] if not isinstance(k, int)]
+    named = e["msg"].removeprefix("Value error, ").split(":")[0].split(" ")[0]
+    if e["type"] == "value_error" and keys and named.startswith(".".join(keys)):
+        keys = named.split(".")
+    return keys
+
+
+def parse_config(data: dict, root: Path | str = ".", where: str = "config",
+                 text: str | None = None) -> RunConfig:
+    """Validate a parsed config; ``text`` (the TOML) puts the first bad key's line and column
+    into the error: ``path:line:col: key: why``."""
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {_errors(exc)}") from None
+        pos = key_position(text, _error_keys(exc)) if text is not None else None
+        at = f"{where}:{pos[0]}:{pos[1]}" if pos else where
+        raise ConfigError(f"{at}: {_errors(exc)}") from None
     return _resolve_paths(cfg, Path(root))
 
 
@@ -242,4 +352,5 @@ def load_config(path: str | Path) -> RunConfig:
     if not data:
         raise ConfigError(f"{path}: the config is empty; set at least [target] data_dir and "
                           "[model] base (examples: configs/*.toml, docs/pipeline.md)")
-    return parse_config(data, path.resolve().parent, str(path))
+    text = files.read_text(path, "run config", limit=files.CONFIG_BYTES)
+    return parse_config(data, path.resolve().parent, str(path), text)

@@ -11,8 +11,10 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from tracec.files import InputError
 from tracec.harness.results import ResultsError
-from tracec.pipeline.manifest import CONFIG_COPY, MANIFEST, StageManifest, read_manifest
+from tracec.pipeline.manifest import (CONFIG_COPY, MANIFEST, StageManifest, manifest_path,
+                                     read_manifest)
 from tracec.pipeline.registry import STAGE_NAMES
 from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
 
@@ -435,40 +437,93 @@ def _bar_plot(path: Path, labels: list[str], values: list[float], title: str, yl
     return True
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The report's Markdown text (writes the PNG plots it links to)."""
-    run_dir = Path(run_dir)
+# what a hand-edited or foreign run file raises in a section (a value of another type or shape)
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+class ReportInputError(InputError):
+    """A run folder's file that the report cannot read: the user's edit, not a tracec bug."""
+
+
+def _culprit(run_dir: Path, ms: dict, section: Any) -> tuple[str, str]:
+    """The manifest a failing section reads (the first whose absence lets it render) and its
+    stage."""
+    for stage, m in ms.items():
+        if m is not None:
+            try:
+                section({**ms, stage: None})
+            except SHAPE_ERRORS:
+                continue
+            return str(manifest_path(run_dir, stage)), stage
+    return f"a file in {run_dir}", "STAGE"
+
+
+def _render_sections(run_dir: Path, ms: dict, cfg: dict) -> tuple[dict[str, str], list[str]]:
+    """Each section's Markdown; a section that cannot read its inputs says so in the report,
+    and its problem (naming the file) is returned."""
+    sections = {
+        "Stages": lambda m: _stages(m),
+        "Selected capabilities": lambda m: _capabilities(run_dir, m),
+        "Specs": lambda m: _specs(m),
+        "Environment checks": lambda m: _checks(run_dir),
+        "Training": lambda m: _training(run_dir, m),
+        "Routing": lambda m: _routing(run_dir, m),
+        "Held-out env seeds": lambda m: _heldout(m, cfg),
+        "Pass rates": lambda m: _pass_rates(run_dir, m),
+        "Rollouts spent": lambda m: _rollouts(m),
+        "What failed and why": lambda m: _failures(run_dir, m),
+    }
+    bodies, problems = {}, []
+    for title in SECTIONS:
+        try:
+            bodies[title] = sections[title](ms)
+        except SHAPE_ERRORS as exc:
+            where, stage = _culprit(run_dir, ms, sections[title])
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+            problems.append(f"{where}: the report's \"{title}\" section cannot read it ({why}); "
+                            "it was edited or written by another tracec version: restore it, or "
+                            f"rerun that stage with `tracec run CONFIG -o {run_dir} --from {stage}`")
+            bodies[title] = f"_Not shown: {where} could not be read ({why})._"
+    return bodies, problems
+
+
+def _report(run_dir: Path) -> tuple[str, list[str]]:
     ms = {s: read_manifest(run_dir, s) for s in STAGE_NAMES}
-    cfg = _load_json(run_dir / CONFIG_COPY) or {}
-    model = (cfg.get("model") or {}).get("base", "?")
-    target = cfg.get("target") or {}
+    cfg = _load_json(run_dir / CONFIG_COPY)
+    cfg = cfg if isinstance(cfg, dict) else {}
+    model = _mapping(cfg.get("model")).get("base", "?")
+    target = _mapping(cfg.get("target"))
     parts = [f"# tracec run report: {cfg.get('name', run_dir.name)}",
              (f"Base model `{model}`, target τ² {target.get('domain', '?')} "
               f"({target.get('train_split', '?')} split for analysis, "
               f"{target.get('test_split', '?')} for the final eval), user "
               f"`{target.get('user', '?')}`. Config: `{CONFIG_COPY}`.")]
-    bodies = {
-        "Stages": _stages(ms),
-        "Selected capabilities": _capabilities(run_dir, ms),
-        "Specs": _specs(ms),
-        "Environment checks": _checks(run_dir),
-        "Training": _training(run_dir, ms),
-        "Routing": _routing(run_dir, ms),
-        "Held-out env seeds": _heldout(ms, cfg),
-        "Pass rates": _pass_rates(run_dir, ms),
-        "Rollouts spent": _rollouts(ms),
-        "What failed and why": _failures(run_dir, ms),
-    }
+    bodies, problems = _render_sections(run_dir, ms, cfg)
     for title in SECTIONS:
         parts.append(f"## {title}\n\n{bodies[title]}")
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(parts) + "\n", problems
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def render_report(run_dir: str | Path) -> str:
+    """The report's Markdown text (writes the PNG plots it links to); a section whose files
+    cannot be read says so in its place."""
+    return _report(Path(run_dir))[0]
 
 
 def write_report(run_dir: str | Path) -> Path:
-    """Write ``RUN_DIR/report.md`` (and its plots); returns its path."""
+    """Write ``RUN_DIR/report.md`` (and its plots); returns its path. A run file the report
+    cannot read is a :class:`ReportInputError` naming it, raised after the rest is written."""
     run_dir = Path(run_dir)
     if not is_run_dir(run_dir):
         raise FileNotFoundError(f"{run_dir} is not a `tracec run` folder (no {CONFIG_COPY})")
     path = run_dir / REPORT
-    path.write_text(render_report(run_dir), encoding="utf-8")
+    text, problems = _report(run_dir)
+    path.write_text(text, encoding="utf-8")
+    if problems:
+        raise ReportInputError(problems[0] + (f" (and {len(problems) - 1} more section(s); "
+                                              f"see {path})" if len(problems) > 1 else ""))
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from tracec import files
@@ -12,6 +13,26 @@ SFT_METRICS = "sft_metrics.jsonl"
 
 class NoMetrics(FileNotFoundError):
     """The run dir has no metrics to plot."""
+
+
+# the numbers the report reads from each line: (required, optional)
+STEP_NUMBERS = (("step", "reward_mean"), ("reward_std", "success_rate", "kept_share", "episodes"))
+SFT_NUMBERS = (("sft_loss",), ("sft_step", "sft_token_accuracy"))
+
+
+def _row(row: object, numbers: tuple[tuple[str, ...], tuple[str, ...]]) -> dict:
+    """A metrics line whose plotted fields are finite numbers, else a ValueError naming one."""
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    required, optional = numbers
+    for key in required + optional:
+        if key not in row and key in optional:
+            continue
+        value = row.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            shown = "missing" if key not in row else f"{json.dumps(value)[:40]}"
+            raise ValueError(f"`{key}` is {shown}, expected a finite number")
+    return row
 
 
 def read_metrics(run_dir: str | Path, name: str = "metrics.jsonl") -> list[dict]:
@@ -25,13 +46,16 @@ def read_metrics(run_dir: str | Path, name: str = "metrics.jsonl") -> list[dict]
     except files.InputError as exc:
         raise NoMetrics(str(exc)) from None
     rows = []
+    numbers = SFT_NUMBERS if name == SFT_METRICS else STEP_NUMBERS
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(_row(json.loads(line), numbers))
         except json.JSONDecodeError as exc:
             raise NoMetrics(f"{path}:{n}: not JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise NoMetrics(f"{path}:{n}: {exc} (edited by hand? tracec writes numbers there)") from None
     if not rows:
         raise NoMetrics(f"{path} is empty")
     return rows
