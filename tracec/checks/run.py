@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from tracec.checks.fidelity import fidelity
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
+from tracec.checks.own_words import rungs, shotgun_paid, shotgun_probe
 from tracec.checks.probes import build_probes, expected, gold_results, run_turns
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
@@ -199,6 +200,9 @@ def _run_checks(
                 report.distractors[name] = report.distractors.get(name, 0) + 1
             probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
                                   rotate=seed, results=results)
+            shotgun = shotgun_probe(env)
+            if shotgun is not None:
+                probes.append(shotgun)
             for i, f in enumerate(inst.forbid):
                 hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
                 if hit is not None:
@@ -225,6 +229,11 @@ def _run_checks(
                     silent_reward = ep.reward
                 if ep.rule is not None:
                     rule_hits[ep.rule] += 1
+                rungs(report.probe_rungs, probe.name, _fmt_rule(cap, ep.rule))
+                if probe.name == "shotgun" and silent_reward is not None \
+                        and ep.reward > silent_reward + TOL:
+                    shotgun_paid(log, where_map, cap, task, ep, silent_reward,
+                                 _fmt_rule(cap, ep.rule), seed)
                 for bug in ep.tool_bugs:
                     tool = re.search(r"tool `(\w+)`", bug)
                     span = where_map.gold(task, tool.group(1)) if tool else None
