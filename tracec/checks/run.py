@@ -17,10 +17,12 @@ from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.own_words import rungs, shotgun_paid, shotgun_probe
 from tracec.checks.probes import build_probes, expected, gold_results, run_turns
+from tracec.checks.repeats import repeat_findings
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
+from tracec.runtime.instances import Drawn
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
 
@@ -166,6 +168,7 @@ def _run_checks(
     hint_leaks: set[str] = set()
     forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
     meaning = MeaningChecks(cap, where_map, log)
+    drawn = Drawn()  # each seed's instance digest, for C340
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
@@ -184,6 +187,7 @@ def _run_checks(
                 probes_ok = False
                 continue
             inst = env.instance
+            drawn.add(env, world=False)
             if task not in hint_leaks:
                 leak = hint_leak(inst)
                 if leak:
@@ -287,6 +291,7 @@ def _run_checks(
             progress(1)
 
     meaning.finish()
+    report.instance_repeats = repeat_findings(cls, drawn, log, where_map)
     report.probes = probes_ok
     report.rule_hits = rule_hits
     report.levels_reached = sum(1 for h in rule_hits if h)
