@@ -12,19 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracec.runtime.instances import Drawn, draw
+from tracec.runtime.instances import Drawn, draw, estimated_instances
 
 HELDOUT_FROM = 2_141_000_000
 HELDOUT_PROBE = 200
-
-
-def estimated_instances(digests: list[str]) -> float | None:
-    """Birthday estimate of the number of distinct instances (None: no collision seen)."""
-    n = len(digests)
-    pairs = n - len(set(digests))  # repeats beyond the first of each instance (~ collisions)
-    if pairs <= 0:
-        return None
-    return n * (n - 1) / (2 * pairs)
 
 
 def repeat_findings(cls: Any, drawn: Drawn, log: Any, where_map: Any) -> dict[str, dict]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +71,25 @@ def draw(make_env: Callable[[], Any], seeds: Iterable[int], task: str | None = N
         env.reset(seed=seed, options={"task": task} if task else None)
         out.add(env, world)
     return out
+
+
+def estimated_instances(digests: Iterable[str]) -> float | None:
+    """Birthday estimate of how many distinct instances a task has, from uniform draws: pairs
+    drawn / equal pairs seen (None: no two equal, the space is too large to tell)."""
+    counts = Counter(digests)
+    n = sum(counts.values())
+    equal = sum(c * (c - 1) // 2 for c in counts.values())
+    if not equal:
+        return None
+    return n * (n - 1) / 2 / equal
+
+
+def seen_share(instances: float, draws: float) -> float:
+    """The chance that one given instance of ``instances`` equally likely ones is among
+    ``draws`` draws."""
+    if instances <= 1:
+        return 1.0
+    return -math.expm1(draws * math.log1p(-1 / instances))
 
 
 def repeats(evaluated: Drawn, trained: Drawn) -> dict[str, Any]:
