@@ -4,8 +4,10 @@ reach no more than the silent gold calls; C121/C321 when the rules pay them (iss
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
 from tests.checks.test_located import FLIGHT, check, finding, line_of
+from tracec.checks.cli import check_cmd
 from tracec.checks.own_words import shotgun_text
 from tracec.runtime.outcome import Outcome, mentioned
 from tracec.runtime.rivals import Rivals
@@ -42,3 +44,12 @@ def test_a_rule_that_a_shotgun_games_is_an_error(monkeypatch: pytest.MonkeyPatch
     f = finding(report, "C121")
     assert f["severity"] == "error" and f["line"] == line_of(FLIGHT, "1.0 when progress")
     assert "the rule pays for a list of guesses" in f["message"] and not report.passed
+
+
+def test_check_prints_where_the_own_words_probes_land() -> None:
+    res = CliRunner().invoke(check_cmd, ["benchmarks/learning/generated/flight_status_compact.py",
+                                         "--seeds", "4"])
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if "own words:" in ln)
+    assert "shotgun -> rule 2 `0.3 when progress == 1` (8)" in line
+    assert "echo -> rule 2 `0.3 when progress == 1` (8)" in line

@@ -56,6 +56,12 @@ def rungs(tally: dict[str, dict[str, int]], probe: str, rule_text: str) -> None:
         per[rule_text] = per.get(rule_text, 0) + 1
 
 
+def rungs_line(tally: dict[str, dict[str, int]]) -> str:
+    """``shotgun -> rule 2 `...` (64); echo -> ...``: where the own-words probes landed."""
+    return "; ".join(f"{p} -> " + ", ".join(f"{rule} ({n})" for rule, n in tally[p].items())
+                     for p in OWN_WORDS_PROBES if p in tally)
+
+
 def shotgun_paid(log: Any, where_map: Any, cap: Any, task: str, ep: Any, silent: float,
                  rule: str, seed: int) -> None:
     """The finding for a shotgun paid more than the silent gold calls."""
