@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -55,7 +56,7 @@ def test_digest_is_the_instance_not_the_seed() -> None:
 
 
 def test_repeats_count_equal_instances_by_task() -> None:
-    trained = draw(_make, range(0, 64))
+    trained = draw(_make, range(64))
     held = draw(_make, range(1_000_000_000, 1_000_000_040))
     r = repeats(held, trained)
     small = len(held.by_task["small"])
@@ -103,7 +104,7 @@ def test_check_warns_c340_at_a_task_with_few_instances() -> None:
 def test_check_flags_the_shipped_holiday_reminder_before_its_fix() -> None:
     # the fixture keeps the spec as shipped before issue 27: holidays x hours x chores
     path = "tests/fixtures/pipeline/specs/permission_error_recovery.tracec"
-    text = open(path, encoding="utf-8").read()
+    text = Path(path).read_text(encoding="utf-8")
     result = compile_text(text, path)
     assert result.ok, result.rendered
     report = run_checks(result.module, seeds=64, check_env=False)
