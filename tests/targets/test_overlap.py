@@ -113,3 +113,9 @@ def test_check_flags_the_shipped_holiday_reminder_before_its_fix() -> None:
     assert hits[0]["line"] == text.splitlines().index(
         next(ln for ln in text.splitlines() if "task holiday_reminder" in ln)) + 1
     assert report.instance_repeats["holiday_reminder"]["heldout_repeats"] > 0
+
+
+def test_a_hand_written_env_is_named_not_drawn() -> None:
+    o = instance_overlap({"toy": object}, range(3), [])
+    assert o["envs"]["toy"] == {"why": "not a compiled capability env"}
+    assert "instance overlap: toy: not a compiled capability env" in overlap_lines(o)

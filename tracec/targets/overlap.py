@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.core.seeds import TRAIN_SEEDS, SeedRange, adapter_training_range
+from tracec.runtime.env import CapabilityEnv
 from tracec.runtime.instances import (
     TRAIN_SAMPLE,
     Drawn,
@@ -64,6 +65,9 @@ def instance_overlap(makers: Mapping[str, Callable[[], Any]], eval_seeds: Iterab
                            "evaluated": 0, "repeated": 0, "repeated_same_world": 0,
                            "estimated_in_range": 0.0, "envs": {}}
     for name, make in makers.items():
+        if not isinstance(make(), CapabilityEnv):  # a hand-written env: no task instances
+            out["envs"][name] = {"why": "not a compiled capability env"}
+            continue
         ev, tr = draw(make, evaluated), draw(make, seeds)
         r = repeats(ev, tr)
         r["estimated_in_range_by_task"] = est = estimate_in_range(ev, tr, size)
@@ -86,6 +90,9 @@ def overlap_lines(o: Mapping[str, Any] | None) -> list[str]:
              f"{o['train_sample']} seeds drawn from training range {o['train_seeds']} "
              f"({o['source']}); about {o.get('estimated_in_range', 0):g} over the whole range")]
     for env, r in o["envs"].items():
+        if "why" in r:
+            lines.append(f"instance overlap: {env}: {r['why']}")
+            continue
         named = {**r.get("estimated_in_range_by_task", {}), **r["tasks"]}
         if named:
             tasks = ", ".join(f"`{t}`" for t in sorted(named))
