@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.learning.generated import flight_status_compact as m
+from tracec.checks.probes import build_probes, run_turns
+from tracec.harness.resolve import env_class
 from tracec.runtime.outcome import Outcome, claimed
 from tracec.runtime.rivals import Rivals
 
@@ -74,3 +77,21 @@ def test_without_rivals_the_raw_rule_is_a_mention() -> None:
     assert claimed("landed", ["It has landed."])
     assert not claimed("cancelled", ["It is not cancelled."])
     assert claimed(120, ["It costs $120, not 80."])  # numbers: a mention
+
+
+def test_the_issue_shotgun_earns_only_the_calls_rung_in_the_learning_env() -> None:
+    env = env_class(m)()
+    shotgun = "The flight is available, landed, delayed, on time, flying or cancelled."
+    seen = {"status_one": 0, "status_two": 0}
+    for seed in range(12):
+        env.reset(seed=seed)
+        inst = env.instance
+        calls = build_probes(inst, env._box.writes, env._box.ends)[2].turns[:-1]  # silent gold
+        flights = [c.args["flight_number"] for c in inst.gold]
+        report = " and ".join(f"flight {f} is {v}" for f, v in zip(flights, inst.communicate.values()))
+        assert run_turns(env, calls + (shotgun,)).reward == 0.3
+        env.restart()
+        assert run_turns(env, calls + (f"Here is what I found: {report}.",)).reward == 1.0
+        env.restart()
+        seen[inst.task] += 1
+    assert all(seen.values())  # both the one- and the two-lookup task were played
