@@ -10,6 +10,8 @@ they turn up in every sentence.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,38 +24,50 @@ def _usable(x: Any) -> bool:
     return isinstance(x, str) and 3 <= len(x.strip()) <= MAX_LEN and x.strip().lower() not in _COMMON
 
 
+_TEXT = r'"((?:[^"\\]|\\.)*)"'  # a JSON string's body
+
+
+def _pairs_text(world: Any) -> str:
+    """The world as JSON text (C speed), searched for ``"field": "value"`` pairs."""
+    try:
+        return json.dumps(world, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return ""
+
+
 class Rivals:
     """``rivals(value)``: the lower-cased other possible values of ``value`` in one task's world
-    and its domain's enums (an empty set for numbers, booleans and unknown values). The world
-    is indexed on first use, once per task."""
+    and its domain's enums (an empty set for numbers, booleans and unknown values). Each value's
+    rivals are looked up on first use: the fields that hold it, then their other values."""
 
     def __init__(self, world: Any, enums: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None):
         self._world = world
         self._enums = enums or {}
-        self._by_field: dict[str, set[str]] | None = None
         self._cache: dict[str, frozenset[str]] = {}
+        self._text: str | None = None
 
-    def _index(self) -> dict[str, set[str]]:
-        if self._by_field is None:
-            by_field: dict[str, set[str]] = {}
-            for fields in self._enums.values():
-                for name, values in fields.items():
-                    by_field.setdefault(f"enum:{name}", set()).update(
-                        v.lower() for v in values if _usable(v))
-            stack = [self._world]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, Mapping):
-                    for k, v in node.items():
-                        if isinstance(v, str):
-                            if _usable(v):
-                                by_field.setdefault(str(k), set()).add(v.strip().lower())
-                        elif isinstance(v, (Mapping, list, tuple)):
-                            stack.append(v)
-                elif isinstance(node, (list, tuple)):
-                    stack.extend(x for x in node if isinstance(x, (Mapping, list, tuple)))
-            self._by_field = by_field
-        return self._by_field
+    def _find(self, key: str) -> set[str]:
+        out: set[str] = set()
+        for fields in self._enums.values():
+            for values in fields.values():
+                if any(v.lower() == key for v in values):
+                    out.update(v.lower() for v in values if _usable(v))
+        if self._text is None:
+            self._text = _pairs_text(self._world)
+        text = self._text
+        holders: set[str] = set()
+        said = re.escape(": " + json.dumps(key, ensure_ascii=False))
+        for m in re.finditer(said, text, re.IGNORECASE):
+            end = m.start() - 1  # the closing quote of the field's name
+            if end > 0 and text[end] == '"':
+                holders.add(text[text.rfind('"', 0, end) + 1:end])
+        for k in holders:
+            for m in re.finditer('"' + re.escape(k) + '": ' + _TEXT, self._text):
+                v = json.loads(f'"{m.group(1)}"')
+                if _usable(v):
+                    out.add(v.strip().lower())
+        out.discard(key)
+        return out
 
     def __call__(self, value: Any) -> frozenset[str]:
         if not isinstance(value, str) or not value.strip():
@@ -61,12 +75,7 @@ class Rivals:
         key = value.strip().lower()
         hit = self._cache.get(key)
         if hit is None:
-            out: set[str] = set()
-            for values in self._index().values():
-                if key in values:
-                    out.update(values)
-            out.discard(key)
-            hit = self._cache[key] = frozenset(out)
+            hit = self._cache[key] = frozenset(self._find(key))
         return hit
 
 
