@@ -83,6 +83,11 @@ def test_report_pairs_the_heldout_runs_with_cis_and_says_what_is_noise(heldout_r
     assert not any("adapter-permission_error_recovery − adapter-datetime_reasoning" in ln for ln in rows)
     assert all("within noise" in ln or "B better" in ln or "B worse" in ln for ln in rows)
     assert "In words:" in block
+    # every model's eval states how many evaluated instances repeat a training one
+    assert "repeat a training instance" in block
+    assert sum(1 for ln in block.splitlines() if ln.startswith("| ") and " in range)" in ln) == 4
+    for r in read_manifest(heldout_run, "heldout_eval").outputs["env_results"].values():
+        assert r["instance_overlap"]["train_sample"] >= 256
     train = text[text.index("## Training"):text.index("## Routing")]
     assert "SFT warm start" in train and "1 steps, 1 demos" in train and "kept groups" in train
     assert "Classifier routing" in text

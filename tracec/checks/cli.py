@@ -16,6 +16,7 @@ from rich.table import Table
 
 from tracec.checks.calibrate import Bands, CalibrationReport
 from tracec.checks.fidelity import Fidelity
+from tracec.checks.own_words import rungs_line
 from tracec.checks.prompt_size import (
     CHARS_PER_TOKEN,
     DEFAULT_BUDGET,
@@ -234,6 +235,9 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
             for w in r.warnings:
                 if _located(w):
                     console.print(escape(w), highlight=False, soft_wrap=True)
+            if r.probe_rungs:
+                console.print(f"{escape(r.env)}: own words: {escape(rungs_line(r.probe_rungs))}",
+                              highlight=False, soft_wrap=True)
             if r.fidelity is not None:
                 fid = Fidelity(**r.fidelity)
                 console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)

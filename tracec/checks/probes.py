@@ -169,6 +169,7 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
         writes=box.writes,
         texts=texts,
         v=dict(inst.values),
+        rivals=env.claim_rivals,
     )
     return judge(env.capability.rules, o)
 

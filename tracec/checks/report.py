@@ -22,6 +22,10 @@ class CheckReport(BaseModel):
     probes: bool = False  # every probe landed where the rules promise
     probe_runs: int = 0
     probe_means: dict[str, float] = Field(default_factory=dict)  # probe name -> mean reward
+    # own-words probes (shotgun, echo, echo_bare) -> the rung each episode reached -> episodes
+    probe_rungs: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # task -> its repeating instances (C340): distinct on the check's seeds, held-out repeats
+    instance_repeats: dict[str, dict] = Field(default_factory=dict)
     variance_share: float = 0.0  # share of seeds whose probes give >= 2 distinct rewards
     reward_mean: float = 0.0
     reward_std: float = 0.0  # centred: sqrt(mean((r - mean)^2))

@@ -15,11 +15,14 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from tracec.checks.fidelity import fidelity
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
+from tracec.checks.own_words import rungs, shotgun_paid, shotgun_probe
 from tracec.checks.probes import build_probes, expected, gold_results, run_turns
+from tracec.checks.repeats import repeat_findings
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import Capability, CapabilityEnv, SpecRuntimeError
+from tracec.runtime.instances import Drawn
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
 
@@ -165,6 +168,7 @@ def _run_checks(
     hint_leaks: set[str] = set()
     forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
     meaning = MeaningChecks(cap, where_map, log)
+    drawn = Drawn()  # each seed's instance digest, for C340
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
@@ -183,6 +187,7 @@ def _run_checks(
                 probes_ok = False
                 continue
             inst = env.instance
+            drawn.add(env, world=False)
             if task not in hint_leaks:
                 leak = hint_leak(inst)
                 if leak:
@@ -199,6 +204,9 @@ def _run_checks(
                 report.distractors[name] = report.distractors.get(name, 0) + 1
             probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
                                   rotate=seed, results=results)
+            shotgun = shotgun_probe(env)
+            if shotgun is not None:
+                probes.append(shotgun)
             for i, f in enumerate(inst.forbid):
                 hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
                 if hit is not None:
@@ -225,6 +233,11 @@ def _run_checks(
                     silent_reward = ep.reward
                 if ep.rule is not None:
                     rule_hits[ep.rule] += 1
+                rungs(report.probe_rungs, probe.name, _fmt_rule(cap, ep.rule))
+                if probe.name == "shotgun" and silent_reward is not None \
+                        and ep.reward > silent_reward + TOL:
+                    shotgun_paid(log, where_map, cap, task, ep, silent_reward,
+                                 _fmt_rule(cap, ep.rule), seed)
                 for bug in ep.tool_bugs:
                     tool = re.search(r"tool `(\w+)`", bug)
                     span = where_map.gold(task, tool.group(1)) if tool else None
@@ -278,6 +291,7 @@ def _run_checks(
             progress(1)
 
     meaning.finish()
+    report.instance_repeats = repeat_findings(cls, drawn, log, where_map)
     report.probes = probes_ok
     report.rule_hits = rule_hits
     report.levels_reached = sum(1 for h in rule_hits if h)

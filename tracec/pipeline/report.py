@@ -17,6 +17,7 @@ from tracec.pipeline.manifest import (CONFIG_COPY, MANIFEST, StageManifest, mani
                                      read_manifest)
 from tracec.pipeline.registry import STAGE_NAMES
 from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
+from tracec.targets.overlap import overlap_lines
 
 REPORT = "report.md"
 SECTIONS = ("Stages", "Selected capabilities", "Specs", "Environment checks", "Training",
@@ -236,6 +237,13 @@ def _env_name(name: str) -> str:
     return Path(name).stem if name.endswith(".py") else name
 
 
+def _overlap_cell(r: dict) -> str:
+    o = r.get("instance_overlap")
+    if not o or "repeated" not in o:
+        return "not recorded"
+    return f"{o['repeated']} of {o['evaluated']} (~{o.get('estimated_in_range', 0):g} in range)"
+
+
 def _heldout(ms: dict, cfg: dict | None = None) -> str:
     runs = _outputs(ms, "heldout_eval").get("env_results") or {}
     if not runs:
@@ -251,11 +259,18 @@ def _heldout(ms: dict, cfg: dict | None = None) -> str:
                 "held-out seeds of the trained envs)._")
     first = next(iter(runs.values())).get("first_seed", "?")
     rows = [[label, ", ".join(_env_name(e) for e in r.get("envs") or []), r.get("episodes"),
-             _ci_cell(r.get("trajectories")), r.get("avg_reward", 0.0)] for label, r in runs.items()]
+             _ci_cell(r.get("trajectories")), r.get("avg_reward", 0.0), _overlap_cell(r)]
+            for label, r in runs.items()]
     text = (f"Every model on the same held-out seeds (from {first}; seeds are tasks, disjoint from "
             "every adapter's training seeds, which its `tracec.json` records), greedy decoding. "
             "Success with a bootstrap 95 % CI over tasks:\n\n")
-    text += _table(["model", "envs", "episodes", "success [95 % CI]", "mean reward"], rows)
+    text += _table(["model", "envs", "episodes", "success [95 % CI]", "mean reward",
+                    "repeat a training instance"], rows)
+    text += ("\n\n_Repeat a training instance_: evaluated instances equal to one drawn on a sample "
+             "of the model's training seeds, and about how many over its whole training range "
+             "(`instance_overlap` in each eval's `summary.json`).")
+    text += "".join(f"\n\n{line}" for r in runs.values()
+                    for line in overlap_lines(r.get("instance_overlap"))[1:])
     paired = _paired_table({k: v.get("trajectories") for k, v in runs.items()}, common=True,
                            per_env=True)
     if paired:

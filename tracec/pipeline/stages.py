@@ -531,7 +531,8 @@ def _env_eval(ctx: RunContext, label: str, spec: str, env_files: list[str]) -> d
     summary = run_eval(ecfg, progress=not ctx.quiet, agent=agent_for(ctx, spec))
     return {"agent": summary["agent"], "episodes": summary["episodes"], "envs": env_files,
             "first_seed": fe.env_first_seed, **_overall(summary),
-            "trajectories": summary["trajectories"]}
+            "trajectories": summary["trajectories"],
+            "instance_overlap": summary.get("instance_overlap")}
 
 
 def run_heldout_eval(ctx: RunContext, resume: bool) -> dict:

@@ -19,7 +19,8 @@ from tracec.domains.base import Domain, Tool, ToolError
 from tracec.domains.compact import compact_schema
 from tracec.domains.policy import excerpt as policy_excerpt
 from tracec.runtime.lib import Unsatisfiable, fmt
-from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, mentioned, spoken
+from tracec.runtime.outcome import Call, Outcome, Reply, Rule, judge, spoken
+from tracec.runtime.rivals import Rivals
 from tracec.runtime.spaces import UnicodeText
 from tracec.runtime.spans import located
 from tracec.runtime.toolcall import ToolCallParseError, parse_turn
@@ -378,6 +379,7 @@ class CapabilityEnv(gym.Env[str, str]):
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)
         self.initial_db = initial  # the task's records (inst.values) point into this copy
+        self.rivals = Rivals(initial, domain.schema.enums)
         self.gold_db = gold_db
         self._gold_hash: str | None = None
         self.instance = inst
@@ -548,11 +550,18 @@ class CapabilityEnv(gym.Env[str, str]):
             writes=self._box.writes,
             texts=spoken(self.texts, self.results, self.capability.communicate_raw),
             v=dict(inst.values),
+            rivals=self.claim_rivals,
         )
+
+    @property
+    def claim_rivals(self) -> Rivals | None:
+        """What `communicated()` refuses beside a value: the task's :class:`Rivals`, or None
+        (a mention is enough) under `communicate raw`."""
+        return None if self.capability.communicate_raw else self.rivals
 
     def _final(self, ended_by: str, truncated: bool) -> tuple[float, dict]:
         o = self.outcome()
-        comm = all(mentioned(v, o.texts) for v in self.instance.communicate.values())
+        comm = o.communicated(*self.instance.communicate.values())
         failed = None
         if truncated:
             reward, index = 0.0, None

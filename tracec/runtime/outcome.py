@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracec.runtime.lib import fmt
+from tracec.runtime.rivals import NO_RIVALS
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,65 @@ def mentioned(value: Any, texts: Sequence[str]) -> bool:
     return any(needle in _normalize(t) for t in texts)
 
 
+# ---------------------------------------------------------------- one claim, not a list
+
+# a word that negates the value right after it ("not cancelled", "isn't delayed", "no longer
+# on time", "neither landed nor ...")
+_NEGATION = re.compile(r"(?:\bnot|n['’]t|\bno|\bnever|\bneither|\bnor|\bwithout)"
+                       r"(?:\s+(?:yet|longer|been|be|being|currently|marked|shown|as|a|an))*\s*$")
+
+
+def _occurrences(needle: str, text: str) -> list[int]:
+    out, i = [], text.find(needle)
+    while i >= 0:
+        out.append(i)
+        i = text.find(needle, i + 1)
+    return out
+
+
+def _affirmed(needle: str, text: str) -> bool:
+    """``needle`` occurs in ``text`` (both normalized) at least once not negated."""
+    return any(not _NEGATION.search(text[max(0, i - 40):i]) for i in _occurrences(needle, text))
+
+
+def _names(rival: str, text: str) -> bool:
+    """``text`` names ``rival`` as a word of its own, not negated."""
+    return any(not _NEGATION.search(text[max(0, m.start() - 40):m.start()])
+               for m in re.finditer(rf"(?<!\w){re.escape(rival)}(?!\w)", text))
+
+
+def claimed(value: Any, texts: Sequence[str], rivals: Any = NO_RIVALS,
+            told: Sequence[Any] = ()) -> bool:
+    """``value`` was said as a claim, not in a list of alternatives: :func:`mentioned`, and for a
+    text value, a message says it not negated ("not cancelled" does not say "cancelled") and
+    names none of its ``rivals`` (:class:`tracec.runtime.rivals.Rivals`) beside it, other than
+    the values in ``told`` (the other values the task asks for: "HAT001 is landed and HAT002 is
+    delayed" says both)."""
+    if not mentioned(value, texts):
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(claimed(v, texts, rivals, told) for v in value)
+    if not isinstance(value, str):
+        return True
+    needle = _normalize(fmt(value)).strip()
+    if not needle:
+        return True
+    others = rivals(value)
+    keep = {_normalize(fmt(t)).strip() for t in told if isinstance(t, str)} | {needle}
+    others = [n for n in (_normalize(r).strip() for r in others) if n and n not in keep]
+    for t in texts:
+        low = _normalize(t)
+        if needle not in low or not _affirmed(needle, low):
+            continue
+        rest = low
+        for said in sorted(keep, key=len, reverse=True):
+            rest = rest.replace(said, " ")  # "on time" is the value's, not a rival "time"'s
+        # a rival holding a value ("delayed_departure" beside "delayed"): in the message as is
+        if not any(_names(r, low if any(k in r for k in keep) else rest) for r in others):
+            return True
+    return False
+
+
 # ---------------------------------------------------------------- the agent's own words
 
 # a tool-call or tool-response block the agent wrote into a message (an unclosed one runs to
@@ -185,10 +245,16 @@ class Outcome:
     v: dict = field(default_factory=dict)
     texts: Sequence[str] = ()  # what the agent said (see :func:`spoken`)
     calls: Sequence[Call] = ()  # the agent's successful tool calls, in order
+    # the other possible values of a value (None: τ²'s rule, a mention is enough: `communicate raw`)
+    rivals: Callable[[Any], frozenset[str]] | None = None
 
     def communicated(self, *vals: Any) -> bool:
-        """Every value was told to the user (see :func:`mentioned`)."""
-        return all(mentioned(v, self.texts) for v in vals)
+        """Every value was told to the user: :func:`mentioned`, and with ``rivals`` as a claim
+        (:func:`claimed`: not negated, not beside other possible values of the same field)."""
+        if self.rivals is None:
+            return all(mentioned(v, self.texts) for v in vals)
+        told = [*vals, *self.v.get("_communicate", ())]
+        return all(claimed(v, self.texts, self.rivals, told) for v in vals)
 
     def called(self, name: str, args: Mapping[str, Any] | None = None) -> bool:
         """A successful call of ``name`` whose arguments include ``args``."""
@@ -205,6 +271,7 @@ class Outcome:
         writes: frozenset[str] | set[str],
         texts: Sequence[str],
         v: dict,
+        rivals: Callable[[Any], frozenset[str]] | None = None,
     ) -> Outcome:
         """Derive progress and forbidden_called from the gold, agent and forbidden calls."""
         return cls(
@@ -216,6 +283,7 @@ class Outcome:
             v=v,
             texts=tuple(texts),
             calls=tuple(calls),
+            rivals=rivals,
         )
 
     def communicated_all(self) -> bool:

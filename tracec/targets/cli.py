@@ -12,6 +12,7 @@ import click
 from tracec.harness.results import ResultsError
 from tracec.llm.cli_options import device_option, dtype_option
 from tracec.targets.data import DataError
+from tracec.targets.overlap import overlap_lines
 
 
 def _client(spec: str | None, what: str):
@@ -150,6 +151,8 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
 
         _print_table([GroupMetrics.model_validate(r) for r in summary["metrics"]],
                      f"{agent_spec}: {summary['episodes']} episodes")
+        for line in overlap_lines(summary.get("instance_overlap")):
+            click.echo(line)
         click.echo(f"trajectories: {summary['trajectories']}")
         for path in summary["tau2_results"]:
             click.echo(f"τ² results:   {path}")

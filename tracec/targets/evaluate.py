@@ -31,6 +31,7 @@ from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
+from tracec.targets.overlap import instance_overlap
 from tracec.targets.tau2 import Tau2Env
 from tracec.targets.users import make_user_factory
 from tracec.targets.world import load_world
@@ -151,6 +152,17 @@ def check_adapter_seeds(seeds: SeedRange, adapter: str | Path) -> None:
     check_eval_seeds(seeds, adapter)
 
 
+def _overlap(cfg: EvalConfig, makers: dict, worlds: dict) -> dict:
+    """The summary's ``instance_overlap``: evaluated instances that equal a training one."""
+    compiled = {n: m for n, m in makers.items() if n not in worlds}
+    if not compiled:
+        return {"why": "τ² tasks are fixed, not drawn from seeds", "evaluated": 0, "repeated": 0,
+                "envs": {}}
+    span = cfg.env_seed_range()
+    return instance_overlap(compiled, range(span.start, span.stop),
+                            spec_adapter_dirs(cfg.agent, strict=False))
+
+
 def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
     """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
     if agent is None:
@@ -230,6 +242,7 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
         "tau2_results": tau2_paths,
         "config": cfg.model_dump(),
     }
+    summary["instance_overlap"] = _overlap(cfg, makers, worlds)
     chosen: dict[str, dict[str, int]] = {}  # classifier routing: env -> adapters -> episodes
     for e in episodes:
         if e.info.get("adapters_chosen") is not None:
