@@ -1,0 +1,188 @@
+"""Outputs touch only tracec's own files, and results know their env (issue 29)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tracec.cli import cli
+from tracec.harness.results import Episode, EpisodeWriter, read_episodes
+from tracec.outputs import MARKER
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "specs/reservation_lookup_compact.tracec"
+
+
+def invoke(args):
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    return res
+
+
+def _notes(folder: Path) -> dict[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"notes.md": "# my notes\n", "specs/mine.tracec": "capability x {}\n"}
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return files
+
+
+def _assert_kept(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        assert (folder / name).read_text() == text, name
+
+
+def _eval(out, *extra, spec=SPEC, agent="oracle"):
+    return invoke(["eval", "--agent", agent, "--env", spec, "--tasks", "2", "--out", out,
+                   "--json", *extra])
+
+
+def test_eval_fresh_with_a_typo_keeps_a_users_folder(tmp_path):
+    notes = tmp_path / "project"
+    files = _notes(notes)
+    res = _eval(notes, "--fresh", agent="oracel")
+    assert res.exit_code != 0
+    _assert_kept(notes, files)
+    res = _eval(notes, "--fresh")  # a valid command: the folder is not tracec's, refused
+    assert res.exit_code != 0 and "did not write" in res.output and "Traceback" not in res.output
+    _assert_kept(notes, files)
+    assert not (notes / "trajectories.jsonl").exists()
+
+
+def test_eval_out_empty_string_never_touches_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.txt").write_text("mine")
+    res = _eval("", "--fresh")
+    assert res.exit_code != 0 and "empty path" in res.output
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_eval_fresh_deletes_only_what_tracec_wrote(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out).exit_code == 0
+    assert (out / MARKER).is_file()
+    (out / "later-notes.md").write_text("added by the user")
+    res = _eval(out, "--fresh")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["resumed"] == 0
+    assert (out / "later-notes.md").read_text() == "added by the user"
+
+
+def test_an_old_eval_folder_without_marker_is_adopted(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out).exit_code == 0
+    (out / MARKER).unlink()  # as written before markers existed
+    res = _eval(out)
+    assert res.exit_code == 0 and json.loads(res.output)["resumed"] == 2
+
+
+def test_a_symlinked_lock_never_replaces_the_linked_file(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out).exit_code == 0
+    precious = tmp_path / "precious.txt"
+    precious.write_text("do not truncate me")
+    (out / ".lock").unlink()
+    (out / ".lock").symlink_to(precious)
+    res = _eval(out)
+    assert res.exit_code != 0 and "symbolic link" in res.output
+    assert precious.read_text() == "do not truncate me"
+
+
+def test_a_symlinked_summary_is_not_written_through(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out).exit_code == 0
+    precious = tmp_path / "precious.json"
+    precious.write_text("{}")
+    (out / "summary.json").unlink()
+    (out / "summary.json").symlink_to(precious)
+    res = _eval(out)
+    assert res.exit_code != 0 and "symbolic link" in res.output
+    assert precious.read_text() == "{}"
+
+
+def _episode(i: int) -> Episode:
+    return Episode(id=f"e/{i}/0", task_id=str(i), env="e", messages=[], reward=1.0, success=True)
+
+
+def test_a_last_episode_without_its_newline_is_kept_on_resume(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_episode(i).model_dump_json() for i in range(3)))  # no final \n
+    assert len(read_episodes(path)) == 3
+    with EpisodeWriter(path) as w:
+        w.write(_episode(3))
+    assert [e.task_id for e in read_episodes(path)] == ["0", "1", "2", "3"]
+
+
+def test_a_torn_last_episode_is_still_cut_off(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_episode(0).model_dump_json() + "\n" + _episode(1).model_dump_json()[:20])
+    with EpisodeWriter(path) as w:
+        w.write(_episode(2))
+    assert [e.task_id for e in read_episodes(path)] == ["0", "2"]
+
+
+def test_episodes_and_summary_record_env_and_run(tmp_path):
+    out = tmp_path / "run"
+    res = _eval(out)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    ep = read_episodes(out / "trajectories.jsonl")[0]
+    version = ep.info["env_version"]
+    assert version["env_id"] == ep.env == "tracec/reservation_lookup_compact-v0"
+    import hashlib
+    assert version["spec_sha256"] == hashlib.sha256(SPEC.read_bytes()).hexdigest()
+    assert ep.info["run"]["agent"] == "oracle" and ep.info["run"]["env_seeds"] == 10**9
+    assert summary["env_versions"][ep.env] == version and summary["run"] == ep.info["run"]
+
+
+def test_resume_with_other_env_seeds_is_refused(tmp_path):
+    out = tmp_path / "run"
+    assert _eval(out).exit_code == 0
+    res = _eval(out, "--env-seeds", "5")
+    assert res.exit_code != 0 and "env_seeds 1000000000 → 5" in res.output
+    assert len(read_episodes(out / "trajectories.jsonl")) == 2
+
+
+def test_resume_after_the_spec_changed_is_refused(tmp_path):
+    spec = tmp_path / SPEC.name
+    shutil.copy(SPEC, spec)
+    out = tmp_path / "run"
+    assert _eval(out, spec=spec).exit_code == 0
+    spec.write_text(spec.read_text() + "\n# edited\n")
+    res = _eval(out, spec=spec)
+    assert res.exit_code != 0 and "spec_sha256" in res.output and "another run" in res.output
+
+
+def _write_run(folder: Path, rewards: list[float], spec_sha: str = "a" * 64) -> Path:
+    folder.mkdir(parents=True)
+    lines = []
+    for i, r in enumerate(rewards):
+        ep = _episode(i).model_dump()
+        ep["reward"] = r
+        ep["info"] = {"env_version": {"env_id": "e", "spec_sha256": spec_sha}}
+        lines.append(json.dumps(ep, allow_nan=True))
+    (folder / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_compare_refuses_nan_and_inf_rewards(tmp_path):
+    a = _write_run(tmp_path / "a", [1.0, 0.0])
+    for bad in (math.nan, math.inf):
+        b = _write_run(tmp_path / f"b{bad}", [1.0, bad])
+        res = invoke(["compare", a, b])
+        assert res.exit_code != 0 and "finite" in res.output, res.output
+
+
+def test_compare_refuses_runs_of_two_env_versions(tmp_path):
+    a = _write_run(tmp_path / "a", [1.0, 0.0])
+    b = _write_run(tmp_path / "b", [1.0, 1.0], spec_sha="b" * 64)
+    res = invoke(["compare", a, b])
+    assert res.exit_code != 0 and "env versions" in res.output and "spec_sha256" in res.output
+    res = invoke(["compare", a, b, "--allow-env-change", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["env_changes"]
