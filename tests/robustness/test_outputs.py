@@ -186,3 +186,58 @@ def test_compare_refuses_runs_of_two_env_versions(tmp_path):
     res = invoke(["compare", a, b, "--allow-env-change", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["env_changes"]
+
+
+# --------------------------------------------------------------------- tracec run -o
+def _run_cfg(tmp_path, **over):
+    from tests.pipeline.helpers import tiny_run_config
+    from tracec.pipeline.config import parse_config
+
+    return parse_config(tiny_run_config(tmp_path / "no-model", **over))
+
+
+def test_run_refuses_a_users_folder_with_specs_and_a_report(tmp_path):
+    import pytest
+
+    from tracec.outputs import OutputError
+    from tracec.pipeline.runner import run_pipeline
+
+    project = tmp_path / "project"
+    files = {**_notes(project), "report.md": "my hand-written report\n",
+             "baseline/notes.txt": "mine\n"}
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    with pytest.raises(OutputError, match="did not write"):
+        run_pipeline(_run_cfg(tmp_path), project, quiet=True, log=lambda m: None)
+    _assert_kept(project, files)
+    assert not (project / MARKER).exists() and not (project / "run_config.json").exists()
+
+
+def test_run_refuses_specs_that_live_in_a_stage_folder(tmp_path):
+    import pytest
+
+    from tests.pipeline.helpers import SPECS
+    from tracec.outputs import OutputError
+    from tracec.pipeline.runner import run_pipeline
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(SPECS, run_dir / "specs")  # the config reads the specs the stage would clear
+    (run_dir / MARKER).write_text(json.dumps({"tool": "tracec", "entries": ["specs"]}))
+    cfg = _run_cfg(tmp_path, specs={"dir": str(run_dir / "specs")})
+    with pytest.raises(OutputError, match="inside the stage folder"):
+        run_pipeline(cfg, run_dir, quiet=True, log=lambda m: None)
+    assert sorted(p.name for p in (run_dir / "specs").iterdir()) == sorted(p.name for p in SPECS.iterdir())
+
+
+def test_run_cli_refuses_a_users_folder_before_any_stage(tmp_path):
+    from tests.pipeline.helpers import tiny_run_config, to_toml
+
+    project = tmp_path / "project"
+    files = {**_notes(project), "report.md": "mine\n"}
+    (project / "report.md").write_text("mine\n")
+    config = tmp_path / "run.toml"
+    config.write_text(to_toml(tiny_run_config(tmp_path / "no-model")))
+    res = invoke(["run", config, "-o", project])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    _assert_kept(project, files)
