@@ -241,3 +241,39 @@ def test_run_cli_refuses_a_users_folder_before_any_stage(tmp_path):
     res = invoke(["run", config, "-o", project])
     assert res.exit_code != 0 and "Traceback" not in res.output
     _assert_kept(project, files)
+
+
+# --------------------------------------------------------------------- tracec diff -o
+def test_diff_never_writes_over_its_input_spec(tmp_path):
+    old, new = tmp_path / "old.tracec", tmp_path / "new.tracec"
+    shutil.copy(SPEC, old)
+    shutil.copy(SPEC, new)
+    before = new.read_text()
+    for out in (new, tmp_path / "." / "new.tracec"):
+        res = invoke(["diff", old, new, "-o", out])
+        assert res.exit_code != 0 and "also an input" in res.output
+    assert new.read_text() == before
+    link = tmp_path / "link.md"
+    link.symlink_to(old)
+    res = invoke(["diff", old, new, "--seeds", "2", "-o", link])
+    assert res.exit_code != 0 and old.read_text() == before
+
+
+# --------------------------------------------------------------------- relocatable packages
+def test_a_copied_envs_folder_runs_its_own_modules(tmp_path):
+    import hashlib
+
+    from tracec.harness.resolve import resolve_env
+
+    copy = tmp_path / "generated_envs_v1"
+    shutil.copytree(ROOT / "generated_envs", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "reservation_lookup_compact.py"
+    module.write_text(module.read_text() + "\nCOPIED = True\n")
+    env = resolve_env("tracec/reservation_lookup_compact-v0", copy)
+    assert env.cls.__module__ == "generated_envs_v1.reservation_lookup_compact"
+    out = tmp_path / "run"
+    res = invoke(["eval", "--agent", "oracle", "--env", "tracec/reservation_lookup_compact-v0",
+                  "--envs-dir", copy, "--tasks", "1", "--out", out, "--json"])
+    assert res.exit_code == 0, res.output
+    version = read_episodes(out / "trajectories.jsonl")[0].info["env_version"]
+    assert version["module_sha256"] == hashlib.sha256(module.read_bytes()).hexdigest()

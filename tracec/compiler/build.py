@@ -43,7 +43,6 @@ def plan(paths: list[Path], out_dir: Path) -> BuildPlan:
     bp = BuildPlan(results=results)
     if not bp.ok:
         return bp
-    package = out_dir.resolve().name
     names = set()
     for r in results:
         assert r.ir is not None and r.code is not None
@@ -61,7 +60,7 @@ def plan(paths: list[Path], out_dir: Path) -> BuildPlan:
             else:
                 names.add(f.stem)
     modules = [(n, n) for n in sorted(names)]
-    bp.files["__init__.py"] = codegen.generate_package_init(package, modules)
+    bp.files["__init__.py"] = codegen.generate_package_init(modules)
     return bp
 
 

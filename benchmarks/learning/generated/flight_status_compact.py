@@ -97,7 +97,7 @@ RULES = (
     Rule(  # spec:52
         1.0,
         "1.0 when progress == 1 and communicated()",
-        lambda o: o.progress == 1 and o.communicated(*o.v["_communicate"]),
+        lambda o: o.progress == 1 and o.communicated_all(),
     ),
     Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),  # spec:53
     Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:54

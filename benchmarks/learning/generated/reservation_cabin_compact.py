@@ -29,7 +29,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
     users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 2, 3))  # spec:20
     flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 4, 6))  # spec:21
 
-    def reservations_fields() -> dict:  # spec:22
+    def _reservations_fields() -> dict:  # spec:22
         return {"user_id": rt.pick(rng, users)["user_id"]}
 
     reservations = rt.spawn(
@@ -38,7 +38,7 @@ def build_world(rng: rt.Rng, db: dict) -> dict:
         db,
         "reservation",
         rt.randint(rng, 3, 4),
-        reservations_fields,
+        _reservations_fields,
     )
     return {"users": users, "flights": flights, "reservations": reservations}
 
@@ -69,7 +69,7 @@ RULES = (
     Rule(  # spec:36
         1.0,
         "1.0 when progress == 1 and communicated()",
-        lambda o: o.progress == 1 and o.communicated(*o.v["_communicate"]),
+        lambda o: o.progress == 1 and o.communicated_all(),
     ),
     Rule(0.3, "0.3 when progress == 1", lambda o: o.progress == 1),  # spec:37
     Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:38
