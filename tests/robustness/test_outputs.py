@@ -277,3 +277,21 @@ def test_a_copied_envs_folder_runs_its_own_modules(tmp_path):
     assert res.exit_code == 0, res.output
     version = read_episodes(out / "trajectories.jsonl")[0].info["env_version"]
     assert version["module_sha256"] == hashlib.sha256(module.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------- compile: variant clash
+def test_a_variant_never_silently_replaces_another_specs_env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs").mkdir()
+    base = SPEC.read_text()
+    a = tmp_path / "specs/a.tracec"  # declares reservation_lookup_compact_v2
+    a.write_text(base.replace("capability reservation_lookup_compact",
+                              "capability reservation_lookup_compact_v2", 1))
+    assert invoke(["compile", "specs/a.tracec", "-o", "envs"]).exit_code == 0
+    module = tmp_path / "envs/reservation_lookup_compact_v2.py"
+    before = module.read_text()
+    b = tmp_path / "specs/b.tracec"  # a variant `v2` of reservation_lookup_compact: same name
+    b.write_text(base.replace("{", "{\n  variant v2 { compact_tools }", 1))
+    res = invoke(["compile", "specs/b.tracec", "-o", "envs"])
+    assert res.exit_code != 0 and "would replace it" in res.output, res.output
+    assert module.read_text() == before
