@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tracec.harness.results import ResultsError
+from tracec.outputs import write_atomic
 from tracec.pipeline.manifest import CONFIG_COPY, MANIFEST, StageManifest, read_manifest
 from tracec.pipeline.registry import STAGE_NAMES
 from tracec.targets.compare import UnpairedRuns, compare_runs, load_run, paired_bootstrap
@@ -470,5 +471,5 @@ def write_report(run_dir: str | Path) -> Path:
     if not is_run_dir(run_dir):
         raise FileNotFoundError(f"{run_dir} is not a `tracec run` folder (no {CONFIG_COPY})")
     path = run_dir / REPORT
-    path.write_text(render_report(run_dir), encoding="utf-8")
+    write_atomic(path, render_report(run_dir))
     return path

@@ -123,7 +123,7 @@ def _run_stage(stage: Stage, ctx: st.RunContext, h: str, resume: bool,
     except Exception as exc:  # noqa: BLE001 - recorded, then re-raised as RunError
         m.status = "failed"
         m.error = f"{type(exc).__name__}: {exc}"
-        (ctx.dir(stage.name) / "error.txt").write_text(traceback.format_exc())
+        write_atomic(ctx.dir(stage.name) / "error.txt", traceback.format_exc())
     m.finished = now()
     m.seconds = round(prior + time.perf_counter() - t0, 2)
     m.cpu_seconds = round(prior_cpu + cpu_now() - c0, 2)
