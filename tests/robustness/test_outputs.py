@@ -279,3 +279,19 @@ def test_a_variant_never_silently_replaces_another_specs_env(tmp_path, monkeypat
     res = invoke(["compile", "specs/b.tracec", "-o", "envs"])
     assert res.exit_code != 0 and "would replace it" in res.output, res.output
     assert module.read_text() == before
+
+
+# --------------------------------------------------------------------- compose -o
+def test_compose_never_writes_into_an_input_adapter_or_a_users_folder(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "adapter_config.json").write_text("{}")
+    res = invoke(["compose", a, b, "--merge", "-o", a])
+    assert res.exit_code != 0 and "also an input" in res.output
+    assert (a / "adapter_config.json").read_text() == "{}" and not (a / MARKER).exists()
+    project = tmp_path / "project"
+    files = _notes(project)
+    res = invoke(["compose", a, b, "--routing", "classifier", "-o", project])
+    assert res.exit_code != 0 and "did not write" in res.output
+    _assert_kept(project, files)
