@@ -347,7 +347,8 @@ def read_toml(path: Path | str, what: str = "config",
 
 
 class Locked(InputError):
-    """Another process holds the lock (the message says which file and pid)."""
+    """Another process holds the lock (the message says which file and pid), or the lock file
+    cannot be used (a symbolic link, not a regular file)."""
 
 
 _HELD: dict[str, int] = {}  # lock files this process holds -> depth (re-entrant)
@@ -375,10 +376,10 @@ def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None
     except OSError as exc:
         why = ("it is a symbolic link; remove it" if os.path.islink(p)
                else exc.strerror or str(exc))
-        raise InputError(f"{p}: cannot use as a lock file: {why}") from None
+        raise Locked(f"{p}: cannot use as a lock file: {why}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise InputError(f"{p}: cannot use as a lock file: not a regular file; remove it")
+        raise Locked(f"{p}: cannot use as a lock file: not a regular file; remove it")
     fh = os.fdopen(fd, "r+", encoding="utf-8")
     try:
         try:
