@@ -295,3 +295,13 @@ def test_compose_never_writes_into_an_input_adapter_or_a_users_folder(tmp_path):
     res = invoke(["compose", a, b, "--routing", "classifier", "-o", project])
     assert res.exit_code != 0 and "did not write" in res.output
     _assert_kept(project, files)
+
+
+def test_compare_refuses_a_run_that_mixes_two_env_versions(tmp_path):
+    a = _write_run(tmp_path / "a", [1.0, 0.0])
+    b = _write_run(tmp_path / "b", [1.0, 1.0])
+    lines = (b / "trajectories.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace("a" * 64, "c" * 64)
+    (b / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    res = invoke(["compare", a, b])
+    assert res.exit_code != 0 and "within B" in res.output

@@ -113,17 +113,23 @@ def _check_paired(a: list[Episode], b: list[Episode], name_a: str, name_b: str) 
 
 
 def env_changes(a: list[Episode], b: list[Episode]) -> list[str]:
-    """``env: key old → new`` for each env whose recorded version differs between the runs."""
-    def versions(eps: list[Episode]) -> dict[str, dict]:
-        out: dict[str, dict] = {}
+    """``env: key old → new`` for each env whose recorded version differs between the runs, or
+    between two episodes of one run (a file that mixes two versions)."""
+    def versions(eps: list[Episode]) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
         for e in eps:
             v = e.info.get("env_version")
-            if isinstance(v, dict):
-                out.setdefault(e.env, v)
+            if isinstance(v, dict) and v not in out.setdefault(e.env, []):
+                out[e.env].append(v)
         return out
 
     va, vb = versions(a), versions(b)
-    return [f"{env}: {c}" for env in sorted(va.keys() & vb.keys()) for c in changes(va[env], vb[env])]
+    moved = [f"{env}: {c}" for env in sorted(va.keys() & vb.keys())
+             for c in changes(va[env][0], vb[env][0])]
+    for side, vs in (("A", va), ("B", vb)):
+        moved += [f"{env} (within {side}): {c}" for env in sorted(vs) for v in vs[env][1:]
+                  for c in changes(vs[env][0], v)]
+    return moved
 
 
 def _group(name: str, keys: list[tuple[str, str]], ta: dict, tb: dict, resamples: int,
