@@ -305,3 +305,18 @@ def test_compare_refuses_a_run_that_mixes_two_env_versions(tmp_path):
     (b / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
     res = invoke(["compare", a, b])
     assert res.exit_code != 0 and "within B" in res.output
+
+
+# --------------------------------------------------------------------- train -o
+def test_train_never_writes_into_a_users_folder_or_its_init_adapter(tmp_path):
+    project = tmp_path / "project"
+    files = _notes(project)
+    env = "tracec/reservation_lookup_compact-v0"
+    res = invoke(["train", env, "--steps", "1", "-o", project])
+    assert res.exit_code != 0 and "did not write" in res.output
+    _assert_kept(project, files)
+    init = tmp_path / "init"
+    init.mkdir()
+    (init / "adapter_config.json").write_text("{}")
+    res = invoke(["train", env, "--steps", "1", "--init-adapter", init, "-o", init])
+    assert res.exit_code != 0 and (init / "adapter_config.json").read_text() == "{}"

@@ -106,6 +106,24 @@ def _accelerator(mode: str):
     return acc
 
 
+TRAIN_OUTPUTS = (".lock", "checkpoints", "sft", "serving", "metrics.jsonl", "sft_metrics.jsonl",
+                 "adapter_config.json", "adapter_model.safetensors", "tracec.json",
+                 "training_curves.png")
+
+
+def _claim_out(out: Path, init_adapter: str | None) -> None:
+    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_dir`), never the adapter the
+    run starts from."""
+    from tracec.outputs import OutputError, claim_dir, refuse_input
+
+    try:
+        refuse_input(out, [init_adapter] if init_adapter else [], "output folder")
+        owned = claim_dir(out, "train", lambda e: e.name in TRAIN_OUTPUTS, flag="-o")
+        owned.record(*TRAIN_OUTPUTS, "README.md")
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -132,6 +150,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
         opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
+    if _launched_rank() == 0:  # one process claims the folder; the others write under its lock
+        _claim_out(out, opts.get("init_adapter"))
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
     except (ModelNotPrepared, SFTError, ServingError, LaunchError, DeviceError) as exc:
