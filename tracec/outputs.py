@@ -114,7 +114,8 @@ class OwnedDir:
         write_atomic(self.path / MARKER, json.dumps(body, indent=1) + "\n")
 
     def record(self, *names: str) -> None:
-        """Note entries (top-level names in the folder) as made by tracec."""
+        """Note entries (top-level names in the folder) as made by tracec; creates the folder
+        and its marker when needed."""
         new = {n for n in names if n and n != MARKER} - self.entries
         if new:
             self.entries |= new
@@ -157,7 +158,9 @@ def _read_marker(path: Path) -> set[str] | None:
 
 def claim_dir(path: str | Path, command: str, own_names: Callable[[Path], bool],
               flag: str = "--out") -> OwnedDir:
-    """The output folder ``path`` as an :class:`OwnedDir`, created (and marked) if needed.
+    """The output folder ``path`` as an :class:`OwnedDir`; nothing is created until the
+    command, once validated, records what it will write (:meth:`OwnedDir.record` creates the
+    folder and its marker).
 
     ``own_names(entry)`` says whether an entry of an unmarked folder is one this command writes
     (a folder from before markers existed is adopted only when every entry is). Refuses, with
@@ -179,7 +182,4 @@ def claim_dir(path: str | Path, command: str, own_names: Callable[[Path], bool],
         raise OutputError(f"{flag} {p}: the folder holds files tracec did not write ({shown}); "
                           "choose a new or empty folder (tracec never writes into or clears "
                           "a folder it did not create)")
-    p.mkdir(parents=True, exist_ok=True)
-    owned = OwnedDir(p, command, {e.name for e in present})
-    owned._save()
-    return owned
+    return OwnedDir(p, command, {e.name for e in present})

@@ -95,7 +95,6 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
-    from tracec.files import Locked, exclusive_lock
     from tracec.targets.evaluate import ENV_TASKS, LOCK
 
     if not targets and not envs:
@@ -123,15 +122,10 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
             owned.remove_own(keep=(LOCK,))
         owned.record(*names)
 
-    try:
-        with exclusive_lock(out / LOCK, f"{out}/"):
-            _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
-                  tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-                  first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype, prepare)
-    except Locked as exc:
-        raise click.ClickException(str(exc)) from None
-    except OutputError as exc:
-        raise click.ClickException(str(exc)) from None
+    # run_eval holds OUT/.lock from before prepare() until the summary is written
+    _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
+          first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype, prepare)
 
 
 def _is_eval_output(entry: Path) -> bool:
