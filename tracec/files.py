@@ -347,7 +347,8 @@ def read_toml(path: Path | str, what: str = "config",
 
 
 class Locked(InputError):
-    """Another process holds the lock (the message says which file and pid)."""
+    """Another process holds the lock (the message says which file and pid), or the lock file
+    cannot be used (a symbolic link, not a regular file)."""
 
 
 _HELD: dict[str, int] = {}  # lock files this process holds -> depth (re-entrant)
@@ -369,7 +370,17 @@ def exclusive_lock(path: Path | str, what: str = "this folder") -> Iterator[None
             _HELD[key] -= 1
         return
     p.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
+    try:  # never through a symbolic link: a `.lock` linked elsewhere would be truncated
+        fd = os.open(p, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        why = ("it is a symbolic link; remove it" if os.path.islink(p)
+               else exc.strerror or str(exc))
+        raise Locked(f"{p}: cannot use as a lock file: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Locked(f"{p}: cannot use as a lock file: not a regular file; remove it")
+    fh = os.fdopen(fd, "r+", encoding="utf-8")
     try:
         try:
             if fcntl is not None:  # not POSIX: no locking

@@ -62,3 +62,27 @@ def test_propose_template(tmp_path):
     assert "capability my_cap {" in text and "domain airline" in text
     again = CliRunner().invoke(cli, ["propose", "--template", "my_cap", "-o", str(tmp_path)])
     assert again.exit_code == 1 and "exists" in again.output
+
+
+def test_analyze_never_writes_over_its_input_or_into_a_users_folder(tmp_path, fixtures):
+    """`analyze runs/eval/trajectories.jsonl -o runs/eval` would replace the input it reads; a
+    folder of the user's notes is not tracec's to write into."""
+    src = fixtures / "tau2-results-sample.json"
+    eval_dir = tmp_path / "eval"
+    eval_dir.mkdir()
+    traj = eval_dir / "trajectories.jsonl"
+    traj.write_bytes(b"")  # first a JSONL of episodes, as `tracec eval` writes
+    res = CliRunner().invoke(cli, ["analyze", str(src), "-o", str(tmp_path / "an"), "--json"])
+    assert res.exit_code == 0, res.output
+    traj.write_bytes((tmp_path / "an" / "trajectories.jsonl").read_bytes())
+    before = traj.read_bytes()
+    res = CliRunner().invoke(cli, ["analyze", str(traj), "-o", str(eval_dir)])
+    assert res.exit_code != 0 and "also an input" in res.output
+    assert traj.read_bytes() == before
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "capabilities.json").write_text("mine")
+    (notes / "todo.md").write_text("mine")
+    res = CliRunner().invoke(cli, ["analyze", str(src), "-o", str(notes)])
+    assert res.exit_code != 0 and "did not write" in res.output
+    assert (notes / "capabilities.json").read_text() == "mine"

@@ -70,3 +70,14 @@ def test_real_compiler_loop(tmp_path):
         res = propose_one(client, SEL, "airline", "", "", tmp_path, 2, 4)
     assert not res.ok and "numeric_reasoning.tracec:" in res.error and "error:" in res.error
     assert api.compile_text(bad, "x.tracec").ok is False
+
+
+def test_propose_never_overwrites_a_spec_already_there(tmp_path):
+    mine = tmp_path / "numeric_reasoning.tracec"
+    mine.write_text("# my hand-edited spec\n")
+    with OpenAIServer(["```tracec\ncapability numeric_reasoning { reward { tier } }\n```"]) as srv:
+        client = ChatClient(srv.base_url, "m", max_retries=0)
+        res = propose_one(client, SEL, "airline", "", "", tmp_path, 2, 8,
+                          compile_fn=FakeCompile(), check_fn=fake_check)
+    assert not res.ok and "not overwriting" in res.error and not srv.requests
+    assert mine.read_text() == "# my hand-edited spec\n"

@@ -14,6 +14,7 @@ from tracec.analysis.candidates import Candidate, load_candidates, write_candida
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.importers import FORMATS, load_many, write_jsonl
 from tracec.analysis.runs import LabelRun, load_run, write_run
+from tracec.outputs import OutputError, claim_dir, refuse_input
 
 err_console = Console(stderr=True)
 
@@ -43,6 +44,7 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
     trajectories = load_many(paths, fmt, env)
     if not trajectories:
         raise AnalysisError("no trajectories in the input files")
+    _claim_out(out, paths)
     if labeler == "offline":
         from tracec.analysis.offline import load_task_gold, offline_candidates, offline_run
 
@@ -73,6 +75,22 @@ def _label(paths, out: Path, labeler, endpoint, model, api_key, runs, candidates
     for run in label_runs:
         write_run(run, out / "runs" / f"run_{run.attempt:02d}.json")
     return trajectories, candidates, label_runs
+
+
+ANALYZE_OUTPUTS = ("trajectories.jsonl", "candidates.json", "runs", "cache", "coverage.png",
+                   "capabilities.json")
+
+
+def _claim_out(out: Path, inputs) -> None:
+    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_dir`) whose outputs are none
+    of the input files (e.g. an eval folder's trajectories.jsonl)."""
+    try:
+        for name in ANALYZE_OUTPUTS:
+            refuse_input(out / name, inputs, "output")
+        owned = claim_dir(out, "analyze", lambda e: e.name in ANALYZE_OUTPUTS, flag="-o")
+        owned.record(*ANALYZE_OUTPUTS)
+    except OutputError as exc:
+        raise AnalysisError(str(exc)) from None
 
 
 def _check_offline_evidence(trajectories, gold, run: LabelRun, tasks) -> None:

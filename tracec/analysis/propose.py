@@ -20,6 +20,7 @@ from tracec.compiler.api import compile_text
 from tracec.domains import get_domain
 from tracec.domains.describe import describe_text
 from tracec.llm.client import LLMError
+from tracec.outputs import write_atomic
 
 SPEC_FENCE = re.compile(r"```(?:tracec)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -89,6 +90,9 @@ def propose_one(
     compile_fn = compile_fn or _default_compile
     check_fn = check_fn or _default_check
     path = out_dir / f"{sel.skill}.tracec"
+    if path.exists() or path.is_symlink():  # a spec already there may hold the user's edits
+        return ProposeResult(sel.skill, False, 0, error=f"{path} exists; not overwriting it "
+                             "(move it away or propose into another -o folder)")
     prompt = load_prompt("propose").format(
         domain=domain, language=language, tools=tools, name=sel.skill,
         description=sel.description, examples=", ".join(sel.example_failed_cases) or "(none)")
@@ -106,8 +110,7 @@ def propose_one(
         else:
             report = check_fn(result.module.CAPABILITY, seeds)
             if report.passed:
-                out_dir.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+                write_atomic(path, text)
                 return ProposeResult(sel.skill, True, attempt, path=str(path))
             stage, error = "It compiles but fails the checks", "\n".join(report.problems)
         messages += [

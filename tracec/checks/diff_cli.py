@@ -13,6 +13,7 @@ from tracec.checks.diff import DEFAULT_SEEDS, MAX_SEEDS, diff_versions
 from tracec.checks.diff_markdown import render_markdown
 from tracec.checks.diff_source import DiffError, from_file, from_revision
 from tracec.checks.prompt_size import CHARS_PER_TOKEN
+from tracec.outputs import OutputError, refuse_input, write_atomic
 
 
 @click.command("diff")
@@ -65,6 +66,14 @@ def diff_cmd(
         raise click.UsageError("--rev takes one SPEC: tracec diff specs/x.tracec --rev HEAD~1")
     if rev is None and len(specs) != 2:
         raise click.UsageError("give two specs (tracec diff OLD NEW) or one with --rev REV")
+    if out is not None:  # before any work: the report never replaces one of its inputs
+        try:
+            refuse_input(out, specs, "report")
+        except OutputError as exc:
+            raise click.ClickException(str(exc)) from None
+        if out.suffix == ".tracec":
+            raise click.ClickException(f"{out}: the report is markdown or JSON, not a spec; "
+                                       "write it to a .md or .json file")
     counter, method = _prompt_counter(tokenizer, None)
     try:
         old = from_revision(specs[0], rev, "old") if rev is not None else from_file(specs[0], "old")
@@ -101,7 +110,9 @@ def diff_cmd(
         click.echo(text, nl=False)
         return
     try:
-        out.write_text(text, encoding="utf-8")
+        write_atomic(out, text)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{out}: cannot write: {exc.strerror or exc}") from None
     click.echo(f"wrote {out}", err=True)

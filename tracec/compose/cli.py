@@ -128,6 +128,7 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_transformers()
     place = (device, dtype)  # where and in which dtype the model loads
+    owned = _claim_out(out, adapters) if out is not None and not route_dir else None
     try:
         if route_dir:
             _route(route_dir, data, method, as_json)
@@ -152,6 +153,24 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{getattr(exc, 'filename', '') or ''} {exc.strerror or exc}".strip()) from None
+    if owned is not None and owned.path.is_dir():  # written: the folder is tracec's
+        owned.record(*COMPOSE_OUTPUTS, "README.md")
+
+
+COMPOSE_OUTPUTS = ("moe.json", "gates.safetensors", "routing.json", "metrics.jsonl",
+                   "summary.json", "adapter_config.json", "adapter_model.safetensors", "tracec.json")
+
+
+def _claim_out(out: str, adapters: tuple[str, ...]):
+    """``-o`` as tracec's own folder (an :class:`~tracec.outputs.OwnedDir`, marked once the
+    command has written it), never one of the input adapters."""
+    from tracec.outputs import OutputError, claim_dir, refuse_input
+
+    try:
+        refuse_input(out, adapters, "output folder")
+        return claim_dir(out, "compose", lambda e: e.name in COMPOSE_OUTPUTS, flag="-o")
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _quiet_transformers() -> None:

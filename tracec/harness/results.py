@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tracec import files
 from tracec.core.messages import openai_tool_call, tool_calls_of
+from tracec.outputs import open_append, write_atomic
 
 
 class ResultsError(Exception):
@@ -36,7 +37,7 @@ class Episode(BaseModel):
     task_id: str
     env: str
     messages: list[dict]
-    reward: float
+    reward: float = Field(allow_inf_nan=False)  # a NaN or infinite reward is not a result
     success: bool
     info: dict = Field(default_factory=dict)
 
@@ -52,49 +53,61 @@ def now() -> str:
 # --- trajectory JSONL ---------------------------------------------------------------------
 
 def read_episodes(path: str | Path) -> list[Episode]:
-    """Episodes of a JSONL file; a torn last line (killed writer) is ignored."""
+    """Episodes of a JSONL file; a torn last line (killed writer: no newline, not an episode)
+    is ignored."""
     path = Path(path)
     if not path.exists():
         return []
     out = []
     try:
-        lines = files.read_text(path, "trajectory file").splitlines()
+        text = files.read_text(path, "trajectory file")
     except files.InputError as exc:
         raise ResultsError(str(exc)) from None
+    lines = text.splitlines()
+    torn = not text.endswith("\n")  # only a last line without its newline can be torn
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(Episode.model_validate_json(line))
         except ValidationError as exc:
-            if n == len(lines):  # the writer died mid-line: that episode reruns
+            if n == len(lines) and torn:  # the writer died mid-line: that episode reruns
                 break
             raise ResultsError(f"{path}:{n}: not a trajectory line: {exc.errors()[0]['msg']}") from None
     return out
 
 
 class EpisodeWriter:
-    """Appends episodes durably (flush + fsync per line)."""
+    """Appends episodes durably (flush + fsync per line); never through a symbolic link."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open_append(self.path)
         self._repair_tail()
-        self._fh = open(self.path, "a", encoding="utf-8")
 
     def _repair_tail(self) -> None:
-        """Drop a torn last line so the next append starts on a fresh line."""
-        if not self.path.exists() or self.path.stat().st_size == 0:
+        """End the file on a line break: a complete last episode that lacks its newline gets
+        one (it counts as done, so it must stay); a torn one (killed writer) is cut off, as
+        :func:`read_episodes` ignores it."""
+        size = os.fstat(self._fh.fileno()).st_size
+        if size == 0:
             return
-        data = self.path.read_bytes()
+        self._fh.seek(0)
+        data = self._fh.read()
         if data.endswith(b"\n"):
             return
         cut = data.rfind(b"\n") + 1
-        with open(self.path, "r+b") as fh:
-            fh.truncate(cut)
+        try:
+            Episode.model_validate_json(data[cut:])
+        except ValidationError:
+            self._fh.truncate(cut)
+            return
+        self._fh.write(b"\n")
+        self._fh.flush()
 
     def write(self, episode: Episode) -> None:
-        self._fh.write(episode.model_dump_json() + "\n")
+        self._fh.write((episode.model_dump_json() + "\n").encode("utf-8"))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -258,8 +271,5 @@ def build_tau2_results(
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write JSON through a temporary file and ``os.replace`` (never through a link)."""
+    write_atomic(path, json.dumps(payload, indent=2, default=str))

@@ -85,11 +85,12 @@ def run_jobs(
     batch_size: int = 1,
     on_episode: Callable[[Episode], None] | None = None,
     extra_info: Callable[[Any, dict], dict] | None = None,
+    job_info: Callable[[Job], dict] | None = None,
 ) -> list[Episode]:
     """Run ``jobs`` with up to ``batch_size`` episodes in flight; returns the new episodes.
 
     ``make_env(env_name)`` builds an env; envs are reused across jobs of the same name.
-    ``extra_info(env, final_info)`` adds fields to an episode's ``info``.
+    ``extra_info(env, final_info)`` and ``job_info(job)`` add fields to an episode's ``info``.
     """
     queue = list(jobs)
     free: dict[str, list[Any]] = {}
@@ -117,6 +118,8 @@ def run_jobs(
                 still.append(slot)
                 continue
             ep = _episode(slot, float(reward), info, agent, extra_info)
+            if job_info is not None:
+                ep.info.update(job_info(slot.job))
             if writer is not None:
                 writer.write(ep)
             finished.append(ep)

@@ -48,12 +48,21 @@ def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | No
         preflight(cfg, config, until)  # every path, the model and the agents, before any stage
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    from tracec.outputs import OutputError
+    from tracec.pipeline.runner import claim_run_dir
+
+    try:  # a folder that is not tracec's, or an input inside a stage folder: nothing written
+        claim_run_dir(cfg, run_dir, (config,))
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     log = (lambda msg: click.echo(msg, err=True)) if not as_json else (lambda msg: None)
     error = None
     try:
         manifests = run_pipeline(cfg, run_dir, from_stage, until, quiet=quiet or as_json, log=log)
     except RunError as exc:
         error, manifests = str(exc), None
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     report = write_report(run_dir)
     if as_json:
         from tracec.pipeline.manifest import read_manifest

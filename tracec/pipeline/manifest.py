@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tracec.outputs import write_atomic
+
 MANIFEST = "manifest.json"
 CONFIG_COPY = "run_config.json"  # RUN_DIR/run_config.json: the validated config of the run
 Status = Literal["running", "done", "failed", "skipped"]
@@ -85,8 +87,4 @@ def read_manifest(run_dir: Path, stage: str) -> StageManifest | None:
 
 def write_manifest(run_dir: Path, m: StageManifest) -> Path:
     path = manifest_path(run_dir, m.stage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(m.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, m.model_dump_json(indent=2) + "\n")

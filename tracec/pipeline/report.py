@@ -13,6 +13,7 @@ from typing import Any
 
 from tracec.files import InputError
 from tracec.harness.results import ResultsError
+from tracec.outputs import write_atomic
 from tracec.pipeline.manifest import (CONFIG_COPY, MANIFEST, StageManifest, manifest_path,
                                      read_manifest)
 from tracec.pipeline.registry import STAGE_NAMES
@@ -537,7 +538,7 @@ def write_report(run_dir: str | Path) -> Path:
         raise FileNotFoundError(f"{run_dir} is not a `tracec run` folder (no {CONFIG_COPY})")
     path = run_dir / REPORT
     text, problems = _report(run_dir)
-    path.write_text(text, encoding="utf-8")
+    write_atomic(path, text)
     if problems:
         raise ReportInputError(problems[0] + (f" (and {len(problems) - 1} more section(s); "
                                               f"see {path})" if len(problems) > 1 else ""))

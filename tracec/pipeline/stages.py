@@ -31,6 +31,7 @@ from tracec.core.seeds import SeedRangeError
 from tracec.harness.agents import make_agent, parse_agent_spec
 from tracec.harness.resolve import EnvTarget, resolve_env
 from tracec.llm.client import ChatClient, LLMError
+from tracec.outputs import write_atomic
 from tracec.pipeline.config import RunConfig
 from tracec.pipeline.demos import write_demos
 from tracec.pipeline.manifest import hash_files
@@ -223,7 +224,7 @@ def run_specs(ctx: RunContext, resume: bool) -> dict:
     unmatched = [c for c in selected if s.mapping.get(c, c) not in spec_caps]
     for name in chosen:
         shutil.copy2(spec_caps[name], out / spec_caps[name].name)
-    (out / "selection.json").write_text(json.dumps(
+    write_atomic(out / "selection.json", json.dumps(
         {"chosen": chosen, "unmatched": unmatched, "train_all_specs": s.train_all_specs},
         indent=2) + "\n")
     return {"specs": sorted(chosen), "serves": chosen, "unmatched": unmatched, "dir": str(out)}
@@ -243,7 +244,7 @@ def _propose(ctx: RunContext, selected: list[str], out: Path) -> dict:
             chosen[sel.skill] = [sel.skill]
         else:
             failed[sel.skill] = (r.error or "").splitlines()[0] if r.error else "failed"
-    (out / "selection.json").write_text(json.dumps({"chosen": chosen, "failed": failed}, indent=2))
+    write_atomic(out / "selection.json", json.dumps({"chosen": chosen, "failed": failed}, indent=2))
     return {"specs": sorted(chosen), "serves": chosen, "unmatched": sorted(failed),
             "propose_failed": failed, "dir": str(out)}
 
@@ -275,7 +276,7 @@ def run_compile(ctx: RunContext, resume: bool) -> dict:
             envs[r.ir.name] = str(envs_dir / f"{r.ir.name}.py")
         else:
             rejected[r.ir.name] = rep.problems
-    (out / "checks.json").write_text(json.dumps(checks, indent=2) + "\n")
+    write_atomic(out / "checks.json", json.dumps(checks, indent=2) + "\n")
     return {"envs": envs, "rejected": rejected, "checks": str(out / "checks.json")}
 
 
@@ -480,7 +481,7 @@ def _compose_classifier(ctx: RunContext, adapter_dirs: list[str], rows: list[dic
         choices.setdefault(env, {}).setdefault(top, 0)
         choices[env][top] += 1
         right += int(chosen == [slot_of.get(env)])
-    (out / "classifier_choices.json").write_text(json.dumps(choices, indent=2) + "\n")
+    write_atomic(out / "classifier_choices.json", json.dumps(choices, indent=2) + "\n")
     return {"dir": str(path), "steps": 0, "demos": len(rows), "demos_used": 0, "skipped_long": 0,
             "routing": "classifier", "classifier": spec.model_dump(), "slots": list(cm.slots),
             "classifier_choices": choices, "classifier_right": right}

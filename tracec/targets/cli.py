@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +83,9 @@ def _print_table(rows: list, title: str) -> None:
               help="evaluate an adapter (or a composed model's adapters) even on seeds its tracec.json says it was trained on")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/eval", show_default=True,
               help="output directory (trajectories.jsonl, τ² results, summary.json); reruns resume")
-@click.option("--fresh", is_flag=True, help="discard earlier episodes in --out instead of resuming")
+@click.option("--fresh", is_flag=True,
+              help="discard the earlier outputs tracec wrote in --out (nothing else) instead of "
+                   "resuming; only once the command is validated")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], split: str,
              task_ids: str | None, num_tasks: int | None, trials: int, user_spec: str,
@@ -95,7 +96,6 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
-    from tracec.files import Locked, exclusive_lock
     from tracec.targets.evaluate import ENV_TASKS, LOCK
 
     if not targets and not envs:
@@ -110,24 +110,38 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
             eval_range(first_seed, num_tasks or ENV_TASKS)
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
-    out = Path(out_dir)
+    from tracec.outputs import OutputError, claim_dir
+
     try:
-        with exclusive_lock(out / LOCK, f"{out}/"):
-            if fresh:
-                for child in out.iterdir():
-                    if child.name != LOCK:
-                        shutil.rmtree(child) if child.is_dir() else child.unlink()
-            _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
-                  tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-                  first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype)
-    except Locked as exc:
+        owned = claim_dir(out_dir, "eval", _is_eval_output)
+    except OutputError as exc:
         raise click.ClickException(str(exc)) from None
+    out = owned.path
+
+    def prepare(names: list[str]) -> None:  # all validated, the agent built: now clear
+        if fresh:
+            owned.remove_own(keep=(LOCK,))
+        owned.record(*names)
+
+    # run_eval holds OUT/.lock from before prepare() until the summary is written
+    _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
+          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
+          first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype, prepare)
+
+
+def _is_eval_output(entry: Path) -> bool:
+    """Whether an entry of an unmarked folder is one ``tracec eval`` writes."""
+    from tracec.targets.evaluate import LOCK, TRAJECTORIES
+
+    name = entry.name
+    return entry.is_file() and (name in (LOCK, TRAJECTORIES, "summary.json", "summary.json.tmp")
+                                or (name.startswith("tau2_") and ".json" in name))
 
 
 def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
           tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
           allow_train_seeds, max_new_tokens, envs_dir="generated_envs", device="cpu",
-          dtype="auto") -> None:
+          dtype="auto", prepare=None) -> None:
     from tracec.targets.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
@@ -139,7 +153,8 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
         out_dir=str(out),
     )
     try:
-        summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json)
+        summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json,
+                           prepare=prepare)
     except (DataError, ResultsError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except RuntimeError as exc:  # LLMError, ModelNotPrepared
@@ -213,8 +228,12 @@ def _print_grades(report: dict[str, Any]) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap RNG seed")
 @click.option("--common", is_flag=True,
               help="compare only the episodes both runs hold (e.g. an unfinished run); says how many were left out")
+@click.option("--allow-env-change", is_flag=True,
+              help="compare even runs whose episodes record different env versions (spec or "
+                   "compiled module changed); the report lists the changes")
 @click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
-def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool, as_json: bool) -> None:
+def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool,
+                allow_env_change: bool, as_json: bool) -> None:
     """Compare two `tracec eval` runs on the same tasks: B − A in pass rate and mean reward with
     paired-bootstrap 95 % intervals (tasks resampled, trials averaged), per env and overall, and
     the tasks whose success flipped. RUN_A/RUN_B: eval --out folders or trajectory JSONL files."""
@@ -223,7 +242,7 @@ def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool,
     if resamples < 1:
         raise click.ClickException("--resamples must be at least 1")
     try:
-        report = compare_runs(run_a, run_b, resamples, seed, common)
+        report = compare_runs(run_a, run_b, resamples, seed, common, allow_env_change)
     except (UnpairedRuns, ResultsError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -248,6 +267,8 @@ def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool,
     click.echo(f"paired bootstrap over tasks, {report['resamples']} resamples, seed {report['seed']}"
                + (f"; {report['dropped_unpaired']} episodes held by only one run left out"
                   if report["dropped_unpaired"] else ""))
+    if report["env_changes"]:
+        click.echo("warning: the runs ran different env versions: " + "; ".join(report["env_changes"]))
     for label, key in (("B passes, A fails", "gained"), ("A passes, B fails", "lost")):
         tasks = report[key]
         shown = ", ".join(tasks[:20]) + (f" … (+{len(tasks) - 20})" if len(tasks) > 20 else "")

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracec.harness.identity import changes
 from tracec.harness.results import Episode, ResultsError, read_episodes
 from tracec.harness.runner import dedupe
 
@@ -111,6 +112,26 @@ def _check_paired(a: list[Episode], b: list[Episode], name_a: str, name_b: str) 
                        "--env/--target, --tasks, --env-seeds and --trials")
 
 
+def env_changes(a: list[Episode], b: list[Episode]) -> list[str]:
+    """``env: key old → new`` for each env whose recorded version differs between the runs, or
+    between two episodes of one run (a file that mixes two versions)."""
+    def versions(eps: list[Episode]) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for e in eps:
+            v = e.info.get("env_version")
+            if isinstance(v, dict) and v not in out.setdefault(e.env, []):
+                out[e.env].append(v)
+        return out
+
+    va, vb = versions(a), versions(b)
+    moved = [f"{env}: {c}" for env in sorted(va.keys() & vb.keys())
+             for c in changes(va[env][0], vb[env][0])]
+    for side, vs in (("A", va), ("B", vb)):
+        moved += [f"{env} (within {side}): {c}" for env in sorted(vs) for v in vs[env][1:]
+                  for c in changes(vs[env][0], v)]
+    return moved
+
+
 def _group(name: str, keys: list[tuple[str, str]], ta: dict, tb: dict, resamples: int,
            seed: int) -> dict[str, Any]:
     sa = [ta[k][0] for k in keys]
@@ -128,10 +149,16 @@ def _group(name: str, keys: list[tuple[str, str]], ta: dict, tb: dict, resamples
 
 def compare_episodes(a: list[Episode], b: list[Episode], name_a: str = "A", name_b: str = "B",
                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                     common: bool = False) -> dict[str, Any]:
+                     common: bool = False, allow_env_change: bool = False) -> dict[str, Any]:
     """Per-env and overall differences B − A with paired-bootstrap 95 % intervals, and the tasks
-    whose success flipped. Raises :class:`UnpairedRuns` unless both hold the same episodes;
+    whose success flipped. Raises :class:`UnpairedRuns` unless both hold the same episodes of
+    the same env versions (``allow_env_change``: compare anyway, listed in ``env_changes``);
     ``common=True`` compares only the episodes both hold (``dropped`` counts the others)."""
+    moved = env_changes(a, b)
+    if moved and not allow_env_change:
+        raise UnpairedRuns(f"{name_a} and {name_b} ran different env versions ({'; '.join(moved[:3])}"
+                           f"{' …' if len(moved) > 3 else ''}); rerun one of them, or pass "
+                           "--allow-env-change to compare anyway")
     dropped = 0
     if common:
         ka = {(e.env, e.task_id, e.trial) for e in a}
@@ -151,15 +178,16 @@ def compare_episodes(a: list[Episode], b: list[Episode], name_a: str = "A", name
     lost = [f"{env}/{task}" for env, task in keys if tb[(env, task)][0] < ta[(env, task)][0]]
     return {"a": name_a, "b": name_b, "resamples": resamples, "seed": seed, "confidence": 0.95,
             "groups": groups, "overall": overall, "gained": gained, "lost": lost,
-            "dropped_unpaired": dropped}
+            "dropped_unpaired": dropped, "env_changes": moved}
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path, resamples: int = DEFAULT_RESAMPLES,
-                 seed: int = 0, common: bool = False) -> dict[str, Any]:
+                 seed: int = 0, common: bool = False, allow_env_change: bool = False,
+                 ) -> dict[str, Any]:
     """:func:`compare_episodes` on two ``tracec eval`` outputs."""
     name_a, a = load_run(run_a)
     name_b, b = load_run(run_b)
-    out = compare_episodes(a, b, name_a, name_b, resamples, seed, common)
+    out = compare_episodes(a, b, name_a, name_b, resamples, seed, common, allow_env_change)
     out["run_a"], out["run_b"] = str(run_a), str(run_b)
     return out
 

@@ -20,6 +20,7 @@ from tracec.core.seeds import (
 )
 from tracec.files import exclusive_lock
 from tracec.harness.agents import AgentSpecError, make_agent, parse_agent_spec
+from tracec.harness.identity import changes, compiled_env_version, tau2_version
 from tracec.harness.resolve import resolve_env
 from tracec.harness.results import (
     EpisodeWriter,
@@ -40,6 +41,8 @@ TRAJECTORIES = "trajectories.jsonl"
 
 
 ENV_TASKS = 10  # compiled-env tasks (seeds) when --tasks is not given
+# the settings that define a run: a resume with any of them changed is another run
+RUN_KEYS = ("user", "max_turns", "max_errors", "seed", "env_seeds", "max_new_tokens")
 
 
 class EvalConfig(BaseModel):
@@ -84,8 +87,11 @@ def _tau2_reward_info(env: Any, info: dict) -> dict:
             "domain": info.get("domain")}
 
 
-def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
-    """``(jobs, env constructors by env name, τ² worlds by env name)``."""
+def build_jobs(cfg: EvalConfig, judge: Any = None, versions: dict[str, dict] | None = None,
+               ) -> tuple[list[Job], dict[str, Callable[[], Any]], dict]:
+    """``(jobs, env constructors by env name, τ² worlds by env name)``; ``versions`` (when
+    given) is filled with each env's version (:mod:`tracec.harness.identity`)."""
+    versions = {} if versions is None else versions
     jobs: list[Job] = []
     makers: dict[str, Callable[[], Any]] = {}
     worlds: dict[str, Any] = {}
@@ -97,6 +103,7 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         tasks = tdata.select_tasks(tdata.resolve_data_dir(cfg.tau2_data), domain, cfg.split,
                                    cfg.task_ids, cfg.num_tasks)
         worlds[name] = (world, tasks)
+        versions[name] = tau2_version(name, [t.model_dump(mode="json") for t in tasks], world.policy)
         makers[name] = (lambda w=world: Tau2Env(world=w, task_ids=list(w.tasks), user=user,
                                                  max_turns=cfg.max_turns,
                                                  max_errors=cfg.max_errors, judge=judge))
@@ -106,6 +113,7 @@ def build_jobs(cfg: EvalConfig, judge: Any = None) -> tuple[list[Job], dict[str,
         env = resolve_env(spec, cfg.envs_dir)
         name = env.gym_id
         makers[name] = env.factory
+        versions[name] = compiled_env_version(name, env.cls)
         span = cfg.env_seed_range()
         seeds = range(span.start, span.stop)
         for trial in range(cfg.trials):
@@ -163,8 +171,13 @@ def _overlap(cfg: EvalConfig, makers: dict, worlds: dict) -> dict:
                             spec_adapter_dirs(cfg.agent, strict=False))
 
 
-def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None) -> dict:
-    """Run (or resume) an evaluation; returns the summary that is also written to summary.json."""
+def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: Any = None,
+             prepare: Callable[[list[str]], None] | None = None) -> dict:
+    """Run (or resume) an evaluation; returns the summary that is also written to summary.json.
+
+    ``prepare(names)``, when given, runs once everything is validated and the agent is built,
+    before any output is read or written; ``names``: the files this run writes in ``out_dir``
+    (``tracec eval --fresh`` deletes its earlier outputs there)."""
     if agent is None:
         parse_agent_spec(cfg.agent)  # a bad spec fails before any data is loaded
     if cfg.envs:  # every agent kind: the same seeds, or none at all
@@ -172,14 +185,38 @@ def run_eval(cfg: EvalConfig, judge: Any = None, progress: bool = True, agent: A
     if cfg.envs and not cfg.allow_train_seeds:  # also for a prebuilt agent (tracec run)
         for adapter in spec_adapter_dirs(cfg.agent, strict=agent is None):
             check_adapter_seeds(cfg.env_seed_range(), adapter)
-    jobs, makers, worlds = build_jobs(cfg, judge)
+    versions: dict[str, dict] = {}
+    jobs, makers, worlds = build_jobs(cfg, judge, versions)
     out = Path(cfg.out_dir)
     with exclusive_lock(out / LOCK, f"{out}/"):  # two evals on one --out would both run all
-        return _run_eval(cfg, agent, jobs, makers, worlds, out, progress)
+        return _run_eval(cfg, agent, jobs, makers, worlds, out, progress, versions, prepare)
+
+
+def output_names(worlds: dict) -> list[str]:
+    """The files an eval writes in its folder."""
+    return [LOCK, TRAJECTORIES, "summary.json",
+            *(f"tau2_{world.domain_name}_results.json" for world, _ in worlds.values())]
+
+
+def check_same_run(traj_path: Path, done: list, run: dict, versions: dict[str, dict]) -> None:
+    """Refuse to resume into episodes of another agent, other run settings or another env
+    version, in one line naming what changed."""
+    what: list[str] = []
+    for e in done:
+        what += changes(e.info.get("run"), run)
+        what += [f"{e.env}: {c}" for c in changes(e.info.get("env_version"),
+                                                 versions.get(e.env) or {})]
+        if what:
+            break
+    if what:
+        raise ValueError(f"{traj_path} holds episodes of another run ({'; '.join(what)}); "
+                         "use another --out or --fresh")
 
 
 def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dict, out: Path,
-              progress: bool) -> dict:
+              progress: bool, versions: dict[str, dict] | None = None,
+              prepare: Callable[[list[str]], None] | None = None) -> dict:
+    versions = versions or {}
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]
@@ -187,6 +224,9 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
                 if kind in ("local", "composed") else {})
         agent = make_agent(cfg.agent, **opts)
     agent_name = getattr(agent, "name", cfg.agent)
+    if prepare is not None:
+        prepare(output_names(worlds))
+    run = {"agent": agent_name, **{k: getattr(cfg, k) for k in RUN_KEYS}}
     done = read_episodes(traj_path)
     other = {e.info.get("agent") for e in done} - {agent_name, None}
     if other:
@@ -194,7 +234,11 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
             f"{traj_path} holds episodes of another agent ({', '.join(sorted(other))}); "
             "use another --out or --fresh"
         )
+    check_same_run(traj_path, done, run, versions)
     todo = pending_jobs(jobs, done)
+
+    def stamp(job: Job) -> dict:  # what each episode was measured on
+        return {"env_version": versions.get(job.env) or {"env_id": job.env}, "run": run}
 
     with EpisodeWriter(traj_path) as writer:
         if progress and todo:
@@ -216,10 +260,10 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
                     bar.update(task, advance=1, avg=sum(rewards) / len(rewards))
 
                 run_jobs(todo, lambda n: makers[n](), agent, writer, cfg.batch_size, tick,
-                         _tau2_reward_info)
+                         _tau2_reward_info, stamp)
         else:
             run_jobs(todo, lambda n: makers[n](), agent, writer, cfg.batch_size, None,
-                     _tau2_reward_info)
+                     _tau2_reward_info, stamp)
 
     wanted = {j.key for j in jobs}
     episodes = [e for e in dedupe(read_episodes(traj_path)) if (e.env, e.task_id, e.trial) in wanted]
@@ -241,6 +285,8 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
         "trajectories": str(traj_path),
         "tau2_results": tau2_paths,
         "config": cfg.model_dump(),
+        "run": run,
+        "env_versions": versions,
     }
     summary["instance_overlap"] = _overlap(cfg, makers, worlds)
     chosen: dict[str, dict[str, int]] = {}  # classifier routing: env -> adapters -> episodes

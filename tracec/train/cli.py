@@ -106,6 +106,23 @@ def _accelerator(mode: str):
     return acc
 
 
+TRAIN_OUTPUTS = (".lock", "checkpoints", "sft", "serving", "metrics.jsonl", "sft_metrics.jsonl",
+                 "adapter_config.json", "adapter_model.safetensors", "tracec.json",
+                 "training_curves.png")
+
+
+def _claim_out(out: Path, init_adapter: str | None):
+    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_dir`), never the adapter the
+    run starts from."""
+    from tracec.outputs import OutputError, claim_dir, refuse_input
+
+    try:
+        refuse_input(out, [init_adapter] if init_adapter else [], "output folder")
+        return claim_dir(out, "train", lambda e: e.name in TRAIN_OUTPUTS, flag="-o")
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -132,12 +149,16 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
         opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
+    # one process claims the folder (the others write under its lock); marked once validated
+    owned = _claim_out(out, opts.get("init_adapter")) if _launched_rank() == 0 else None
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
     except (ModelNotPrepared, SFTError, ServingError, LaunchError, DeviceError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot load model {config.model!r}: {exc}") from None
+    if owned is not None:
+        owned.record(*TRAIN_OUTPUTS, "README.md")
     quiet_rank = accelerator is not None and not accelerator.is_main_process  # rank 0 reports
     as_json = as_json or quiet_rank
     console = Console(stderr=True, quiet=as_json)
