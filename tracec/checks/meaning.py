@@ -65,7 +65,9 @@ class MeaningChecks:
                 item[0] += 1
             hint = inst.hint or ""
             literal = ts.hint_literal if ts else ""
-            if hint and mentioned(value, [hint]) and not (literal and mentioned(value, [literal])):
+            # without the spec, its hint's literal text is unknown: no interpolation to tell
+            if ts is not None and hint and mentioned(value, [hint]) \
+                    and not (literal and mentioned(value, [literal])):
                 self.log.add(f"C331:{task}:{name}", "warning", "C331",
                              f"task `{task}`: the hint interpolates the answer `{name}` "
                              f"({fmt(value)!r}) at seed {seed}", (ts.hint if ts and ts.hint else span),

@@ -1,0 +1,88 @@
+"""A small set of realistic author mistakes in the shipped specs (issue 30), each a text edit
+and the finding `tracec check` must report at the edited line.
+
+``python -m tests.checks.mutation_set`` prints, per mutation, whether it is reported at the
+mutated line, elsewhere, or passes silently, and the totals.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracec.checks import run_checks
+from tracec.compiler.api import compile_text
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    spec: str  # a shipped spec, relative to the repository root
+    old: str
+    new: str
+    code: str  # the finding it must give
+    line_of: str = ""  # the text of the line the finding must be at (default: `new`'s first line)
+
+    def text(self) -> str:
+        base = Path(self.spec).read_text()
+        assert self.old in base, (self.name, self.old)
+        return base.replace(self.old, self.new, 1)
+
+    def line(self, text: str) -> int:
+        needle = self.line_of or self.new.strip().splitlines()[0]
+        return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+MSTC = "specs/multi_step_task_completion.tracec"
+TCP = "specs/tool_calling_precision.tracec"
+RLC = "specs/reservation_lookup_compact.tracec"
+SDR = "specs/structured_data_reasoning.tracec"
+PV = "specs/precondition_verification.tracec"
+
+MUTATIONS: list[Mutation] = [
+    # ---- ladder order
+    Mutation("progress_rung_above_silent_gold", MSTC, "0.6 * progress when progress > 0",
+             "0.8 * progress when progress > 0", "C150"),
+    Mutation("forbidden_rung_without_progress", MSTC, "0.0 when forbidden_called",
+             "0.5 when forbidden_called", "C150"),
+    Mutation("top_without_state_matches", TCP, "1.0 when state_matches and communicated()",
+             "1.0 when progress == 1 and communicated()", "C151"),
+    Mutation("top_without_communicated", RLC,
+             "1.0 when state_matches and progress == 1 and communicated()\n    0.3 when state_matches and progress == 1",
+             "1.0 when state_matches and progress == 1\n    0.3 when communicated()", "C151"),
+    Mutation("partial_rung_over_silent_gold", SDR, "0.3 when state_matches and progress == 1",
+             "0.3 when state_matches and progress == 1\n    0.5 when progress > 0", "C150",
+             line_of="0.5 when progress > 0"),
+]
+
+
+def run(m: Mutation, seeds: int = 8) -> tuple[str, list[dict]]:
+    """('line' | 'elsewhere' | 'silent', the findings) for one mutation."""
+    text = m.text()
+    result = compile_text(text, m.spec, base_dir=Path(m.spec).parent, display_dir="specs")
+    if not result.ok:
+        return ("line" if f":{m.line(text)}:" in result.rendered else "elsewhere"), []
+    report = run_checks(result.module, seeds=seeds, check_env=False)
+    new = [f for f in report.findings if f["code"] not in BASELINE_CODES.get(m.spec, set())]
+    if any(f["code"] == m.code and f["line"] == m.line(text) for f in new):
+        return "line", new
+    return ("elsewhere" if new else "silent"), new
+
+
+BASELINE_CODES: dict[str, set[str]] = {}  # codes the unmutated spec already reports (warnings)
+
+
+def main() -> int:
+    counts = {"line": 0, "elsewhere": 0, "silent": 0}
+    for m in MUTATIONS:
+        how, found = run(m)
+        counts[how] += 1
+        print(f"{how:9} {m.name}: {[(f['code'], f['line']) for f in found][:4]}")
+    print(f"{len(MUTATIONS)} mutations: {counts['line']} at the line, {counts['elsewhere']} "
+          f"elsewhere, {counts['silent']} silent")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
