@@ -54,10 +54,23 @@ MUTATIONS: list[Mutation] = [
     Mutation("partial_rung_over_silent_gold", SDR, "0.3 when state_matches and progress == 1",
              "0.3 when state_matches and progress == 1\n    0.5 when progress > 0", "C150",
              line_of="0.5 when progress > 0"),
+    # ---- turn budget vs policy
+    Mutation("max_turns_no_room_for_confirmation", SDR, "max_turns 14", "max_turns 3", "C134"),
+    Mutation("max_turns_no_room_for_replies", MSTC, "max_turns 20", "max_turns 7", "C134"),
+    # ---- nothing to learn
+    Mutation("answer_wrong_field_constant", RLC, "communicate r.destination", "communicate r.status",
+             "C340"),
+    Mutation("distractor_changes_the_wrong_field", RLC, "clone r with destination = pick(",
+             "clone r with origin = pick(", "C341", line_of="distractor twin"),
+    Mutation("reply_states_the_answer", RLC, "    communicate paid\n",
+             "    communicate paid\n    reply \"It was {paid} in total, right?\" when \"total\", \"paid\"\n",
+             "C342", line_of="reply \"It was"),
+    Mutation("weight_typo_starves_others", RLC, "task destination weight 3",
+             "task destination weight 30", "C343"),
 ]
 
 
-def run(m: Mutation, seeds: int = 8) -> tuple[str, list[dict]]:
+def run(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
     """('line' | 'elsewhere' | 'silent', the findings) for one mutation."""
     text = m.text()
     result = compile_text(text, m.spec, base_dir=Path(m.spec).parent, display_dir="specs")

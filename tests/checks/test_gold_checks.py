@@ -8,7 +8,6 @@ import pytest
 
 from tests.checks.mutation_set import MUTATIONS, Mutation, run
 
-NEW_CODES = {"C150", "C151"}
 
 
 @pytest.mark.parametrize("m", MUTATIONS, ids=[m.name for m in MUTATIONS])

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
+from tracec.checks.turn_budget import TurnBudget
+from tracec.checks.variance import Variance
 
 
 class InstanceCheck(Protocol):
@@ -24,7 +26,7 @@ class InstanceCheck(Protocol):
     def finish(self) -> None: ...
 
 
-GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder,)
+GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:

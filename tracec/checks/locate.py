@@ -55,6 +55,10 @@ class TaskSpans:
     hint: Span | None = None
     hint_literal: str = ""  # the hint's text outside its `{...}` interpolations
     distractors: dict[str, Span] = field(default_factory=dict)
+    replies: list[Span] = field(default_factory=list)
+    weight: float = 1.0
+    # a `communicate` value written as a constant (`communicate "24 hours"`): the same on purpose
+    communicate_const: list[bool] = field(default_factory=list)
 
 
 def _picks(expr: Any) -> bool:
@@ -67,6 +71,13 @@ def _picks(expr: Any) -> bool:
     if isinstance(expr, list):
         return any(_picks(v) for v in expr)
     return False
+
+
+def _literal(expr: Any) -> bool:
+    """A constant written in the spec (a number or a text without interpolation)."""
+    if isinstance(expr, A.Text):
+        return all(isinstance(p, str) for p in expr.parts)
+    return isinstance(expr, (A.Num, A.Str))
 
 
 class SpecMap:
@@ -114,6 +125,11 @@ class SpecMap:
             if t.hint is not None:
                 ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))
             ts.distractors = {d.name: place(d.span) for d in t.distractors}
+            ts.replies = [place(r.span) for r in t.replies]
+            ts.weight = t.weight
+            consts = {let.name for let in t.lets if _literal(let.value)}
+            ts.communicate_const = [_literal(e) or (isinstance(e, A.Name) and e.id in consts)
+                                    for e in t.communicate]
             self.tasks[t.name] = ts
         if cap.reward is not None:
             self.rules = [place(r.span) for r in cap.reward.rules]
