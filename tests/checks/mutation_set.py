@@ -23,6 +23,7 @@ class Mutation:
     new: str
     code: str  # the finding it must give
     line_of: str = ""  # the text of the line the finding must be at (default: `new`'s first line)
+    gap: str = ""  # a mistake the checks do not catch yet: why
 
     def text(self) -> str:
         base = Path(self.spec).read_text()
@@ -67,6 +68,16 @@ MUTATIONS: list[Mutation] = [
              "C342", line_of="reply \"It was"),
     Mutation("weight_typo_starves_others", RLC, "task destination weight 3",
              "task destination weight 30", "C343"),
+    # ---- provenance
+    Mutation("gold_argument_the_user_never_gave", SDR, "payment_id = card)",
+             "payment_id = pick(keys(owner.payment_methods)))", "C152"),
+    Mutation("gold_without_the_read_that_shows_an_id", TCP,
+             "      get_user_details(user_id = owner.user_id)  # shows the payment method ids the user describes\n",
+             "", "C152", line_of="modify_pending_order_items(order_id = ord.order_id, item_ids = [item.item_id]"),
+    Mutation("answer_from_another_record", RLC, "communicate r.destination",
+             "communicate pick(x for x in reservations if x != r).destination", "C152",
+             gap="the other record's airport code is in the read reservation's flights too: "
+                 "provenance follows values, not the record they are read from"),
 ]
 
 

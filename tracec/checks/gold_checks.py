@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
+from tracec.checks.provenance import Provenance
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.variance import Variance
 
@@ -26,7 +27,7 @@ class InstanceCheck(Protocol):
     def finish(self) -> None: ...
 
 
-GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance)
+GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:
