@@ -24,6 +24,7 @@ class Mutation:
     code: str  # the finding it must give
     line_of: str = ""  # the text of the line the finding must be at (default: `new`'s first line)
     gap: str = ""  # a mistake the checks do not catch yet: why
+    variant: bool = False  # checked on the spec's variants (its `variant NAME { ... }` envs) too
 
     def text(self) -> str:
         base = Path(self.spec).read_text()
@@ -78,6 +79,12 @@ MUTATIONS: list[Mutation] = [
              "communicate pick(x for x in reservations if x != r).destination", "C152",
              gap="the other record's airport code is in the read reservation's flights too: "
                  "provenance follows values, not the record they are read from"),
+    # ---- prompt completeness per variant
+    Mutation("hint_names_a_hidden_tool", RLC, 'hint "The cabin class is the reservation\'s `cabin` field."',
+             'hint "Call get_flight_status for the cabin class."', "C153"),
+    Mutation("variant_hides_a_tool_the_hint_names", PV, 'hint "Read the reservation before acting.',
+             'hint "Read the reservation and the user\'s profile (get_user_details) before acting.',
+             "C153", variant=True),
 ]
 
 
@@ -87,8 +94,9 @@ def run(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
     result = compile_text(text, m.spec, base_dir=Path(m.spec).parent, display_dir="specs")
     if not result.ok:
         return ("line" if f":{m.line(text)}:" in result.rendered else "elsewhere"), []
-    report = run_checks(result.module, seeds=seeds, check_env=False)
-    new = [f for f in report.findings if f["code"] not in BASELINE_CODES.get(m.spec, set())]
+    modules = [result.module] + ([v.module for v in result.variants] if m.variant else [])
+    new = [f for mod in modules for f in run_checks(mod, seeds=seeds, check_env=False).findings
+           if f["code"] not in BASELINE_CODES.get(m.spec, set())]
     if any(f["code"] == m.code and f["line"] == m.line(text) for f in new):
         return "line", new
     return ("elsewhere" if new else "silent"), new

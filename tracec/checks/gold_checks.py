@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
+from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.variance import Variance
@@ -27,7 +28,7 @@ class InstanceCheck(Protocol):
     def finish(self) -> None: ...
 
 
-GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance)
+GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:

@@ -93,6 +93,7 @@ class SpecMap:
         self.rules: list[Span] = []
         self.max_turns: Span | None = None
         self.communicate_raw: Span | None = None
+        self.hint: Span | None = None  # the capability's own hint
         if self.source is not None:
             self._parse()
 
@@ -137,11 +138,15 @@ class SpecMap:
 
     def _header(self, cap: A.Capability) -> None:
         """Spans of header statements the AST keeps no span for, found by their keyword."""
+        header = True  # before the first task: the capability's own statements
         for n, text in enumerate(self.source.splitlines(), 1):
             stripped = text.strip()
             col = len(text) - len(text.lstrip()) + 1
             if stripped.startswith("max_turns") and self.max_turns is None:
                 self.max_turns = Span.at(n, col, len(stripped.split("#")[0].rstrip()))
+            header = header and not stripped.startswith("task ")
+            if header and stripped.startswith('hint "') and self.hint is None:
+                self.hint = Span.at(n, col, len(stripped))
             if stripped.startswith("communicate raw") and self.communicate_raw is None:
                 self.communicate_raw = Span.at(n, col, len("communicate raw"))
 
