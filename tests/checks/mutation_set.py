@@ -85,24 +85,50 @@ MUTATIONS: list[Mutation] = [
     Mutation("variant_hides_a_tool_the_hint_names", PV, 'hint "Read the reservation before acting.',
              'hint "Read the reservation and the user\'s profile (get_user_details) before acting.',
              "C153", variant=True),
+    # ---- a wrong gold value (what the checks cannot judge: the value is the spec's own)
+    Mutation("due_first_is_the_later_one", "specs/datetime_reasoning.tracec",
+             "let early = a if a.reminder_timestamp < b.reminder_timestamp else b",
+             "let early = a if a.reminder_timestamp > b.reminder_timestamp else b", "C152",
+             gap="the later reminder's content is in the tool output too: a wrong but "
+                 "available answer"),
+    Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
+             "let fee     = 5000 * (extra - room)", "C152",
+             gap="a computed value: no unit in the typed domain yet (issue 30 item 2)"),
 ]
 
 
-def run(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
-    """('line' | 'elsewhere' | 'silent', the findings) for one mutation."""
-    text = m.text()
-    result = compile_text(text, m.spec, base_dir=Path(m.spec).parent, display_dir="specs")
+def _findings(text: str, spec: str, variants: bool, seeds: int) -> list[dict] | str:
+    """The findings of every env of the spec text (its rendered errors if it does not compile)."""
+    result = compile_text(text, spec, base_dir=Path(spec).parent, display_dir="specs")
     if not result.ok:
-        return ("line" if f":{m.line(text)}:" in result.rendered else "elsewhere"), []
-    modules = [result.module] + ([v.module for v in result.variants] if m.variant else [])
-    new = [f for mod in modules for f in run_checks(mod, seeds=seeds, check_env=False).findings
-           if f["code"] not in BASELINE_CODES.get(m.spec, set())]
+        return result.rendered
+    modules = [result.module] + ([v.module for v in result.variants] if variants else [])
+    return [f for mod in modules for f in run_checks(mod, seeds=seeds, check_env=False).findings]
+
+
+_BASELINE: dict[tuple[str, bool, int], set[tuple[str, int]]] = {}
+
+
+def baseline(spec: str, variants: bool, seeds: int) -> set[tuple[str, int]]:
+    """(code, line) of what the unmutated spec already reports (its warnings)."""
+    key = (spec, variants, seeds)
+    if key not in _BASELINE:
+        found = _findings(Path(spec).read_text(), spec, variants, seeds)
+        _BASELINE[key] = {(f["code"], f["line"]) for f in found} if isinstance(found, list) else set()
+    return _BASELINE[key]
+
+
+def run(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
+    """('line' | 'elsewhere' | 'silent', the findings the mutation adds) for one mutation."""
+    text = m.text()
+    found = _findings(text, m.spec, m.variant, seeds)
+    if isinstance(found, str):
+        return ("line" if f":{m.line(text)}:" in found else "elsewhere"), []
+    old = baseline(m.spec, m.variant, seeds)
+    new = [f for f in found if (f["code"], f["line"]) not in old]
     if any(f["code"] == m.code and f["line"] == m.line(text) for f in new):
         return "line", new
     return ("elsewhere" if new else "silent"), new
-
-
-BASELINE_CODES: dict[str, set[str]] = {}  # codes the unmutated spec already reports (warnings)
 
 
 def main() -> int:
