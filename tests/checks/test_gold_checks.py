@@ -9,7 +9,6 @@ import pytest
 from tests.checks.mutation_set import MUTATIONS, Mutation, run
 
 
-
 @pytest.mark.parametrize("m", [pytest.param(m, id=m.name, marks=[pytest.mark.xfail(reason=m.gap)]
                                             if m.gap else []) for m in MUTATIONS])
 def test_mutation_is_reported_at_the_mutated_line(m: Mutation) -> None:

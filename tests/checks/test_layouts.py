@@ -5,7 +5,6 @@ folder it was compiled in or from inside the spec's folder."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 

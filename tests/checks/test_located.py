@@ -138,8 +138,8 @@ def test_refused_forbidden_call_is_the_reason_a_rung_is_never_reached() -> None:
 
 def test_forbid_is_played_with_the_gold_calls_other_arguments() -> None:
     spec = FORBID.replace("gold { get_reservation_details(reservation_id = r.reservation_id) }",
-                          "gold {\n      get_user_details(user_id = r.user_id)\n"
-                          "      get_reservation_details(reservation_id = r.reservation_id)\n    }").replace(
+                          "gold {\n      get_reservation_details(reservation_id = r.reservation_id)\n"
+                          "      get_user_details(user_id = r.user_id)\n    }").replace(
         "1.0 when progress == 1", "1.0 when state_matches and progress == 1")  # no stray write paid
     report = check(spec)
     assert report.passed, report.problems

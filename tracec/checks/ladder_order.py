@@ -22,7 +22,7 @@ from typing import Any
 
 from tracec.checks.behaviours import Judged, judged, stray_write, wrong_report
 from tracec.checks.locate import SpecMap
-from tracec.checks.meaning import _answer
+from tracec.checks.meaning import is_answer
 from tracec.checks.probes import NOOP_TEXT, SILENT_TEXT, forbid_call
 from tracec.runtime.lib import fmt
 from tracec.runtime.oracle import report_text
@@ -107,7 +107,7 @@ class LadderOrder:
                 first = gold[:writes[0] + 1]
                 self._worse("forbidden-partial", task, seed, what, alone,
                             "the gold calls up to their first write", judged(env, first, SILENT_TEXT))
-        if any(_answer(v) for v in inst.communicate.values()):
+        if any(is_answer(v) for v in inst.communicate.values()):
             wrong = judged(env, gold, wrong_report(inst.communicate))
             what = "the gold calls and a wrong answer said"
             self._worse("wrong", task, seed, what, wrong, "the silent gold calls", silent)

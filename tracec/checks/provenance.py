@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracec.checks.locate import SpecMap
-from tracec.checks.meaning import _answer
+from tracec.checks.meaning import is_answer
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -46,7 +46,7 @@ def direct(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) 
 def _scalar(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return bool(value) and all(_scalar(v) for v in value)
-    return _answer(value) and not isinstance(value, dict)
+    return is_answer(value) and not isinstance(value, dict)
 
 
 class Provenance:

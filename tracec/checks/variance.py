@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.locate import SpecMap
-from tracec.checks.meaning import _answer
+from tracec.checks.meaning import is_answer
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned, values_equal
 
@@ -87,7 +87,7 @@ class Variance:
         ts = self.where.tasks.get(task)
         for k, value in enumerate(inst.communicate.values()):  # None and booleans too
             self.answers.setdefault((task, k), Counter())[_key(value)] += 1
-        answers = [(k, n, v) for k, (n, v) in enumerate(inst.communicate.items()) if _answer(v)]
+        answers = [(k, n, v) for k, (n, v) in enumerate(inst.communicate.items()) if is_answer(v)]
         for k, name, value in answers:
             for r, reply in enumerate(inst.replies):
                 if mentioned(value, [reply.text]):
