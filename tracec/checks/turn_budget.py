@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 from tracec.checks.locate import SpecMap
-from tracec.runtime.oracle import report_text, turns_of
 
 _CONFIRMS = re.compile(r"\bconfirm", re.IGNORECASE)
 
@@ -31,7 +30,7 @@ class TurnBudget:
     def instance(self, env: Any, seed: int, results: Any = ()) -> None:
         inst, box = env.instance, env._box
         gold = tuple(inst.gold)
-        base = len(turns_of(gold, report_text(inst), box.ends))
+        base = len(gold) + (0 if gold and gold[-1].name in box.ends else 1)  # as turns_of
         if base > self.cap.max_turns:
             return  # C133 says it
         extra = len(inst.replies)

@@ -23,6 +23,7 @@ from tracec.runtime.outcome import mentioned, values_equal
 CONSTANT_SHARE = 0.9
 MIN_SEEDS = 10
 MIN_WEIGHT_SHARE = 0.1
+MAX_DISTRACTOR_SEEDS = 64  # C341 judges the near-copies on the first seeds only
 
 
 def _key(value: Any) -> str:
@@ -97,7 +98,7 @@ class Variance:
                                  f"answer `{name}` ({fmt(value)!r}) at seed {seed}: an agent "
                                  "that triggers it can repeat the user", span, task=task, seed=seed,
                                  hint="keep the answer out of the user's replies")
-        if ts is None or not ts.distractors or not answers:
+        if ts is None or not ts.distractors or not answers or seed >= MAX_DISTRACTOR_SEEDS:
             return
         pairs = near_copies(env, inst)
         if not pairs:
