@@ -75,10 +75,9 @@ MUTATIONS: list[Mutation] = [
     Mutation("gold_without_the_read_that_shows_an_id", TCP,
              "      get_user_details(user_id = owner.user_id)  # shows the payment method ids the user describes\n",
              "", "C152", line_of="modify_pending_order_items(order_id = ord.order_id, item_ids = [item.item_id]"),
-    Mutation("answer_from_another_record", RLC, "communicate r.destination",
-             "communicate pick(x for x in reservations if x != r).destination", "C152",
-             gap="the other record's airport code is in the read reservation's flights too: "
-                 "provenance follows values, not the record they are read from"),
+    Mutation("answer_from_the_wrong_variable", RLC, "    communicate r.destination\n",
+             "    let other = pick(x for x in reservations if x != r)\n    communicate other.destination\n",
+             "C152", line_of="communicate other.destination"),
     # ---- prompt completeness per variant
     Mutation("hint_names_a_hidden_tool", RLC, 'hint "The cabin class is the reservation\'s `cabin` field."',
              'hint "Call get_flight_status for the cabin class."', "C153"),

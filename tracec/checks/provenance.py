@@ -11,6 +11,7 @@ call or `communicate`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.locate import SpecMap
@@ -46,6 +47,13 @@ def direct(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) 
     return False
 
 
+def root(expr: Any) -> str | None:
+    """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
+    while isinstance(expr, (A.Attr, A.Index)):
+        expr = expr.obj
+    return expr.id if isinstance(expr, A.Name) else None
+
+
 def _scalar(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return bool(value) and all(_scalar(v) for v in value)
@@ -59,6 +67,8 @@ class Provenance:
         self.cap, self.where, self.log = cap, where, log
         self.args: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) read directly
         self.comm: dict[str, list[bool]] = {}  # task -> communicate values read directly
+        self.roots: dict[str, list[str | None]] = {}  # task -> the let each answer is read from
+        self.id_fields = [k.id_field for k in cap.domain.entities.values() if k.id_field]
         for t in (where.ast.tasks if where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             calls = A.gold_calls(t.gold)
@@ -68,6 +78,7 @@ class Provenance:
                         if not direct(kw.value, lets)}
             self.args[t.name] = pairs - computed
             self.comm[t.name] = [direct(e, lets) for e in t.communicate]
+            self.roots[t.name] = [root(e) if root(e) in lets else None for e in t.communicate]
 
     def instance(self, env: Any, seed: int, results: Any = ()) -> None:
         inst = env.instance
@@ -97,6 +108,18 @@ class Provenance:
             span = ts.communicate[k] if ts and k < len(ts.communicate) else None
             self._report(f"{task}:communicate:{k}", task, seed,
                          f"the answer `{name}` is {fmt(value)!r}", "at the end", span)
+            return
+        for k, let in enumerate(self.roots.get(task, [])):  # read from a record never shown
+            rec = inst.values.get(let) if let else None
+            rid = next((rec[f] for f in self.id_fields if isinstance(rec, Mapping)
+                        and isinstance(rec.get(f), str)), None)
+            if rid is None or mentioned(rid, everything):
+                continue
+            span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            self._report(f"{task}:record:{k}", task, seed,
+                         f"the answer `{list(inst.communicate)[k]}` is read from `{let}`, the "
+                         f"record {rid!r}",
+                         "at the end", span)
             return
 
     def _report(self, key: str, task: str, seed: int, what: str, when: str, span: Any) -> None:
