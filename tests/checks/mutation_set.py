@@ -93,6 +93,17 @@ MUTATIONS: list[Mutation] = [
     Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
              "let fee     = 5000 * (extra - room)", "C152",
              gap="a computed value: no unit in the typed domain yet (issue 30 item 2)"),
+    Mutation("origin_for_destination", RLC, "communicate r.destination", "communicate r.origin",
+             "C341", gap="a wrong field of the right record: only the twin that differs in the "
+                         "destination (C341, at the distractor) shows it"),
+    Mutation("sum_over_the_wrong_records", SDR, "let refund = sum(p.amount for p in r.payment_history)",
+             "let refund = sum(f.price for f in r.flights)", "C152",
+             gap="a computed answer: the checks do not recompute the user's question"),
+    Mutation("variant_drops_the_tested_policy_section", PV,
+             'policy sections ["Modify flight", "Cancel flight"]', 'policy sections ["Modify flight"]',
+             "C152", variant=True,
+             gap="found where the answer needs the dropped section (C152 at `communicate rule`), "
+                 "not at the variant: which section a task relies on is not known (items 3, 5)"),
 ]
 
 
