@@ -138,8 +138,9 @@ def test_refused_forbidden_call_is_the_reason_a_rung_is_never_reached() -> None:
 
 def test_forbid_is_played_with_the_gold_calls_other_arguments() -> None:
     spec = FORBID.replace("gold { get_reservation_details(reservation_id = r.reservation_id) }",
-                          "gold {\n      get_user_details(user_id = r.user_id)\n"
-                          "      get_reservation_details(reservation_id = r.reservation_id)\n    }")
+                          "gold {\n      get_reservation_details(reservation_id = r.reservation_id)\n"
+                          "      get_user_details(user_id = r.user_id)\n    }").replace(
+        "1.0 when progress == 1", "1.0 when state_matches and progress == 1")  # no stray write paid
     report = check(spec)
     assert report.passed, report.problems
     assert report.probe_means["forbidden"] == 0.0  # played with user_id from the gold call
@@ -210,7 +211,8 @@ def test_distractor_the_user_cannot_tell_apart_warns() -> None:
 
 def test_werror_fails_on_warnings(tmp_path: Path) -> None:
     spec = tmp_path / "demo.tracec"
-    spec.write_text(mutate("communicate total", 'communicate total\n    hint "It cost {total}."'))
+    spec.write_text(mutate("communicate total", 'communicate total\n    hint "It cost {total}."')
+                    .replace("1.0 when progress", "1.0 when state_matches and progress"))
     ok = CliRunner().invoke(check_cmd, [str(spec), "--seeds", "2", "--no-env-checker"])
     assert ok.exit_code == 0, ok.output
     assert f"{spec}:14:10: warning: task `look`: the hint interpolates the answer" in ok.output

@@ -55,6 +55,10 @@ class TaskSpans:
     hint: Span | None = None
     hint_literal: str = ""  # the hint's text outside its `{...}` interpolations
     distractors: dict[str, Span] = field(default_factory=dict)
+    replies: list[Span] = field(default_factory=list)
+    weight: float = 1.0
+    # a `communicate` value written as a constant (`communicate "24 hours"`): the same on purpose
+    communicate_const: list[bool] = field(default_factory=list)
 
 
 def _picks(expr: Any) -> bool:
@@ -67,6 +71,13 @@ def _picks(expr: Any) -> bool:
     if isinstance(expr, list):
         return any(_picks(v) for v in expr)
     return False
+
+
+def _literal(expr: Any) -> bool:
+    """A constant written in the spec (a number or a text without interpolation)."""
+    if isinstance(expr, A.Text):
+        return all(isinstance(p, str) for p in expr.parts)
+    return isinstance(expr, (A.Num, A.Str))
 
 
 class SpecMap:
@@ -82,6 +93,7 @@ class SpecMap:
         self.rules: list[Span] = []
         self.max_turns: Span | None = None
         self.communicate_raw: Span | None = None
+        self.hint: Span | None = None  # the capability's own hint
         if self.source is not None:
             self._parse()
 
@@ -114,6 +126,11 @@ class SpecMap:
             if t.hint is not None:
                 ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))
             ts.distractors = {d.name: place(d.span) for d in t.distractors}
+            ts.replies = [place(r.span) for r in t.replies]
+            ts.weight = t.weight
+            consts = {let.name for let in t.lets if _literal(let.value)}
+            ts.communicate_const = [_literal(e) or (isinstance(e, A.Name) and e.id in consts)
+                                    for e in t.communicate]
             self.tasks[t.name] = ts
         if cap.reward is not None:
             self.rules = [place(r.span) for r in cap.reward.rules]
@@ -121,11 +138,15 @@ class SpecMap:
 
     def _header(self, cap: A.Capability) -> None:
         """Spans of header statements the AST keeps no span for, found by their keyword."""
+        header = True  # before the first task: the capability's own statements
         for n, text in enumerate(self.source.splitlines(), 1):
             stripped = text.strip()
             col = len(text) - len(text.lstrip()) + 1
             if stripped.startswith("max_turns") and self.max_turns is None:
                 self.max_turns = Span.at(n, col, len(stripped.split("#")[0].rstrip()))
+            header = header and not stripped.startswith("task ")
+            if header and stripped.startswith('hint "') and self.hint is None:
+                self.hint = Span.at(n, col, len(stripped))
             if stripped.startswith("communicate raw") and self.communicate_raw is None:
                 self.communicate_raw = Span.at(n, col, len("communicate raw"))
 

@@ -26,12 +26,12 @@ from tracec.runtime.oracle import report_text, turns_of
 from tracec.runtime.outcome import mentioned
 
 
-def _answer(value: Any) -> bool:
+def is_answer(value: Any) -> bool:
     """A value whose mention means something (not empty, not a bare bool or None)."""
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, (list, tuple)):
-        return bool(value) and all(_answer(v) for v in value)
+        return bool(value) and all(is_answer(v) for v in value)
     if isinstance(value, (int, float)):
         return True
     return len(fmt(value).strip()) >= 2
@@ -58,14 +58,16 @@ class MeaningChecks:
         self._turns(env, inst, seed)
         for k, (name, value) in enumerate(inst.communicate.items()):
             span = ts.communicate[k] if ts and k < len(ts.communicate) else None
-            if not _answer(value):
+            if not is_answer(value):
                 continue
             if mentioned(value, [inst.user]):
                 item = self.user_leaks.setdefault((task, k), [0, seed, name, value])
                 item[0] += 1
             hint = inst.hint or ""
             literal = ts.hint_literal if ts else ""
-            if hint and mentioned(value, [hint]) and not (literal and mentioned(value, [literal])):
+            # without the spec, its hint's literal text is unknown: no interpolation to tell
+            if ts is not None and hint and mentioned(value, [hint]) \
+                    and not (literal and mentioned(value, [literal])):
                 self.log.add(f"C331:{task}:{name}", "warning", "C331",
                              f"task `{task}`: the hint interpolates the answer `{name}` "
                              f"({fmt(value)!r}) at seed {seed}", (ts.hint if ts and ts.hint else span),
@@ -164,7 +166,7 @@ class MeaningChecks:
                     read = any(str(tid) in r for r in before) and \
                         not any(str(rid) in r for r in before)
                     said = read or mentioned(target[kind.id_field], [user]) or any(
-                        _answer(target[k]) and not isinstance(target[k], (list, dict))
+                        is_answer(target[k]) and not isinstance(target[k], (list, dict))
                         and mentioned(target[k], [user]) and not mentioned(other.get(k), [user])
                         for k in diff)
                     if said:

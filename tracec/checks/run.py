@@ -13,6 +13,7 @@ from typing import Any
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from tracec.checks.fidelity import fidelity
+from tracec.checks.gold_checks import gold_checks
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.own_words import rungs, shotgun_paid, shotgun_probe
@@ -169,6 +170,7 @@ def _run_checks(
     forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
     meaning = MeaningChecks(cap, where_map, log)
     drawn = Drawn()  # each seed's instance digest, for C340
+    extra = gold_checks(cap, where_map, log)
     for seed in range(seeds):
         seed_rewards: set[float] = set()
         for tdef in cap.tasks:
@@ -200,6 +202,8 @@ def _run_checks(
                                  "to copy them; describe the step, not its arguments")
             results = gold_results(env)
             meaning.instance(env, seed, results)
+            for check in extra:
+                check.instance(env, seed, results)
             for name in inst.distractors:
                 report.distractors[name] = report.distractors.get(name, 0) + 1
             probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
@@ -292,6 +296,8 @@ def _run_checks(
 
     meaning.finish()
     report.instance_repeats = repeat_findings(cls, drawn, log, where_map)
+    for check in extra:
+        check.finish()
     report.probes = probes_ok
     report.rule_hits = rule_hits
     report.levels_reached = sum(1 for h in rule_hits if h)

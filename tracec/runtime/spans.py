@@ -27,6 +27,9 @@ from tracec.core.diagnostics import Diagnostic, Span
 SOURCE_ATTR = "__tracec_source__"  # (path as typed, spec text) set on modules compiled on the fly
 
 
+MAX_SPEC_ANCESTORS = 6  # how far up from the generated package the recorded spec is looked for
+
+
 def _module_of(cap: Any) -> types.ModuleType | None:
     fn = getattr(cap, "build_world", None)
     name = getattr(fn, "__module__", None)
@@ -85,8 +88,9 @@ def spec_source(cap: Any) -> tuple[str, str | None]:
         return "<spec>", None
     candidates = [Path(recorded)]
     filename = getattr(module, "__file__", None)
-    if filename:
-        candidates.append(Path(filename).resolve().parent.parent / recorded)
+    if filename:  # the folder it was compiled from: an ancestor of the generated package
+        candidates += [folder / recorded for folder in
+                       list(Path(filename).resolve().parents)[1:MAX_SPEC_ANCESTORS + 1]]
     for c in candidates:
         try:
             text = files.read_text(c, "spec", limit=files.SPEC_BYTES)  # never blocks on a FIFO

@@ -1,0 +1,36 @@
+"""The checks that judge whether the gold is right (issue 30), behind one interface.
+
+Each is built with ``(capability, SpecMap, FindingLog)``; ``instance(env, seed, results)`` sees
+every drawn task instance (the env just reset on it, ``results`` the gold calls' tool outputs)
+and ``finish()`` reports what needs every seed. ``run_checks`` runs :data:`GOLD_CHECKS` beside
+the meaning checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from tracec.checks.ladder_order import LadderOrder
+from tracec.checks.locate import SpecMap
+from tracec.checks.prompt_complete import PromptComplete
+from tracec.checks.provenance import Provenance
+from tracec.checks.turn_budget import TurnBudget
+from tracec.checks.variance import Variance
+
+
+class InstanceCheck(Protocol):
+    """A check over the task instances of one `tracec check` run."""
+
+    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None: ...
+
+    def instance(self, env: Any, seed: int, results: Any = ()) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete)
+
+
+def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:
+    """One instance of every gold check for this run."""
+    return [c(cap, where, log) for c in GOLD_CHECKS]

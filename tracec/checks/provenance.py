@@ -1,0 +1,134 @@
+"""Provenance (C152, error): the gold uses only what the agent can know.
+
+A gold argument, or a `communicate` value, that the spec reads straight from the world (a
+record's field, a drawn value, a constant written in the spec; not a computation such as a
+sum or a date shift) must be in what the agent has seen when it needs it: the user's first
+message or a scripted reply, the policy it is shown, or the output of a gold call made before
+it (for a `communicate` value: of any gold call). The check plays the gold on every drawn
+instance (the first ``MAX_SEEDS`` seeds) and reports the first value with no source, at its
+call or `communicate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracec.checks.locate import SpecMap
+from tracec.checks.meaning import is_answer
+from tracec.lang import ast as A
+from tracec.runtime.lib import fmt
+from tracec.runtime.outcome import mentioned
+
+MAX_SEEDS = 64  # a value with no source shows on the first seeds; keeps `check` cheap
+
+# built-ins whose result is a value of their argument (an element), not a computation
+_ELEMENT = {"pick", "first", "min_by", "max_by", "last", "keys", "values"}
+
+
+def direct(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+    """The expression's value is read from the world or written in the spec, not computed."""
+    if isinstance(expr, (A.Str, A.Num)):
+        return True
+    if isinstance(expr, A.Text):
+        return all(isinstance(p, str) for p in expr.parts)
+    if isinstance(expr, A.Name):
+        if expr.id in lets and expr.id not in seen:
+            return direct(lets[expr.id], lets, seen | {expr.id})
+        return expr.id not in lets  # a seed collection, a loop variable: the world
+    if isinstance(expr, A.Attr):
+        return direct(expr.obj, lets, seen)
+    if isinstance(expr, A.Index):
+        return isinstance(expr.index, (A.Num, A.Str)) and direct(expr.obj, lets, seen)
+    if isinstance(expr, A.Call) and expr.func in _ELEMENT and expr.args:
+        return direct(expr.args[0], lets, seen)
+    if isinstance(expr, A.CallGen) and expr.func in _ELEMENT:
+        return direct(expr.elt, lets, seen)
+    return False
+
+
+def root(expr: Any) -> str | None:
+    """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
+    while isinstance(expr, (A.Attr, A.Index)):
+        expr = expr.obj
+    return expr.id if isinstance(expr, A.Name) else None
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_scalar(v) for v in value)
+    return is_answer(value) and not isinstance(value, dict)
+
+
+class Provenance:
+    """C152 over the drawn instances; findings go to ``log``."""
+
+    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
+        self.cap, self.where, self.log = cap, where, log
+        self.args: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) read directly
+        self.comm: dict[str, list[bool]] = {}  # task -> communicate values read directly
+        self.roots: dict[str, list[str | None]] = {}  # task -> the let each answer is read from
+        self.id_fields = [k.id_field for k in cap.domain.entities.values() if k.id_field]
+        for t in (where.ast.tasks if where.ast is not None else []):
+            lets = {let.name: let.value for let in t.lets}
+            calls = A.gold_calls(t.gold)
+            pairs = {(c.name, kw.name) for c in calls for kw in c.args if direct(kw.value, lets)}
+            # an argument computed in one call of the tool and read in another: not judged
+            computed = {(c.name, kw.name) for c in calls for kw in c.args
+                        if not direct(kw.value, lets)}
+            self.args[t.name] = pairs - computed
+            self.comm[t.name] = [direct(e, lets) for e in t.communicate]
+            self.roots[t.name] = [root(e) if root(e) in lets else None for e in t.communicate]
+
+    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+        inst = env.instance
+        task = inst.task
+        pairs = self.args.get(task)
+        if pairs is None or seed >= MAX_SEEDS:
+            return
+        known = [inst.user, env._box.policy or ""] + [r.text for r in inst.replies]
+        counts: dict[str, int] = {}
+        for n, call in enumerate(inst.gold):
+            nth = counts.get(call.name, 0)
+            counts[call.name] = nth + 1
+            seen = known + list(results[:n])
+            for k, value in (call.args or {}).items():
+                if (call.name, k) not in pairs or not _scalar(value) or mentioned(value, seen):
+                    continue
+                self._report(f"{task}:{call.name}:{k}", task, seed,
+                             f"the gold call `{call.name}` passes `{k}` = {fmt(value)!r}",
+                             "before that call", self.where.gold(task, call.name, nth))
+                return
+        flags = self.comm.get(task, [])
+        ts = self.where.tasks.get(task)
+        everything = known + list(results)
+        for k, (name, value) in enumerate(inst.communicate.items()):
+            if k >= len(flags) or not flags[k] or not _scalar(value) or mentioned(value, everything):
+                continue
+            span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            self._report(f"{task}:communicate:{k}", task, seed,
+                         f"the answer `{name}` is {fmt(value)!r}", "at the end", span)
+            return
+        for k, let in enumerate(self.roots.get(task, [])):  # read from a record never shown
+            rec = inst.values.get(let) if let else None
+            rid = next((rec[f] for f in self.id_fields if isinstance(rec, Mapping)
+                        and isinstance(rec.get(f), str)), None)
+            if rid is None or mentioned(rid, everything):
+                continue
+            span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            self._report(f"{task}:record:{k}", task, seed,
+                         f"the answer `{list(inst.communicate)[k]}` is read from `{let}`, the "
+                         f"record {rid!r}",
+                         "at the end", span)
+            return
+
+    def _report(self, key: str, task: str, seed: int, what: str, when: str, span: Any) -> None:
+        self.log.add(f"C152:{key}", "error", "C152",
+                     f"task `{task}`: {what}, which the agent cannot know: it is not in the "
+                     f"user's words, the policy or any gold call's output {when} (seed {seed})",
+                     span, task=task, seed=seed,
+                     hint="take the value from what the user says or a tool the gold calls "
+                          "first (the wrong variable?), or add the call that shows it to the gold")
+
+    def finish(self) -> None:
+        """Nothing to fold: every finding is logged as it is found."""

@@ -1,0 +1,143 @@
+"""Nothing to learn (C341-C344, warnings): what makes a task's answer guessable or its
+distractors inert, over the seeds of one `tracec check` run.
+
+| code | finding |
+|---|---|
+| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported) |
+| C341 | an inert distractor: the near-copy of the record the gold calls use has the same value in the field the task asks about (reading the wrong record gives the right answer) on most seeds |
+| C342 | a scripted user reply states the answer (`reply "..."`): the agent can repeat the user |
+| C343 | a task drawn on less than 10 % of the resets (its `weight` against the others) |
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from tracec.checks.locate import SpecMap
+from tracec.checks.meaning import is_answer
+from tracec.runtime.lib import fmt
+from tracec.runtime.outcome import mentioned, values_equal
+
+CONSTANT_SHARE = 0.9
+MIN_SEEDS = 10
+MIN_WEIGHT_SHARE = 0.1
+MAX_DISTRACTOR_SEEDS = 64  # C341 judges the near-copies on the first seeds only
+
+
+def _key(value: Any) -> str:
+    if value is None or isinstance(value, (bool, list, dict)):
+        return repr(value)
+    return fmt(value)
+
+
+def near_copies(env: Any, inst: Any) -> list[tuple[Mapping, Mapping]]:
+    """(target, copy) pairs: a record the gold calls name and a record of the same table with
+    the same fields differing from it in one or two of them (not the id)."""
+    gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
+    out = []
+    for kind in env.capability.domain.entities.values():
+        table = env.initial_db.get(kind.collection)
+        if not kind.id_field or not isinstance(table, Mapping):
+            continue
+        for rid in gold_ids & table.keys():
+            target = table[rid]
+            for oid, other in table.items():
+                if oid in gold_ids or not isinstance(other, Mapping) or set(other) != set(target):
+                    continue
+                diff = [k for k in target if k != kind.id_field and other.get(k) != target[k]]
+                if 0 < len(diff) <= 2:
+                    out.append((target, other))
+    return out
+
+
+class Variance:
+    """C341-C344 over the drawn instances; findings go to ``log``."""
+
+    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
+        self.cap, self.where, self.log = cap, where, log
+        self.answers: dict[tuple[str, int], Counter] = {}
+        self.inert: dict[str, list[int]] = {}  # task -> [instances with a near-copy, inert, seed]
+        self._weights()
+
+    def _weights(self) -> None:
+        total = sum(t.weight for t in self.cap.tasks)
+        if len(self.cap.tasks) < 2 or total <= 0:
+            return
+        starved = [t for t in self.cap.tasks if t.weight / total < MIN_WEIGHT_SHARE]
+        big = max(self.cap.tasks, key=lambda t: t.weight)
+        if starved and big.weight / total >= 0.5:  # one weight (a typo?) takes the draws
+            names = ", ".join(f"`{t.name}` {t.weight / total:.0%}" for t in starved)
+            self.log.add(f"C343:{big.name}", "warning", "C343",
+                         f"task `{big.name}` takes {big.weight / total:.0%} of resets (weight "
+                         f"{big.weight:g} of {total:g}) and leaves under 10 % to {names}: GRPO "
+                         "rarely sees them", self.where.task(big.name), task=big.name,
+                         hint="check the weights: a typo starves the other tasks")
+            return
+        for t in starved:
+            self.log.add(f"C343:{t.name}", "warning", "C343",
+                         f"task `{t.name}` is drawn on {t.weight / total:.0%} of resets (weight "
+                         f"{t.weight:g} of {total:g}): GRPO rarely sees it",
+                         self.where.task(t.name), task=t.name,
+                         hint="check the weights: a typo starves this task")
+
+    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+        inst = env.instance
+        task = inst.task
+        ts = self.where.tasks.get(task)
+        for k, value in enumerate(inst.communicate.values()):  # None and booleans too
+            self.answers.setdefault((task, k), Counter())[_key(value)] += 1
+        answers = [(k, n, v) for k, (n, v) in enumerate(inst.communicate.items()) if is_answer(v)]
+        for k, name, value in answers:
+            for r, reply in enumerate(inst.replies):
+                if mentioned(value, [reply.text]):
+                    span = ts.replies[r] if ts and r < len(ts.replies) else None
+                    self.log.add(f"C342:{task}:{r}", "warning", "C342",
+                                 f"task `{task}`: the scripted reply {reply.text!r} states the "
+                                 f"answer `{name}` ({fmt(value)!r}) at seed {seed}: an agent "
+                                 "that triggers it can repeat the user", span, task=task, seed=seed,
+                                 hint="keep the answer out of the user's replies")
+        if ts is None or not ts.distractors or not answers or seed >= MAX_DISTRACTOR_SEEDS:
+            return
+        pairs = near_copies(env, inst)
+        if not pairs:
+            return
+        item = self.inert.setdefault(task, [0, 0, seed])
+        item[0] += 1
+        scalar = [v for _, _, v in answers if not isinstance(v, (list, dict))]
+        for target, other in pairs:
+            asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar)]
+            if asked and all(values_equal(other.get(f), target[f]) for f in asked):
+                if item[1] == 0:
+                    item[2] = seed
+                item[1] += 1
+                return
+
+    def finish(self) -> None:
+        for (task, k), counts in self.answers.items():
+            ts = self.where.tasks.get(task)
+            n = sum(counts.values())
+            value, top = counts.most_common(1)[0]
+            const = ts is not None and k < len(ts.communicate_const) and ts.communicate_const[k]
+            if n < MIN_SEEDS or top < CONSTANT_SHARE * n or const:
+                continue
+            span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            self.log.add(f"C344:{task}:{k}", "warning", "C344",
+                         f"task `{task}`: the answer is `{value}` on {top} of {n} seeds: an agent "
+                         "that always says it is paid without looking"
+                         + (" (None: there is nothing to say)" if value == "None" else ""), span, task=task,
+                         hint="draw the record from more varied data, or ask for a value that "
+                              "differs between records")
+        for task, (total, inert, seed) in self.inert.items():
+            if total < 2 or inert * 2 <= total:
+                continue
+            ts = self.where.tasks.get(task)
+            span = next(iter(ts.distractors.values())) if ts and ts.distractors else None
+            self.log.add(f"C341:{task}", "warning", "C341",
+                         f"task `{task}`: the distractor's near-copy of the record the gold "
+                         f"calls use has the same value in the field the task asks about on "
+                         f"{inert} of {total} seeds (first at seed {seed}): reading the wrong "
+                         "record gives the right answer, so it teaches nothing", span, task=task,
+                         seed=seed,
+                         hint="make the copy differ in the field the user asks about")
