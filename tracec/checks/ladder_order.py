@@ -30,11 +30,15 @@ from tracec.runtime.outcome import Call
 
 MAX_SEEDS = 48
 TOL = 1e-6
+SHOW_ARGS = 40  # a stray call's arguments as quoted in a message
 
 
 def _show(c: Call) -> str:
+    """``name(args)``, the arguments cut to ``SHOW_ARGS`` characters (messages stay bounded)."""
     args = ", ".join(f"{k}={fmt(v)!r}" for k, v in (c.args or {}).items()
                      if not isinstance(v, (list, dict)))
+    if len(args) > SHOW_ARGS:
+        args = args[:SHOW_ARGS - 1] + "…"
     return f"{c.name}({args})"
 
 
