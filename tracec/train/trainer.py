@@ -12,6 +12,7 @@ Metrics and ``tracec.json`` describe the whole step; only the main process write
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import time
@@ -33,7 +34,7 @@ from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
 from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.loading import load_model, stop_token_ids
-from tracec.llm.serving import ServingEngine, run_adapter_prefix
+from tracec.llm.serving import ServingEngine, run_adapter_prefix, served_limit
 from tracec.llm.split_attention import supported as split_supported
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
@@ -143,6 +144,10 @@ def step_metrics(parts: list[dict[str, Any]], step_seconds: float, update_second
     update = dict(parts[0]["update"])
     for key in ("loss", "clip_frac", "kl"):
         update[key] = sum(p["update"][key] for p in parts) / n
+    for key in SAMPLER_KEYS:  # only processes whose server returned logprobs
+        vals = [p["update"][key] for p in parts if key in p["update"]]
+        if vals:
+            update[key] = max(vals) if key.endswith("_max") else sum(vals) / len(vals)
     metrics = {
         "reward_mean": mean,
         "reward_std": (sum((r - mean) ** 2 for r in rewards) / episodes) ** 0.5,
@@ -168,6 +173,32 @@ def step_metrics(parts: list[dict[str, Any]], step_seconds: float, update_second
         metrics["processes"] = n
         metrics["seeds_per_rank"] = [p["seeds"] for p in parts]
     return metrics
+
+
+SAMPLER_KEYS = ("sampler_logprob_gap", "sampler_ratio_mean", "sampler_ratio_max")
+
+
+def sampler_gap(logp: torch.Tensor, rows: list[tuple[list[int], list[int], float]],
+                episodes: list[Episode]) -> tuple[float, float, float, int] | None:
+    """The trainer's log-probabilities of the sampled tokens against the server's (the
+    importance ratio of the rollouts, as TRL reports it): sums of ``|Δ|`` and ``exp(Δ)``, the
+    largest ``exp(Δ)`` and the token count, over tokens the server returned a logprob for."""
+    gap = ratio = 0.0
+    top, n = 0.0, 0
+    for r, ((_, mask, _), ep) in enumerate(zip(rows, episodes)):
+        served = ep.sampler_logprobs
+        if not served:
+            continue
+        where = [j for j, m in enumerate(mask) if m]
+        ours = logp[r, where[: len(served)]].tolist()
+        for a, b in zip(ours, served):
+            if b is not None:
+                d = a - b
+                gap += abs(d)
+                ratio += math.exp(d)
+                top = max(top, math.exp(d))
+                n += 1
+    return (gap, ratio, top, n) if n else None
 
 
 def kept_batch(episodes: list[Episode]) -> list[tuple[Episode, float]]:
@@ -215,7 +246,9 @@ class GRPOTrainer:
                 prefix=run_adapter_prefix(self.out), timeout=config.server_timeout,
                 is_main=accelerator is None or accelerator.is_main_process,
                 barrier=accelerator.wait_for_everyone if accelerator is not None else None,
-                device=self.device)
+                device=self.device, lora_rank=config.lora.rank)
+            self.max_total_tokens = served_limit(self.max_total_tokens, config.max_total_tokens,
+                                                 self.serving.max_model_len)
         self.plan: MemoryPlan | None = None
         self._checkpointing = False
         self.step = 0
@@ -370,6 +403,8 @@ class GRPOTrainer:
         cfg = self.config
         t0 = time.perf_counter()
         _seed_everything(sampling_seed(cfg.seed, self.step, self.rank))
+        if self.serving is not None:  # the server's requests are seeded from the same stream
+            self.serving.set_seed(sampling_seed(cfg.seed, self.step, self.rank))
         self.step_seeds = []
         stats = RolloutStats()
         episodes = self.collect(cfg.groups_per_step, 0, stats)
@@ -416,6 +451,8 @@ class GRPOTrainer:
                 plan = self._plan(prompt, longest, 0, 0)
                 self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
+        kept_eps = [e for e, _ in kept]
+        gaps: list[tuple[float, float, float, int]] = []
         if not batches:  # this process kept nothing, others did: a zero-weighted forward of a real
             # row (every LoRA weight in the graph, gradient exactly 0) joins DDP's all-reduce
             batches = [[(list(self._idle_row), [0] * len(self._idle_row), 0.0)]]
@@ -440,6 +477,9 @@ class GRPOTrainer:
                 with sync:
                     logp, mask, advs = self._logprobs(rows_b)
                     old = olds[b] if olds[b] is not None else logp.detach()
+                    if len(gaps) < len(batches):  # the first pass: before any update
+                        found = sampler_gap(old, rows_b, kept_eps[b * cfg.micro_batch:])
+                        gaps.append(found or (0.0, 0.0, 0.0, 0))
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
                     if self.accelerator is not None:
@@ -454,7 +494,13 @@ class GRPOTrainer:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
+        out = {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
+        counted = sum(g[3] for g in gaps)
+        if counted:
+            out.update({"sampler_logprob_gap": sum(g[0] for g in gaps) / counted,
+                        "sampler_ratio_mean": sum(g[1] for g in gaps) / counted,
+                        "sampler_ratio_max": max(g[2] for g in gaps)})
+        return out
 
     def _logprobs(self, rows: list[tuple[list[int], list[int], float]]):
         """``(logp, mask, advantages)`` of a micro-batch by the configured loss forward."""
@@ -543,30 +589,39 @@ class GRPOTrainer:
             self.out.mkdir(parents=True, exist_ok=True)
         # one writer per folder: a second run on this -o (e.g. N unrelated processes) stops here
         with exclusive_lock(self.out / LOCK, f"{self.out}/") if is_main else nullcontext():
-            resumed = self.load_checkpoint() if resume else False
-            if not resume and is_main and self.metrics_path.exists():
-                self.metrics_path.unlink()
-            if self.config.warmup_sft and not resumed:
-                self.sft_summary = warmup_sft(self, on_sft_step)
-                if self.config.steps > 0 and is_main:
-                    self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
-            last: dict[str, Any] = {}
-            while self.step < self.config.steps:
-                last = self.train_step().metrics
-                if is_main:
-                    with self.metrics_path.open("a") as fh:
-                        fh.write(json.dumps(last) + "\n")
-                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                    ranks = self._gather(self._rank_state())  # every process joins the gather
-                    if is_main:
-                        self.save_checkpoint(ranks)
-                if on_step:
-                    on_step(last)
-            if self.serving is not None:  # the server forgets this run's adapter
-                self.serving.close()
-            self.processes = self._processes_summary()
+            try:
+                return self._fit(resume, on_step, on_sft_step)
+            finally:  # a failed or interrupted run does not leave its adapter on the server
+                if self.serving is not None:
+                    self.serving.close()
+
+    def _fit(self, resume: bool, on_step: Callable[[dict[str, Any]], None] | None,
+             on_sft_step: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+        is_main = self.is_main
+        resumed = self.load_checkpoint() if resume else False
+        if not resume and is_main and self.metrics_path.exists():
+            self.metrics_path.unlink()
+        if self.config.warmup_sft and not resumed:
+            self.sft_summary = warmup_sft(self, on_sft_step)
+            if self.config.steps > 0 and is_main:
+                self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
+        last: dict[str, Any] = {}
+        while self.step < self.config.steps:
+            last = self.train_step().metrics
             if is_main:
-                self.save_adapter(last)
+                with self.metrics_path.open("a") as fh:
+                    fh.write(json.dumps(last) + "\n")
+            if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                ranks = self._gather(self._rank_state())  # every process joins the gather
+                if is_main:
+                    self.save_checkpoint(ranks)
+            if on_step:
+                on_step(last)
+        if self.serving is not None:  # the server forgets this run's adapter
+            self.serving.close()
+        self.processes = self._processes_summary()
+        if is_main:
+            self.save_adapter(last)
         return last
 
     def _processes_summary(self) -> dict[str, Any] | None:
@@ -614,6 +669,12 @@ class GRPOTrainer:
                       "grpo_used": self._seeds_used(),
                       "heldout_from": HELDOUT_START},
             "sft": self.sft_summary,
+            "sampling": (self.serving.sampling_record(self.config.temperature)
+                         if self.serving is not None else
+                         {"engine": self.config.rollout_engine,
+                          "params": {"temperature": self.config.temperature, "top_p": 1.0,
+                                     "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0},
+                          "seed": "torch RNG seeded per step and rank (sampling_seed)"}),
         }
         if self.processes:
             meta["seeds"]["grpo_used_per_rank"] = self.processes["seeds_per_rank"]
