@@ -14,16 +14,19 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from accelerate.utils import gather_object
 from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 from safetensors.torch import load_file
@@ -59,7 +62,7 @@ FULL_WEIGHT_CHECK = 1 << 22  # trainable values up to which ranks compare every 
 # settings results do not depend on (a serving engine may come back at another address;
 # loss_forward changes results only to float rounding)
 RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout",
-                               "loss_forward"})
+                               "loss_forward", "collective_timeout", "rollout_timeout"})
 
 
 class ResumeError(RuntimeError):
@@ -70,8 +73,41 @@ class PromptTooLong(ValueError):
     """The env's first prompt does not leave room to generate within max_total_tokens."""
 
 
+class PeerLost(RuntimeError):
+    """Another process stopped or hung (or this one waited past a bound); one line naming the
+    rank that reports it and the cause."""
+
+
 class LaunchError(RuntimeError):
     """A process layout that does not match the launch (device kind, process group)."""
+
+
+def meeting_group(timeout_s: float):
+    """A gloo group (CPU, also beside NCCL) for the processes' after-rollout meeting."""
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout_s))
+
+
+def peer_cause(exc: BaseException) -> str:
+    """The useful part of a gloo/NCCL failure, on one line: which ranks missed, or what broke."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier", text)
+    if found:
+        ranks = [r for r in re.split(r"[, ]+", found.group(1)) if r]
+        return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)} did not arrive"
+    for mark in ("Connection closed by peer", "Connection reset by peer", "Timed out", "timed out",
+                 "Watchdog caught collective operation timeout"):
+        if mark in text:
+            return mark[0].lower() + mark[1:]
+    return text[:160]
+
+
+def collective_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a gloo/NCCL collective that failed (a peer gone or a timeout)."""
+    if isinstance(exc, getattr(dist, "DistError", ())):
+        return True
+    text = str(exc)
+    return any(m in text for m in ("gloo", "Gloo", "NCCL", "Connection closed by peer",
+                                   "Connection reset by peer", "monitoredBarrier", "ProcessGroup"))
 
 
 def sampling_seed(seed: int, step: int, rank: int = 0) -> int:
@@ -249,6 +285,7 @@ class GRPOTrainer:
                 device=self.device, lora_rank=config.lora.rank)
             self.max_total_tokens = served_limit(self.max_total_tokens, config.max_total_tokens,
                                                  self.serving.max_model_len)
+        self._meet_group = meeting_group(config.rollout_timeout) if self.world > 1 else None
         self.plan: MemoryPlan | None = None
         self._checkpointing = False
         self.step = 0
@@ -311,6 +348,20 @@ class GRPOTrainer:
                 error = kinds[first[0]](first[1])
         if error is not None:
             raise error
+
+    def _meet(self) -> None:
+        """Wait (at most ``rollout_timeout``) until every process finished its rollouts; a
+        process that did not come is named (gloo's monitored barrier, on its own CPU group)."""
+        if self._meet_group is None:
+            return
+        try:
+            dist.monitored_barrier(group=self._meet_group, wait_all_ranks=True,
+                                   timeout=timedelta(seconds=self.config.rollout_timeout))
+        except RuntimeError as exc:
+            raise PeerLost(f"rank {self.rank}: the processes did not all finish step {self.step + 1}'s "
+                           f"rollouts within --rollout-timeout {self.config.rollout_timeout:g} s "
+                           f"({peer_cause(exc)}): a hung env step or serving request, or a stopped "
+                           "process") from None
 
     def _next_seed(self) -> int:
         rank, world = self._rank
@@ -419,6 +470,7 @@ class GRPOTrainer:
             sampled += more
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
+        self._meet()  # every process has its rollouts: the update's collectives never wait on them
         kept = kept_batch(episodes)
         self._idle_row = (sampled[0].base_prompt_ids + sampled[0].completion_ids)[:32]
         t_update = time.perf_counter()
