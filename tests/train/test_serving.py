@@ -18,7 +18,6 @@ from tracec.llm.serving import ServingEngine, ServingError, cut_at_stop, merged_
 from tracec.train.cli import train_cmd
 from tracec.train.trainer import GRPOTrainer
 
-
 SERVED_LORA = {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]}  # a rank vLLM serves
 
 

@@ -423,10 +423,17 @@ class GRPOTrainer:
                          shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0,
                          shared_decode=(cfg.rollout_engine == "kv" and cfg.group_size > 1
                                         and split_supported(self.policy)),
-                         local_rollout=self.serving is None)
+                         local_rollout=self.serving is None,
+                         stream_bytes=self._stream_bytes(dtype_bytes))
         if on_cpu:  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
+
+    def _stream_bytes(self, dtype_bytes: int) -> float:
+        """The NCCL weight sync's one merged tensor in flight (0 in every other mode)."""
+        if self.serving is None or self.serving.weight_sync != "nccl":
+            return 0.0
+        return float(max(p.numel() for p in self.policy.parameters()) * dtype_bytes)
 
     def tune_heap(self, prompt_tokens: int, tokens: int) -> None:
         """Set the heap's mmap threshold for work on rows of ``tokens`` tokens (the SFT warm
