@@ -127,11 +127,11 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_policy(config: TrainConfig, dtype: Any = None):
-    """Tokenizer and the base model (in ``dtype``, default: the file's) wrapped with a fresh LoRA
-    adapter (seeded init; peft keeps the adapter itself in fp32)."""
-
-    base, tokenizer, path = load_model(config.model, None, "cpu", dtype, trainable=True)
+def build_policy(config: TrainConfig, dtype: Any = None, device: Any = "cpu"):
+    """Tokenizer and the base model (in ``dtype``, default: the file's; loaded straight onto
+    ``device``, see :func:`tracec.llm.loading.direct_load`) wrapped with a fresh LoRA adapter
+    (seeded init; peft keeps the adapter itself in fp32)."""
+    base, tokenizer, path = load_model(config.model, None, device, dtype, trainable=True)
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
@@ -258,11 +258,15 @@ class GRPOTrainer:
         self.dtype = resolve_dtype(config.dtype, self.device)
         if device_kind(self.device) == "cpu":
             limit_heap_retention()
-        self.tokenizer, model, self.model_path = build_policy(config, self.dtype)
+        self.tokenizer, model, self.model_path = build_policy(config, self.dtype, self.device)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
 
             self.sft_summary = load_init_adapter(model, config.init_adapter, config)
+        # fp16 (--dtype fp16, or auto on a GPU without native bf16) scales the loss so small
+        # gradients through fp16 activations do not flush to zero; other dtypes: a no-op
+        self.scaler = torch.amp.GradScaler(device_kind(self.device),
+                                           enabled=self.dtype == torch.float16)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -541,17 +545,20 @@ class GRPOTrainer:
                         gaps.append(found or (0.0, 0.0, 0.0, 0))
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
+                    scaled = self.scaler.scale(loss)  # fp16: loss scaling; else the loss itself
                     if self.accelerator is not None:
-                        self.accelerator.backward(loss)
+                        self.accelerator.backward(scaled)
                     else:
-                        loss.backward()
+                        scaled.backward()
                 totals["loss"] += loss.item() / cfg.updates_per_batch
                 w = st["tokens"] / max(normaliser, 1.0) / cfg.updates_per_batch
                 totals["clip_frac"] += st["clip_frac"] * w
                 totals["kl"] += st["kl"] * w
             params = [p for p in self.model.parameters() if p.requires_grad]
+            self.scaler.unscale_(self.optimizer)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)  # fp16: skipped (and the scale lowered) on inf/nan
+            self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         out = {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
         counted = sum(g[3] for g in gaps)
