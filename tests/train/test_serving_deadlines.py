@@ -127,3 +127,35 @@ def test_v1_models_that_is_not_a_model_list_is_named():
             wait_until_up(HTTP(srv.url), "vllm", 5.0, lambda s: None)
     finally:
         srv.close()
+
+
+def test_a_hung_generation_ends_at_the_request_deadline(tiny_model_dir, toy_env, tmp_path):
+    """A server that answers its probes and then never answers a generation: the rollouts end at
+    --rollout-timeout, in one line, not after an hour."""
+    from train_helpers import small_config
+
+    from tracec.train.trainer import GRPOTrainer
+
+    class Hung(RawServer):
+        def _answer(self, conn):
+            data = conn.recv(65536)
+            if data.startswith(b"POST"):
+                self.stop.wait(30)  # never answers within the test
+                conn.close()
+                return
+            body = b"" if b"/health" in data else b'{"object": "list", "data": [{"id": "m"}]}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            conn.close()
+
+    srv = Hung(b"")
+    try:
+        config = small_config(tiny_model_dir, server=srv.url, weight_sync="lora", rollout_timeout=2,
+                              lora={"rank": 8, "alpha": 16, "targets": ["q_proj"]})
+        trainer = GRPOTrainer(config, toy_env, tmp_path / "h")
+        trainer.serving.adapter, trainer.serving.synced_step = "m", 0  # as if loaded
+        t0 = time.monotonic()
+        with pytest.raises(ServingError, match="did not answer /v1/completions within 2 s"):
+            trainer.train_step()
+        assert time.monotonic() - t0 < 6
+    finally:
+        srv.close()

@@ -286,7 +286,8 @@ class GRPOTrainer:
                 prefix=run_adapter_prefix(self.out), timeout=config.server_timeout,
                 is_main=accelerator is None or accelerator.is_main_process,
                 barrier=accelerator.wait_for_everyone if accelerator is not None else None,
-                device=self.device, lora_rank=config.lora.rank)
+                device=self.device, lora_rank=config.lora.rank,
+                request_timeout=config.rollout_timeout)  # a hung server ends within the bound
             self.max_total_tokens = served_limit(self.max_total_tokens, config.max_total_tokens,
                                                  self.serving.max_model_len)
         self._meet_group = meeting_group(config.rollout_timeout) if self.world > 1 else None
