@@ -19,7 +19,8 @@ Faithful to the real servers where tracec could get them wrong:
 * SGLang answers a failed adapter load ``{"success": false, "error_message": ...}`` and refuses
   ``top_k=0``;
 * sampled-token logprobs are vLLM's default ``raw_logprobs`` (``log_softmax`` of the raw logits);
-* ``seed`` (vLLM) / ``sampling_seed`` (SGLang) makes a request reproducible.
+* ``seed`` (vLLM) / ``sampling_seed`` (SGLang) makes a request reproducible;
+* ``dtype`` serves in bf16 (as on a GPU), so the served logprobs differ from an fp32 trainer's.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ class FakeServer:
     ``max_lora_rank`` were 2). ``engine`` picks the error shapes (``vllm`` or ``sglang``)."""
 
     def __init__(self, model_dir, refuse_loads: bool = False, *, max_model_len: int = 4096,
-                 runtime_lora: bool = True, max_lora_rank: int = 16, engine: str = "vllm") -> None:
+                 runtime_lora: bool = True, max_lora_rank: int = 16, engine: str = "vllm",
+                 dtype: Any = None) -> None:
         from transformers import AutoModelForCausalLM
 
         self.model_dir = str(model_dir)
-        self.base = AutoModelForCausalLM.from_pretrained(self.model_dir).eval()
+        self.dtype = dtype  # e.g. torch.bfloat16: serve as a GPU server does, not in fp32
+        self.base = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).eval()
         self.tok = load_tokenizer(self.model_dir)
         self.stops = stop_token_ids(self.tok)
         self.refuse_loads = refuse_loads
@@ -147,8 +150,9 @@ class FakeServer:
             return 400, f"LoRA rank {rank} is greater than max_lora_rank {self.max_lora_rank}."
         if name in self.adapters:
             return 400, f"The lora adapter '{name}' has already been loaded."
-        base = AutoModelForCausalLM.from_pretrained(self.model_dir)
-        self.adapters[name] = PeftModel.from_pretrained(base, path).eval()
+        base = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=self.dtype)
+        adapter = PeftModel.from_pretrained(base, path).eval()
+        self.adapters[name] = adapter.to(self.dtype) if self.dtype is not None else adapter
         self.loads.append((name, path))
         return 200, f"Success: LoRA adapter '{name}' added successfully."
 

@@ -199,3 +199,20 @@ def test_adapters_left_by_a_crashed_run_are_unloaded_and_a_failing_run_unloads_i
     assert trainer.serving.prefix + "-step7" in server.adapters
     again = GRPOTrainer(config, toy_env, tmp_path / "c")
     assert again.serving.prefix + "-step7" not in server.adapters
+
+
+def test_a_bf16_server_shows_its_gap_to_an_fp32_trainer(tiny_model_dir, toy_env, tmp_path):
+    """"Served logits equal to 1e-5" held for an fp32 fake; a bf16 server samples from a slightly
+    different policy, and the run says by how much."""
+    import torch
+
+    srv = FakeServer(tiny_model_dir, dtype=torch.bfloat16)
+    try:
+        config = small_config(tiny_model_dir, steps=1, server=srv.url, lora=LORA8)
+        last = GRPOTrainer(config, toy_env, tmp_path / "b").fit()
+    finally:
+        srv.close()
+    print(f"bf16 server: sampler_logprob_gap {last['sampler_logprob_gap']:.2e}, "
+          f"ratio max {last['sampler_ratio_max']:.4f}")
+    assert 1e-4 < last["sampler_logprob_gap"] < 0.5
+    assert last["sampler_ratio_max"] > 1.0
