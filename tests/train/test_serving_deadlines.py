@@ -36,11 +36,31 @@ class RawServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            if self.stop.is_set():
+                conn.close()
+                return
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def read_request(conn: socket.socket) -> bytes:
+        """The request's head, read in full (a partial read would answer the wrong route)."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    @staticmethod
+    def reply(conn: socket.socket, body: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        conn.shutdown(socket.SHUT_WR)
+        conn.close()
 
     def _answer(self, conn: socket.socket) -> None:
         try:
-            conn.recv(65536)
+            self.read_request(conn)
             conn.sendall(self.head)
             while self.drip and not self.stop.is_set():
                 time.sleep(self.drip)
@@ -51,7 +71,13 @@ class RawServer:
             conn.close()
 
     def close(self) -> None:
+        """Stop, waking the accept loop first: a loop still blocked on a closed socket's number
+        would accept the next test's connections once that number is reused."""
         self.stop.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 
@@ -116,10 +142,8 @@ def test_an_endless_body_without_a_length_stops_at_the_cap():
 def test_v1_models_that_is_not_a_model_list_is_named():
     class Garbled(RawServer):
         def _answer(self, conn):
-            data = conn.recv(65536)
-            body = b"" if b"/health" in data else b'{"data": "nope"}'
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-            conn.close()
+            data = self.read_request(conn)
+            self.reply(conn, b"" if b"/health" in data else b'{"data": "nope"}')
 
     srv = Garbled(b"")
     try:
@@ -138,14 +162,12 @@ def test_a_hung_generation_ends_at_the_request_deadline(tiny_model_dir, toy_env,
 
     class Hung(RawServer):
         def _answer(self, conn):
-            data = conn.recv(65536)
+            data = self.read_request(conn)
             if data.startswith(b"POST"):
                 self.stop.wait(30)  # never answers within the test
                 conn.close()
                 return
-            body = b"" if b"/health" in data else b'{"object": "list", "data": [{"id": "m"}]}'
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-            conn.close()
+            self.reply(conn, b"" if b"/health" in data else b'{"object": "list", "data": [{"id": "m"}]}')
 
     srv = Hung(b"")
     try:

@@ -111,17 +111,6 @@ def _accelerator(mode: str, collective_timeout: float = 300.0):
     return acc
 
 
-def _probe_server(config, is_main: bool) -> None:
-    """Wait for the serving engine (bounded by ``server_timeout`` in all) before the model loads."""
-    from tracec.llm.serving import HTTP, ServingError, wait_until_up
-
-    log = (lambda s: click.echo(s, err=True)) if is_main else (lambda s: None)
-    try:
-        wait_until_up(HTTP(config.server), config.serving_engine, config.server_timeout, log)
-    except ServingError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
 def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -151,8 +140,6 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
     if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
         opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
-    if config.server:  # reachable (within --server-timeout) before any model loads
-        _probe_server(config, accelerator is None or accelerator.is_main_process)
     try:
         trainer = GRPOTrainer(config, env, out, accelerator=accelerator)
     except (ModelNotPrepared, SFTError, ServingError, LaunchError, DeviceError) as exc:

@@ -16,6 +16,7 @@ import math
 import random
 import re
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
 from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.loading import load_model, stop_token_ids
-from tracec.llm.serving import ServingEngine, run_adapter_prefix, served_limit
+from tracec.llm.serving import HTTP, ServingEngine, run_adapter_prefix, served_limit, wait_until_up
 from tracec.llm.split_attention import supported as split_supported
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
@@ -80,6 +81,10 @@ class PeerLost(RuntimeError):
 
 class LaunchError(RuntimeError):
     """A process layout that does not match the launch (device kind, process group)."""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def meeting_group(timeout_s: float):
@@ -258,6 +263,9 @@ class GRPOTrainer:
         self.dtype = resolve_dtype(config.dtype, self.device)
         if device_kind(self.device) == "cpu":
             limit_heap_retention()
+        if config.server:  # reachable (within --server-timeout in all) before the model loads
+            wait_until_up(HTTP(config.server), config.serving_engine or "vllm", config.server_timeout,
+                          _stderr if self.is_main else (lambda s: None))
         self.tokenizer, model, self.model_path = build_policy(config, self.dtype, self.device)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
