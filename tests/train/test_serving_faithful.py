@@ -216,3 +216,29 @@ def test_a_bf16_server_shows_its_gap_to_an_fp32_trainer(tiny_model_dir, toy_env,
           f"ratio max {last['sampler_ratio_max']:.4f}")
     assert 1e-4 < last["sampler_logprob_gap"] < 0.5
     assert last["sampler_ratio_max"] > 1.0
+
+
+def test_the_nccl_route_streams_one_merged_tensor_at_a_time(server, tiny_model_dir, toy_env,
+                                                            tmp_path):
+    """The metadata is announced first, then each merged tensor is computed as TRL's client
+    asks for it: never a second copy of the model."""
+    import inspect
+
+    from tracec.llm.serving import merged_metadata
+
+    class Probe:
+        def update_named_params(self, metadata, named):
+            assert inspect.isgenerator(named)  # not a materialised list
+            self.meta = metadata
+            self.shapes = [(n, list(t.shape)) for n, t in named]
+
+        def reset_prefix_cache(self):
+            pass
+
+    trainer = GRPOTrainer(small_config(tiny_model_dir), toy_env, tmp_path / "n")
+    probe = Probe()
+    eng = ServingEngine(server.url, trainer.stop_ids, weight_sync="nccl", nccl_client=probe)
+    eng.update_policy(trainer.policy, 0)
+    assert [(n, s) for n, _, s in probe.meta] == probe.shapes  # announced = streamed, in order
+    assert probe.meta == merged_metadata(trainer.policy)
+    assert {n for n, _ in probe.shapes} == {n for n, _ in server.base.named_parameters()}
