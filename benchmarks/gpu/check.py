@@ -10,10 +10,15 @@ env is a compiled one from ``generated_envs/`` (default ``reservation_lookup_com
 model earns its reward 0 everywhere, so a second run on the toy env of ``tests/train`` (whose
 reward varies with the reply's length) exercises GRPO's update on the device.
 
+The device's own limits come from microbenchmarks (``device_limits``: memory bandwidth of a 1 GiB
+copy, bf16 matmul TFLOPS at n=8192). On a GPU it also runs a 2-process NCCL step (when 2 GPUs are
+visible) and a step with rollouts on a vLLM server it starts (when ``vllm`` is installed);
+otherwise their entries say why they were skipped.
+
 ``--dry`` runs the same steps on CPU at toy size (a 2-layer Qwen3, 1 step) so that CI checks the
 script end to end. Writes ``OUT/check.json``; prints it.
 
-    bash benchmarks/gpu/check.sh [OUT]          # on a CUDA machine (≤ 8 min on one H200-class GPU)
+    bash benchmarks/gpu/check.sh [OUT] [options, any order]   # ≤ 8 min on one H100/H200
     python benchmarks/gpu/check.py --dry --out runs/gpu_check_dry
 """
 
@@ -114,6 +119,100 @@ def limits(model_dir: Path, device: str, dtype: str, prompt: int, rows: int, ste
             "decode_tokens_per_s": rows / step_s}
 
 
+def device_limits(device: str, dtype: str, dry: bool) -> dict:
+    """The device's own limits, from microbenchmarks: memory bandwidth (a large tensor copied,
+    read + write bytes over seconds) and matmul throughput (square matmuls in ``dtype``)."""
+    import torch
+
+    dt = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+    nbytes = (16 if dry else 1024) << 20
+    x = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    y = torch.empty_like(x)
+    y.copy_(x)
+    reps = 3 if dry else 20
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        y.copy_(x)
+    sync(device)
+    bandwidth = 2 * nbytes * reps / (time.perf_counter() - t0)
+    del x, y
+    n = 256 if dry else 8192
+    a = torch.randn(n, n, dtype=dt, device=device)
+    b = torch.randn(n, n, dtype=dt, device=device)
+    a @ b
+    sync(device)
+    reps = 3 if dry else 20
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync(device)
+    flops = 2 * n**3 * reps / (time.perf_counter() - t0)
+    return {"memory_bandwidth_gb_per_s": bandwidth / 1e9, "copy_bytes": nbytes,
+            "matmul_tflops": flops / 1e12, "matmul_n": n, "matmul_dtype": dtype}
+
+
+def nccl_step(model_dir: Path, env: str, out: Path, new: int) -> dict:
+    """One GRPO step in 2 processes over NCCL (accelerate launch, one GPU each)."""
+    import subprocess
+
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        return {"skipped": f"needs 2 GPUs (NCCL runs one rank per GPU); {torch.cuda.device_count()} here"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "-m", "tracec.cli", "train", env, "--model", str(model_dir), "-o", str(out / "nccl_adapter"),
+           "--device", "cuda", "--dtype", "bf16", "--steps", "1", "-G", "4", "--groups-per-step", "1",
+           "--max-new-tokens", str(new), "--collective-timeout", "120", "--json"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
+    (out / "nccl_stderr.log").write_text(proc.stderr)
+    row = {"returncode": proc.returncode, "wall_seconds": time.perf_counter() - t0}
+    if proc.returncode == 0:
+        m = json.loads((out / "nccl_adapter" / "metrics.jsonl").read_text().splitlines()[-1])
+        row.update({k: m.get(k) for k in ("processes", "episodes", "trained_tokens", "step_seconds")})
+    return row
+
+
+def served_step(model_dir: Path, env: str, out: Path, new: int) -> dict:
+    """One GRPO step with rollouts on a vLLM server started here (LoRA hot-loading), when vllm
+    is installed: the step's metrics, including the server-vs-trainer logprob gap."""
+    import importlib.util
+    import socket
+    import subprocess
+
+    if importlib.util.find_spec("vllm") is None:
+        return {"skipped": "vllm is not installed"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (out / "vllm.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+         "--port", str(port), "--enable-lora", "--max-lora-rank", "16", "--max-loras", "2",
+         "--max-model-len", "4096", "--gpu-memory-utilization", "0.35", "--enforce-eager"],
+        env={**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}, stdout=log, stderr=log)
+    try:
+        adapter = out / "served_adapter"
+        wall = run_tracec([
+            "train", env, "--model", str(model_dir), "-o", str(adapter), "--device", "cuda",
+            "--dtype", "bf16", "--steps", "1", "-G", "4", "--groups-per-step", "2",
+            "--max-new-tokens", str(new), "--lora-rank", "16", "--server", f"http://127.0.0.1:{port}",
+            "--server-timeout", "240", "--json"], out / "served_train.json")
+        m = json.loads((adapter / "metrics.jsonl").read_text().splitlines()[-1])
+        keep = ("episodes", "gen_tokens_per_s", "trained_tokens", "sampler_logprob_gap",
+                "sampler_ratio_mean", "sampler_ratio_max")
+        return {"wall_seconds": wall, **{k: m.get(k) for k in keep}}
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
 def run_tracec(args: list[str], log: Path) -> float:
     """``tracec ARGS`` in this process (so that the peak GPU memory is ours), its stdout into
     ``log``; wall seconds."""
@@ -133,7 +232,10 @@ def _step_row(r: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="runs/gpu_check")
+    ap.add_argument("out_dir", nargs="?", default=None, help="same as --out")
+    ap.add_argument("--out", default=None, help="default runs/gpu_check")
+    ap.add_argument("--print-out", action="store_true",
+                    help="print the output folder and whether --dry is on, then exit (check.sh)")
     ap.add_argument("--dry", action="store_true", help="CPU, toy sizes, 1 step (checks the script)")
     ap.add_argument("--device", default=None, help="default: cuda (cpu with --dry)")
     ap.add_argument("--env", default=str(REPO / "generated_envs" / "reservation_lookup_compact.py"))
@@ -146,7 +248,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--groups-per-step", type=int, default=None, help="default 4 (1 with --dry)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="default 128 (8 with --dry)")
     ap.add_argument("--eval-tasks", type=int, default=None, help="default 8 (2 with --dry)")
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)  # options and OUT in any order
+    a.out = a.out or a.out_dir or "runs/gpu_check"
+    if a.print_out:
+        print(f"{a.out}\t{int(a.dry)}")
+        return {}
     import torch
 
     dry = a.dry
@@ -206,6 +312,10 @@ def main(argv: list[str] | None = None) -> dict:
     # the limits at the step's shape: its first prompts, all rows of a group set decoding at once
     prompt = max(1, round(last["prefill_tokens"] / max(1, groups)))  # kv engine: one prefill per prompt
     record["limits"] = lim = limits(model_dir, device, dtype, prompt, G * groups)
+    record["device_limits"] = device_limits(device, dtype, dry)
+    if not dry:  # many processes and serving: only where a GPU (two, for NCCL) and vllm are
+        record["nccl_step"] = nccl_step(model_dir, a.update_env, out, new)
+        record["served_step"] = served_step(model_dir, a.update_env, out, new)
     record["rollout"] = {
         "gen_tokens_per_s": last["gen_tokens_per_s"],
         "share_of_decode_limit": last["gen_tokens_per_s"] / lim["decode_tokens_per_s"],

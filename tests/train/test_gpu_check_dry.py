@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from ddp_helpers import REPO
@@ -17,9 +18,9 @@ pytestmark = pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_gpu_check_dry_mode_reports_every_figure(tmp_path):
     out = tmp_path / "check"
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu" / "check.sh"), str(out), "--dry"],
+    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu" / "check.sh"), "--dry", str(out)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, (proc.stdout[-2000:], (out / "stderr.log").read_text()[-3000:])
     record = json.loads((out / "check.json").read_text())
@@ -33,3 +34,16 @@ def test_gpu_check_dry_mode_reports_every_figure(tmp_path):
     assert lim["prefill_tokens_per_s"] > 0 and lim["decode_tokens_per_s"] > 0
     assert roll["gen_tokens_per_s"] > 0 and roll["efficiency_ratio"] > 0
     assert (out / "adapter" / "adapter_model.safetensors").exists()
+    dev = record["device_limits"]  # the device's own limits, from microbenchmarks
+    assert dev["memory_bandwidth_gb_per_s"] > 0 and dev["matmul_tflops"] > 0
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_gpu_check_prints_its_failure(tmp_path):
+    env = {**os.environ, "PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu" / "check.sh"), "--dry",
+                           "--env", str(tmp_path / "no_env.py"), str(tmp_path / "c")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode != 0
+    assert "check.sh: failed" in proc.stderr and "no_env.py" in proc.stderr  # not only in the log

@@ -18,6 +18,8 @@ from tracec.llm.serving import ServingEngine, ServingError, cut_at_stop, merged_
 from tracec.train.cli import train_cmd
 from tracec.train.trainer import GRPOTrainer
 
+SERVED_LORA = {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]}  # a rank vLLM serves
+
 
 @pytest.fixture()
 def server(tiny_model_dir):
@@ -51,7 +53,7 @@ def _free_port() -> int:
 
 def _train_args(model_dir, out, *extra: str) -> list[str]:
     return [TOY_ENV, "--model", str(model_dir), "-o", str(out), "--steps", "2", "-G", "3",
-            "--groups-per-step", "1", "--max-new-tokens", "6", "--lora-rank", "2",
+            "--groups-per-step", "1", "--max-new-tokens", "6", "--lora-rank", "8",
             "--lora-targets", "q_proj", "--json", *extra]
 
 
@@ -155,7 +157,8 @@ def test_nccl_route_streams_out_of_place_merges_and_leaves_the_base_exact(server
 
 def test_two_training_steps_on_the_server_keep_the_base_bit_exact(server, tiny_model_dir, toy_env,
                                                                   tmp_path):
-    config = small_config(tiny_model_dir, steps=2, serving_engine="vllm", server=server.url)
+    config = small_config(tiny_model_dir, steps=2, serving_engine="vllm", server=server.url,
+                          lora=SERVED_LORA)
     trainer = GRPOTrainer(config, toy_env, tmp_path / "s")
     before = _base_state(trainer.policy)
     lora0 = {n: p.detach().clone() for n, p in trainer.policy.named_parameters() if "lora_" in n}
@@ -256,7 +259,8 @@ def test_server_errors_during_generation_are_serving_errors(server, tiny_model_d
 def test_resume_on_another_server_and_from_a_checkpoint_older_than_these_settings(
         server, tiny_model_dir, toy_env, tmp_path):
     out = tmp_path / "res"
-    first = small_config(tiny_model_dir, steps=1, server="http://127.0.0.1:1")  # unreachable
+    first = small_config(tiny_model_dir, steps=1, server="http://127.0.0.1:1",  # unreachable
+                         lora=SERVED_LORA)
     GRPOTrainer(first.model_copy(update={"server": server.url}), toy_env, out).fit()
     other = FakeServer(tiny_model_dir)  # the server came back at another address
     try:

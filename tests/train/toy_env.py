@@ -90,3 +90,16 @@ class FlatSeedsToyEnv(ToyToolEnv):
             reward = 0.0
             info["reward_breakdown"] = {**info["reward_breakdown"], "reward": 0.0}
         return obs, reward, terminated, truncated, info
+
+
+class HangingToyEnv(ToyToolEnv):
+    """The toy env, except that on the process whose ``RANK`` is ``TRACEC_TEST_HANG_RANK`` every
+    step hangs (a stuck tool call): for the bounded waits between processes."""
+
+    def step(self, action: str):
+        import os
+        import time
+
+        if os.environ.get("RANK") == os.environ.get("TRACEC_TEST_HANG_RANK", "-"):
+            time.sleep(3600)
+        return super().step(action)

@@ -82,9 +82,18 @@ def resolve_dtype(spec: str | None, device: Any) -> Any:
     kind = torch.device(device).type
     if name == "auto":
         if kind == "cuda":
-            name = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+            name = "bf16" if native_bf16(torch.device(device).index) else "fp16"
         elif kind == "mps":
             name = "fp16"
         else:
             name = "fp32"
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def native_bf16(index: int | None = None) -> bool:
+    """Whether the CUDA device computes bf16 natively (compute capability 8.0+, Ampere on):
+    V100 (7.0) and T4 (7.5) only emulate it, which ``torch.cuda.is_bf16_supported()`` counts."""
+    import torch
+
+    major, _ = torch.cuda.get_device_capability(index)
+    return major >= 8

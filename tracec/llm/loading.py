@@ -83,6 +83,15 @@ def load_tokenizer(path: str):
     return tok
 
 
+def direct_load(device: Any) -> dict[str, Any]:
+    """``from_pretrained`` options that load the weights shard by shard without a full CPU copy
+    first, onto an accelerator directly: host RAM does not scale with the processes of a node."""
+    kind = getattr(device, "type", str(device).split(":")[0])
+    if kind == "cuda":
+        return {"low_cpu_mem_usage": True, "device_map": {"": str(device)}}
+    return {"low_cpu_mem_usage": True}
+
+
 def load_model(name: str | None = None, adapter: str | Path | None = None, device: Any = "cpu",
                dtype: Any = None, *, trainable: bool = False, tokenizer: bool = True
                ) -> tuple[Any, Any, str]:
@@ -104,7 +113,7 @@ first, :mod:`tracec.llm.adapters`). In eval mode unless ``trainable``. Missing o
         kwargs["dtype"] = resolve_dtype(dtype, dev) if isinstance(dtype, str) else dtype
     try:
         tok = load_tokenizer(path) if tokenizer else None
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(dev)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs, **direct_load(dev)).to(dev)
     except OSError as exc:  # missing/unreachable model files: one line, not a traceback
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelNotPrepared(f"cannot load model {name!r}: {first}") from None

@@ -23,6 +23,7 @@ from tracec.pipeline.manifest import (
     read_manifest,
     write_manifest,
 )
+from tracec.pipeline.memplan import check_train_memory
 from tracec.pipeline.registry import STAGE_NAMES, STAGES, Stage
 from tracec.pipeline.registry import stage as find_stage
 
@@ -72,6 +73,15 @@ def run_pipeline(cfg: RunConfig, run_dir: Path, from_stage: str | None = None,
     owned.record(CONFIG_COPY, *REPORT_FILES)
     write_atomic(run_dir / CONFIG_COPY, json.dumps(cfg.model_dump(mode="json"), indent=2) + "\n")
     ctx = st.RunContext(cfg, run_dir, quiet=quiet, log=log)
+    if last >= STAGE_NAMES.index("train"):  # a GPU config that cannot fit fails before stage one
+        from tracec.train.memory import MemoryBudgetError
+
+        try:
+            plan = check_train_memory(cfg, log)
+        except MemoryBudgetError as exc:
+            raise RunError(f"the train stage cannot fit on {cfg.device}: {exc}") from None
+        if plan:
+            log(f"[plan] a training step on {cfg.device}: {plan}")
     prev_hash = ""
     done: list[StageManifest] = []
     for i, stage in enumerate(STAGES[: last + 1]):

@@ -35,6 +35,7 @@ from tracec.outputs import write_atomic
 from tracec.pipeline.config import RunConfig
 from tracec.pipeline.demos import write_demos
 from tracec.pipeline.manifest import hash_files
+from tracec.pipeline.memplan import train_settings
 from tracec.targets import data as tdata
 from tracec.targets.evaluate import EvalConfig, run_eval
 from tracec.targets.tau2 import Tau2Env
@@ -292,7 +293,7 @@ def train_config(ctx: RunContext, env_name: str, n_adapters: int, budget: int | 
 
     Adapter ``index`` gets seed ``seed + index``: distinct LoRA inits and rollout seeds.
     """
-    settings = {"seed": ctx.cfg.seed, **ctx.cfg.train.settings}
+    settings = train_settings(ctx.cfg)  # on a GPU: memory_gb from the device
     settings["seed"] += index
     cfg = TrainConfig(model=ctx.cfg.model.base, env=env_name, device=ctx.cfg.device, **settings)
     budget = budget if budget is not None else ctx.cfg.budget.train_rollouts

@@ -36,6 +36,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         "max_new_tokens", "max_total_tokens", "hint_share", "epsilon", "epsilon_high", "beta",
         "seed", "checkpoint_every", "micro_batch", "gen_batch", "device", "dtype", "updates_per_batch",
         "vllm_server", "serving_engine", "server", "server_timeout", "weight_sync", "rollout_engine",
+        "collective_timeout", "rollout_timeout",
         "loss_forward", "grad_checkpointing", "memory_gb", "warmup_sft",
         "sft_batch", "sft_lr", "init_adapter")}
     from tracec.core.seeds import SeedRangeError, check_training_range, parse_range
@@ -58,7 +59,7 @@ def _config(env_name: str, opts: dict[str, Any]):
         from tracec.llm.serving import ServingError, check_client
 
         try:
-            check_client(config.serving_engine, config.weight_sync)
+            check_client(config.serving_engine, config.weight_sync, config.lora.rank)
         except ServingError as exc:
             raise click.ClickException(str(exc)) from None
     return config
@@ -78,7 +79,7 @@ def _launched_rank() -> int:
         return 0
 
 
-def _accelerator(mode: str):
+def _accelerator(mode: str, collective_timeout: float = 300.0):
     """accelerate's Accelerator when launched by ``accelerate launch``/``torchrun`` (or forced);
     a launch whose processes do not form one process group is refused in one line."""
     world = _launched_world()
@@ -89,10 +90,14 @@ def _accelerator(mode: str):
                 f"WORLD_SIZE={world} but --accelerate off: the {world} processes would be {world} "
                 "unrelated runs on one output folder; drop --accelerate off")
         return None
-    from accelerate import Accelerator
+    from datetime import timedelta
 
-    try:
-        acc = Accelerator()
+    from accelerate import Accelerator
+    from accelerate.utils import InitProcessGroupKwargs
+
+    try:  # every collective is bounded by --collective-timeout (NCCL's default: 600 s)
+        acc = Accelerator(kwargs_handlers=[InitProcessGroupKwargs(
+            timeout=timedelta(seconds=collective_timeout))])
     except (ValueError, RuntimeError) as exc:  # env:// rendezvous without MASTER_ADDR & co.
         raise click.ClickException(
             f"WORLD_SIZE={world} but this process cannot join the process group ({exc}); start "
@@ -137,15 +142,18 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         GRPOTrainer,
         LaunchError,
         MemoryBudgetError,
+        PeerLost,
         PromptTooLong,
         ResumeError,
+        collective_failure,
+        peer_cause,
     )
 
     try:
         env = resolve_env(env_spec, opts["envs_dir"])
     except LoadError as exc:
         raise click.ClickException(str(exc)) from None
-    accelerator = _accelerator(opts["accelerate"])
+    accelerator = _accelerator(opts["accelerate"], opts["collective_timeout"])
     if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
         opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
     config = _config(env.name, opts)
@@ -189,8 +197,16 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
             if opts["resume"] and not (out / "checkpoints" / "last" / "state.json").exists():
                 console.print(f"[yellow]no checkpoint in {out}; starting from step 0[/]")
             final = trainer.fit(resume=opts["resume"], on_step=on_step, on_sft_step=on_sft_step)
-        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError, Locked) as exc:
+        except (ResumeError, PromptTooLong, MemoryBudgetError, SFTError, ServingError, Locked,
+                PeerLost) as exc:
             raise click.ClickException(str(exc)) from None
+        except RuntimeError as exc:
+            if accelerator is None or not collective_failure(exc):
+                raise
+            raise click.ClickException(
+                f"rank {accelerator.process_index}: a collective between the processes did not "
+                f"complete within --collective-timeout {config.collective_timeout:g} s "
+                f"({peer_cause(exc)}): another process stopped or hung") from None
     curves = None
     if accelerator is None or accelerator.is_main_process:  # GRPO and SFT panels, at the end
         try:
@@ -265,6 +281,14 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
               "(alone: --serving-engine vllm).")
 @click.option("--server-timeout", type=float, default=240.0, show_default=True,
               help="Seconds to wait for the server to answer before giving up.")
+@click.option("--collective-timeout", type=click.FloatRange(min=1, max=86400), default=300.0,
+              show_default=True, callback=_finite,
+              help="Seconds a collective between processes (an update's all-reduce) may wait for a "
+                   "peer; past it every process stops with one line naming the cause.")
+@click.option("--rollout-timeout", type=click.FloatRange(min=1, max=7 * 86400), default=3600.0,
+              show_default=True, callback=_finite,
+              help="Seconds processes wait for each other's rollouts (they meet after rollouts, so "
+                   "the update never waits on generation).")
 @click.option("--weight-sync", type=click.Choice(["lora", "nccl"]), default="lora", show_default=True,
               help="lora: hot-load the adapter by name after each step (base never merged); "
                    "nccl: stream merged weights (vLLM --weight-transfer-config).")

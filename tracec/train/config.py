@@ -77,6 +77,13 @@ class TrainConfig(BaseModel):
         None, description="generate rollouts on this serving engine at `server` (None: locally)")
     server: str | None = Field(None, description="the serving engine's URL (implies vllm if no engine)")
     server_timeout: float = Field(240.0, gt=0, description="seconds to wait for the server to answer")
+    collective_timeout: float = Field(
+        300.0, gt=0, le=86400, description="seconds any collective between processes (an update's "
+        "all-reduce, a gather) may wait for a peer before every process stops, naming the cause "
+        "(NCCL's own default is 600)")
+    rollout_timeout: float = Field(
+        3600.0, gt=0, le=7 * 86400, description="seconds processes wait for each other's rollouts "
+        "(they meet after rollouts, so the update's collectives never wait on generation)")
     weight_sync: Literal["lora", "nccl"] = Field(
         "lora", description="lora: hot-load the adapter by name each step; nccl: stream merged "
         "weights (vLLM --weight-transfer-config)")

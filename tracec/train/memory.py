@@ -164,7 +164,8 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
               episode_tokens: int, distinct_prompts: int, episodes: int, gen_batch: int,
               micro_batch: int, grad_checkpointing: bool | None, budget: float,
               dtype_bytes: int = 4, weight_copies: int = 2, shared_group: int = 0,
-              shared_decode: bool = False, local_rollout: bool = True) -> MemoryPlan:
+              shared_decode: bool = False, local_rollout: bool = True,
+              stream_bytes: float = 0.0) -> MemoryPlan:
     """Choose KV rows and checkpointing for the budget, or raise :class:`MemoryBudgetError`.
 
     ``grad_checkpointing=None`` turns it on only when the update would not fit without it.
@@ -172,11 +173,12 @@ def plan_step(model_config, n_params: int, n_trainable: int, *, prompt_tokens: i
     update runs the shared-prefix pass on groups of that many rows (:func:`shared_update_bytes`;
     a micro-batch of consecutive rows may straddle groups). ``shared_decode``: decode rows hold
     only their own tokens, the prompt's keys/values once per distinct prompt (the local engine's
-    shared-prefix decode); ``local_rollout=False``: rollouts run on a server, no local KV."""
+    shared-prefix decode); ``local_rollout=False``: rollouts run on a server, no local KV.
+    ``stream_bytes``: the NCCL weight sync's one merged tensor in flight (counted with the weights)."""
     if not math.isfinite(budget) or budget <= 0:
         raise ValueError(f"memory budget must be a positive finite number of bytes, not {budget}")
     kv = kv_bytes_per_token(model_config, dtype_bytes)
-    weights = float(weight_copies * n_params * dtype_bytes + n_trainable * 4 * 3)
+    weights = float(weight_copies * n_params * dtype_bytes + n_trainable * 4 * 3 + stream_bytes)
     completion = max(1, episode_tokens - prompt_tokens)
     fixed_kv = kv * (distinct_prompts * prompt_tokens + episodes * completion)
     ckpt_options = [grad_checkpointing] if grad_checkpointing is not None else [False, True]

@@ -40,6 +40,8 @@ class Episode:
     turns: int = 0
     ended_by: str = ""
     breakdown: dict[str, Any] = field(default_factory=dict)
+    # the server's log-probability of each model token, in order (None: not returned)
+    sampler_logprobs: list[float | None] = field(default_factory=list)
 
     @property
     def length(self) -> int:
@@ -160,6 +162,10 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
                                      for i in active], [budgets[i] for i in active], temperature)
         stats.gen_seconds += time.perf_counter() - t0
         stats.gen_tokens += sum(len(o) for o in outs)
+        served = getattr(eng, "last_logprobs", None)  # a serving engine's sampled-token logprobs
+        if served is not None:
+            for i, out, lps in zip(active, outs, served):
+                episodes[i].sampler_logprobs += lps if lps is not None else [None] * len(out)
         for i, out in zip(active, outs):
             _advance(episodes[i], envs[i], out, renderer, stop_ids, max_turns, max_total_tokens)
             if episodes[i].done:

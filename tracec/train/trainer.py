@@ -12,17 +12,22 @@ Metrics and ``tracec.json`` describe the whole step; only the main process write
 from __future__ import annotations
 
 import json
+import math
 import random
+import re
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from accelerate.utils import gather_object
 from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 from safetensors.torch import load_file
@@ -33,7 +38,7 @@ from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
 from tracec.llm.device import device_kind, resolve_device, resolve_dtype
 from tracec.llm.loading import load_model, stop_token_ids
-from tracec.llm.serving import ServingEngine, run_adapter_prefix
+from tracec.llm.serving import HTTP, ServingEngine, run_adapter_prefix, served_limit, wait_until_up
 from tracec.llm.split_attention import supported as split_supported
 from tracec.train.config import SEED_STRIDE, TrainConfig
 from tracec.train.grpo import batch_advantages, clipped_surrogate, set_checkpointing
@@ -58,7 +63,7 @@ FULL_WEIGHT_CHECK = 1 << 22  # trainable values up to which ranks compare every 
 # settings results do not depend on (a serving engine may come back at another address;
 # loss_forward changes results only to float rounding)
 RESUME_MAY_CHANGE = frozenset({"steps", "checkpoint_every", "server", "server_timeout",
-                               "loss_forward"})
+                               "loss_forward", "collective_timeout", "rollout_timeout"})
 
 
 class ResumeError(RuntimeError):
@@ -69,8 +74,45 @@ class PromptTooLong(ValueError):
     """The env's first prompt does not leave room to generate within max_total_tokens."""
 
 
+class PeerLost(RuntimeError):
+    """Another process stopped or hung (or this one waited past a bound); one line naming the
+    rank that reports it and the cause."""
+
+
 class LaunchError(RuntimeError):
     """A process layout that does not match the launch (device kind, process group)."""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def meeting_group(timeout_s: float):
+    """A gloo group (CPU, also beside NCCL) for the processes' after-rollout meeting."""
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout_s))
+
+
+def peer_cause(exc: BaseException) -> str:
+    """The useful part of a gloo/NCCL failure, on one line: which ranks missed, or what broke."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier", text)
+    if found:
+        ranks = [r for r in re.split(r"[, ]+", found.group(1)) if r]
+        return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)} did not arrive"
+    for mark in ("Connection closed by peer", "Connection reset by peer", "Timed out", "timed out",
+                 "Watchdog caught collective operation timeout"):
+        if mark in text:
+            return mark[0].lower() + mark[1:]
+    return text[:160]
+
+
+def collective_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a gloo/NCCL collective that failed (a peer gone or a timeout)."""
+    if isinstance(exc, getattr(dist, "DistError", ())):
+        return True
+    text = str(exc)
+    return any(m in text for m in ("gloo", "Gloo", "NCCL", "Connection closed by peer",
+                                   "Connection reset by peer", "monitoredBarrier", "ProcessGroup"))
 
 
 def sampling_seed(seed: int, step: int, rank: int = 0) -> int:
@@ -90,11 +132,11 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_policy(config: TrainConfig, dtype: Any = None):
-    """Tokenizer and the base model (in ``dtype``, default: the file's) wrapped with a fresh LoRA
-    adapter (seeded init; peft keeps the adapter itself in fp32)."""
-
-    base, tokenizer, path = load_model(config.model, None, "cpu", dtype, trainable=True)
+def build_policy(config: TrainConfig, dtype: Any = None, device: Any = "cpu"):
+    """Tokenizer and the base model (in ``dtype``, default: the file's; loaded straight onto
+    ``device``, see :func:`tracec.llm.loading.direct_load`) wrapped with a fresh LoRA adapter
+    (seeded init; peft keeps the adapter itself in fp32)."""
+    base, tokenizer, path = load_model(config.model, None, device, dtype, trainable=True)
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
@@ -143,6 +185,10 @@ def step_metrics(parts: list[dict[str, Any]], step_seconds: float, update_second
     update = dict(parts[0]["update"])
     for key in ("loss", "clip_frac", "kl"):
         update[key] = sum(p["update"][key] for p in parts) / n
+    for key in SAMPLER_KEYS:  # only processes whose server returned logprobs
+        vals = [p["update"][key] for p in parts if key in p["update"]]
+        if vals:
+            update[key] = max(vals) if key.endswith("_max") else sum(vals) / len(vals)
     metrics = {
         "reward_mean": mean,
         "reward_std": (sum((r - mean) ** 2 for r in rewards) / episodes) ** 0.5,
@@ -170,6 +216,32 @@ def step_metrics(parts: list[dict[str, Any]], step_seconds: float, update_second
     return metrics
 
 
+SAMPLER_KEYS = ("sampler_logprob_gap", "sampler_ratio_mean", "sampler_ratio_max")
+
+
+def sampler_gap(logp: torch.Tensor, rows: list[tuple[list[int], list[int], float]],
+                episodes: list[Episode]) -> tuple[float, float, float, int] | None:
+    """The trainer's log-probabilities of the sampled tokens against the server's (the
+    importance ratio of the rollouts, as TRL reports it): sums of ``|Δ|`` and ``exp(Δ)``, the
+    largest ``exp(Δ)`` and the token count, over tokens the server returned a logprob for."""
+    gap = ratio = 0.0
+    top, n = 0.0, 0
+    for r, ((_, mask, _), ep) in enumerate(zip(rows, episodes)):
+        served = ep.sampler_logprobs
+        if not served:
+            continue
+        where = [j for j, m in enumerate(mask) if m]
+        ours = logp[r, where[: len(served)]].tolist()
+        for a, b in zip(ours, served):
+            if b is not None:
+                d = a - b
+                gap += abs(d)
+                ratio += math.exp(d)
+                top = max(top, math.exp(d))
+                n += 1
+    return (gap, ratio, top, n) if n else None
+
+
 def kept_batch(episodes: list[Episode]) -> list[tuple[Episode, float]]:
     """(episode, advantage) for episodes whose group has reward variance; flat groups vanish."""
     adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
@@ -191,11 +263,18 @@ class GRPOTrainer:
         self.dtype = resolve_dtype(config.dtype, self.device)
         if device_kind(self.device) == "cpu":
             limit_heap_retention()
-        self.tokenizer, model, self.model_path = build_policy(config, self.dtype)
+        if config.server:  # reachable (within --server-timeout in all) before the model loads
+            wait_until_up(HTTP(config.server), config.serving_engine or "vllm", config.server_timeout,
+                          _stderr if self.is_main else (lambda s: None))
+        self.tokenizer, model, self.model_path = build_policy(config, self.dtype, self.device)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
 
             self.sft_summary = load_init_adapter(model, config.init_adapter, config)
+        # fp16 (--dtype fp16, or auto on a GPU without native bf16) scales the loss so small
+        # gradients through fp16 activations do not flush to zero; other dtypes: a no-op
+        self.scaler = torch.amp.GradScaler(device_kind(self.device),
+                                           enabled=self.dtype == torch.float16)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -215,7 +294,11 @@ class GRPOTrainer:
                 prefix=run_adapter_prefix(self.out), timeout=config.server_timeout,
                 is_main=accelerator is None or accelerator.is_main_process,
                 barrier=accelerator.wait_for_everyone if accelerator is not None else None,
-                device=self.device)
+                device=self.device, lora_rank=config.lora.rank,
+                request_timeout=config.rollout_timeout)  # a hung server ends within the bound
+            self.max_total_tokens = served_limit(self.max_total_tokens, config.max_total_tokens,
+                                                 self.serving.max_model_len)
+        self._meet_group = meeting_group(config.rollout_timeout) if self.world > 1 else None
         self.plan: MemoryPlan | None = None
         self._checkpointing = False
         self.step = 0
@@ -279,6 +362,20 @@ class GRPOTrainer:
         if error is not None:
             raise error
 
+    def _meet(self) -> None:
+        """Wait (at most ``rollout_timeout``) until every process finished its rollouts; a
+        process that did not come is named (gloo's monitored barrier, on its own CPU group)."""
+        if self._meet_group is None:
+            return
+        try:
+            dist.monitored_barrier(group=self._meet_group, wait_all_ranks=True,
+                                   timeout=timedelta(seconds=self.config.rollout_timeout))
+        except RuntimeError as exc:
+            raise PeerLost(f"rank {self.rank}: the processes did not all finish step {self.step + 1}'s "
+                           f"rollouts within --rollout-timeout {self.config.rollout_timeout:g} s "
+                           f"({peer_cause(exc)}): a hung env step or serving request, or a stopped "
+                           "process") from None
+
     def _next_seed(self) -> int:
         rank, world = self._rank
         start, stop = self.config.train_seeds  # training never reaches the held-out seeds
@@ -339,10 +436,17 @@ class GRPOTrainer:
                          shared_group=cfg.group_size if cfg.loss_forward == "shared" else 0,
                          shared_decode=(cfg.rollout_engine == "kv" and cfg.group_size > 1
                                         and split_supported(self.policy)),
-                         local_rollout=self.serving is None)
+                         local_rollout=self.serving is None,
+                         stream_bytes=self._stream_bytes(dtype_bytes))
         if on_cpu:  # a roomy step reuses freed heap memory (no page faults)
             limit_heap_retention(heap_threshold_for(plan))
         return plan
+
+    def _stream_bytes(self, dtype_bytes: int) -> float:
+        """The NCCL weight sync's one merged tensor in flight (0 in every other mode)."""
+        if self.serving is None or self.serving.weight_sync != "nccl":
+            return 0.0
+        return float(max(p.numel() for p in self.policy.parameters()) * dtype_bytes)
 
     def tune_heap(self, prompt_tokens: int, tokens: int) -> None:
         """Set the heap's mmap threshold for work on rows of ``tokens`` tokens (the SFT warm
@@ -370,6 +474,8 @@ class GRPOTrainer:
         cfg = self.config
         t0 = time.perf_counter()
         _seed_everything(sampling_seed(cfg.seed, self.step, self.rank))
+        if self.serving is not None:  # the server's requests are seeded from the same stream
+            self.serving.set_seed(sampling_seed(cfg.seed, self.step, self.rank))
         self.step_seeds = []
         stats = RolloutStats()
         episodes = self.collect(cfg.groups_per_step, 0, stats)
@@ -384,6 +490,7 @@ class GRPOTrainer:
             sampled += more
             episodes = [e for e, k in zip(episodes, adv.kept) if k] + more
             adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
+        self._meet()  # every process has its rollouts: the update's collectives never wait on them
         kept = kept_batch(episodes)
         self._idle_row = (sampled[0].base_prompt_ids + sampled[0].completion_ids)[:32]
         t_update = time.perf_counter()
@@ -416,6 +523,8 @@ class GRPOTrainer:
                 plan = self._plan(prompt, longest, 0, 0)
                 self._set_checkpointing(plan.grad_checkpointing)
         batches = [rows[i: i + cfg.micro_batch] for i in range(0, len(rows), cfg.micro_batch)]
+        kept_eps = [e for e, _ in kept]
+        gaps: list[tuple[float, float, float, int]] = []
         if not batches:  # this process kept nothing, others did: a zero-weighted forward of a real
             # row (every LoRA weight in the graph, gradient exactly 0) joins DDP's all-reduce
             batches = [[(list(self._idle_row), [0] * len(self._idle_row), 0.0)]]
@@ -440,21 +549,33 @@ class GRPOTrainer:
                 with sync:
                     logp, mask, advs = self._logprobs(rows_b)
                     old = olds[b] if olds[b] is not None else logp.detach()
+                    if len(gaps) < len(batches):  # the first pass: before any update
+                        found = sampler_gap(old, rows_b, kept_eps[b * cfg.micro_batch:])
+                        gaps.append(found or (0.0, 0.0, 0.0, 0))
                     loss, st = clipped_surrogate(logp, old, advs, mask, cfg.epsilon, cfg.epsilon_high,
                                                  refs[b], cfg.beta, normaliser)
+                    scaled = self.scaler.scale(loss)  # fp16: loss scaling; else the loss itself
                     if self.accelerator is not None:
-                        self.accelerator.backward(loss)
+                        self.accelerator.backward(scaled)
                     else:
-                        loss.backward()
+                        scaled.backward()
                 totals["loss"] += loss.item() / cfg.updates_per_batch
                 w = st["tokens"] / max(normaliser, 1.0) / cfg.updates_per_batch
                 totals["clip_frac"] += st["clip_frac"] * w
                 totals["kl"] += st["kl"] * w
             params = [p for p in self.model.parameters() if p.requires_grad]
+            self.scaler.unscale_(self.optimizer)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)  # fp16: skipped (and the scale lowered) on inf/nan
+            self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
+        out = {**totals, "trained_tokens": round(global_tokens), "grad_norm": grad_norm}
+        counted = sum(g[3] for g in gaps)
+        if counted:
+            out.update({"sampler_logprob_gap": sum(g[0] for g in gaps) / counted,
+                        "sampler_ratio_mean": sum(g[1] for g in gaps) / counted,
+                        "sampler_ratio_max": max(g[2] for g in gaps)})
+        return out
 
     def _logprobs(self, rows: list[tuple[list[int], list[int], float]]):
         """``(logp, mask, advantages)`` of a micro-batch by the configured loss forward."""
@@ -543,30 +664,39 @@ class GRPOTrainer:
             self.out.mkdir(parents=True, exist_ok=True)
         # one writer per folder: a second run on this -o (e.g. N unrelated processes) stops here
         with exclusive_lock(self.out / LOCK, f"{self.out}/") if is_main else nullcontext():
-            resumed = self.load_checkpoint() if resume else False
-            if not resume and is_main and self.metrics_path.exists():
-                self.metrics_path.unlink()
-            if self.config.warmup_sft and not resumed:
-                self.sft_summary = warmup_sft(self, on_sft_step)
-                if self.config.steps > 0 and is_main:
-                    self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
-            last: dict[str, Any] = {}
-            while self.step < self.config.steps:
-                last = self.train_step().metrics
-                if is_main:
-                    with self.metrics_path.open("a") as fh:
-                        fh.write(json.dumps(last) + "\n")
-                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                    ranks = self._gather(self._rank_state())  # every process joins the gather
-                    if is_main:
-                        self.save_checkpoint(ranks)
-                if on_step:
-                    on_step(last)
-            if self.serving is not None:  # the server forgets this run's adapter
-                self.serving.close()
-            self.processes = self._processes_summary()
+            try:
+                return self._fit(resume, on_step, on_sft_step)
+            finally:  # a failed or interrupted run does not leave its adapter on the server
+                if self.serving is not None:
+                    self.serving.close()
+
+    def _fit(self, resume: bool, on_step: Callable[[dict[str, Any]], None] | None,
+             on_sft_step: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+        is_main = self.is_main
+        resumed = self.load_checkpoint() if resume else False
+        if not resume and is_main and self.metrics_path.exists():
+            self.metrics_path.unlink()
+        if self.config.warmup_sft and not resumed:
+            self.sft_summary = warmup_sft(self, on_sft_step)
+            if self.config.steps > 0 and is_main:
+                self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
+        last: dict[str, Any] = {}
+        while self.step < self.config.steps:
+            last = self.train_step().metrics
             if is_main:
-                self.save_adapter(last)
+                with self.metrics_path.open("a") as fh:
+                    fh.write(json.dumps(last) + "\n")
+            if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                ranks = self._gather(self._rank_state())  # every process joins the gather
+                if is_main:
+                    self.save_checkpoint(ranks)
+            if on_step:
+                on_step(last)
+        if self.serving is not None:  # the server forgets this run's adapter
+            self.serving.close()
+        self.processes = self._processes_summary()
+        if is_main:
+            self.save_adapter(last)
         return last
 
     def _processes_summary(self) -> dict[str, Any] | None:
@@ -614,6 +744,12 @@ class GRPOTrainer:
                       "grpo_used": self._seeds_used(),
                       "heldout_from": HELDOUT_START},
             "sft": self.sft_summary,
+            "sampling": (self.serving.sampling_record(self.config.temperature)
+                         if self.serving is not None else
+                         {"engine": self.config.rollout_engine,
+                          "params": {"temperature": self.config.temperature, "top_p": 1.0,
+                                     "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0},
+                          "seed": "torch RNG seeded per step and rank (sampling_seed)"}),
         }
         if self.processes:
             meta["seeds"]["grpo_used_per_rank"] = self.processes["seeds_per_rank"]
