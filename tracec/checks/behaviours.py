@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracec.checks.probes import replay
 from tracec.runtime.env import CapabilityEnv
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import Call, Outcome, judge, spoken
@@ -36,14 +37,7 @@ def judged(env: CapabilityEnv, calls: Sequence[Call], text: str) -> Judged:
     call does nothing) followed by the final message ``text``."""
     box = env._box
     inst = env.instance
-    db = env.initial_copy()
-    done: list[Call] = []
-    for c in calls:
-        _, ok, _ = box.run(db, c.name, c.arguments, observe=False)
-        if ok:
-            done.append(Call(c.name, c.arguments))
-            if c.name in box.ends:
-                break
+    db, done = replay(env, calls)
     matches = env.matches_gold(db)
     o = Outcome.from_calls(state_matches=matches, gold=inst.gold, calls=done, forbid=inst.forbid,
                            writes=box.writes, texts=spoken([text], (), env.capability.communicate_raw),

@@ -137,6 +137,21 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
     return probes
 
 
+def replay(env: CapabilityEnv, calls: Sequence[Any]) -> tuple[Any, list[Call]]:
+    """The world after running ``calls`` on a fresh copy, and the calls that succeeded (up to
+    the first that ends the episode)."""
+    box = env._box
+    db = env.initial_copy()
+    done: list[Call] = []
+    for c in calls:
+        _, ok, _ = box.run(db, c.name, c.arguments, observe=False)
+        if ok:
+            done.append(Call(c.name, c.arguments))
+            if c.name in box.ends:
+                break
+    return db, done
+
+
 def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
     """The reward the rules promise ``probe`` on the env's current task (env just reset)."""
     inst = env.instance
@@ -150,14 +165,7 @@ def expected(env: CapabilityEnv, probe: Probe) -> tuple[float, int | None]:
         done = [Call(c.name, c.arguments) for c in gold]
         matches = True
     else:
-        db = env.initial_copy()
-        done = []
-        for c in probe.calls:
-            _, ok, _ = box.run(db, c.name, c.arguments, observe=False)
-            if ok:
-                done.append(Call(c.name, c.arguments))
-                if c.name in box.ends:
-                    break
+        db, done = replay(env, probe.calls)
         matches = env.matches_gold(db)
     results = probe_results(env, probe) if probe.name.startswith("echo") else ()
     texts = spoken([probe.text], results, env.capability.communicate_raw)
