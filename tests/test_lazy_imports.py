@@ -12,7 +12,8 @@ LIGHT = ["tracec.cli", "tracec.compiler.api", "tracec.checks.run", "tracec.harne
          "tracec.analysis.propose", "tracec.analysis.cli", "tracec.pipeline.runner",
          "tracec.pipeline.report", "tracec.pipeline.cli", "tracec.train.config",
          "tracec.compose", "tracec.compose.config", "tracec.compose.errors",
-         "tracec.checks.prompt_size", "tracec.llm.chat"]
+         "tracec.checks.prompt_size", "tracec.llm.chat", "tracec.llm.footprint",
+         "tracec.train.memory"]
 HEAVY = ["torch", "transformers", "peft", "trl", "accelerate", "safetensors", "vllm",
          "matplotlib", "openai"]
 

@@ -11,6 +11,7 @@ first-turn rendering in plain Python for callers that size prompts without trans
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 TURN_START, TURN_END = "<|im_start|>", "<|im_end|>"  # ChatML's turn markers, as CHAT_TEMPLATE writes them
@@ -175,3 +176,17 @@ def render_chatml(messages: list[dict], tools: list[dict] | None) -> str:
         out.append(f"{TURN_START}{m['role']}\n{m.get('content') or ''}{TURN_END}\n")
     out.append(TURN_START + "assistant\n")
     return "".join(out)
+
+
+def cut_at_stop(ids: list[int], stop_ids: Collection[int], finished_by: Any = None) -> list[int]:
+    """Ids up to and including the first stop id (local ``generate`` and served completions
+    alike). A server that stopped on a stop id but left it out of the ids (``finished_by``,
+    vLLM's ``stop_reason`` / SGLang's ``matched``) gets it back."""
+    out: list[int] = []
+    for t in ids:
+        out.append(int(t))
+        if t in stop_ids:
+            return out
+    if isinstance(finished_by, int) and finished_by in stop_ids:
+        out.append(finished_by)
+    return out
