@@ -90,7 +90,7 @@ def main() -> None:
         from tracec.targets.compare import compare_runs
     except ImportError:
         sys.exit("needs `tracec compare` (tracec.targets.compare: held-out eval with paired CIs)")
-    from tracec.compose.model import adapter_base_model
+    from tracec.compose.config import adapter_base_model
 
     envs = args.env or sorted({e for e in map(adapter_env, args.adapters) if e})
     if not envs:

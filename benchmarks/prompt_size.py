@@ -18,10 +18,10 @@ from tracec.checks.prompt_size import (
     CHARS_PER_TOKEN,
     SIZE_SEEDS,
     first_prompt_size,
-    render_chatml,
     tokenizer_counter,
 )
 from tracec.harness.resolve import env_class, load_paths
+from tracec.llm.chat import render_chatml
 from tracec.llm.local import load_tokenizer, resolve_model
 
 

@@ -14,10 +14,10 @@ from tracec.checks.prompt_size import (
     CHARS_PER_TOKEN,
     estimate_tokens,
     first_prompt_size,
-    render_chatml,
     tokenizer_counter,
 )
 from tracec.harness.resolve import env_class, load_paths
+from tracec.llm.chat import CHAT_TEMPLATE, render_chatml
 
 FIXTURE = "tests/runtime/tiny_capability.py"
 COMPACT = "generated_envs/structured_data_reasoning_compact.py"
@@ -48,6 +48,7 @@ def test_render_chatml_matches_the_jinja_template(tiny_tokenizer_dir) -> None:
     from tracec.llm.local import load_tokenizer
 
     tok = load_tokenizer(str(tiny_tokenizer_dir))
+    assert tok.chat_template == CHAT_TEMPLATE  # the test model carries the production template
     for messages, tools in _first_prompts():
         jinja = tok.apply_chat_template(messages, tools=tools, tokenize=False,
                                         add_generation_prompt=True)

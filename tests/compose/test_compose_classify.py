@@ -19,7 +19,8 @@ from tracec.compose.classify import (
     label_scores,
     select,
 )
-from tracec.compose.model import ClassifierSpec, ComposeError
+from tracec.compose.config import ClassifierSpec
+from tracec.compose.errors import ComposeError
 
 REFUND = "refund the payment of a cancelled order"
 BAGGAGE = "baggage allowance of a passenger in the flight cabin"

@@ -9,13 +9,8 @@ import pytest
 import torch
 
 from tracec.compose.api import build_composed, load_composed
-from tracec.compose.model import (
-    ComposeError,
-    RoutingRecord,
-    load_balancing_loss,
-    route,
-    z_loss,
-)
+from tracec.compose.errors import ComposeError
+from tracec.compose.layer import RoutingRecord, load_balancing_loss, route, z_loss
 
 IDS = torch.tensor([[5, 17, 42, 99, 3, 64, 120, 7], [8, 8, 250, 31, 77, 2, 19, 44]])
 

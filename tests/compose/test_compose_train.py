@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tracec.compose.api import build_composed
-from tracec.compose.model import ComposeError
+from tracec.compose.errors import ComposeError
 from tracec.compose.training import (
     ComposeTrainConfig,
     RoutingStats,
@@ -58,7 +58,7 @@ def test_encode_marks_exactly_the_assistant_turns(world, trajectories):
 
 
 def test_routing_stats_counts_non_padding_tokens():
-    from tracec.compose.model import RoutingRecord
+    from tracec.compose.layer import RoutingRecord
 
     chosen = torch.tensor([[0, 1, 1], [2, 2, 0]]).unsqueeze(-1)
     rec = RoutingRecord(logits=torch.zeros(2, 3, 3), probs=torch.zeros(2, 3, 3), chosen=chosen)

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from fake_server import BASE_NAME, FakeServer
 from train_helpers import TOY_ENV, small_config
 
+from tracec.llm.chat import cut_at_stop
 from tracec.llm.local import generate_ids
-from tracec.llm.serving import ServingEngine, ServingError, cut_at_stop, merged_named_params
+from tracec.llm.serving import ServingEngine, ServingError, merged_named_params
 from tracec.train.cli import train_cmd
 from tracec.train.trainer import GRPOTrainer
 

@@ -9,7 +9,8 @@ from train_helpers import TOY_ENV
 
 from tests.support.models import peaky_model
 from tracec.harness.resolve import resolve_env
-from tracec.llm.engine import KVEngine, kv_bytes_per_token
+from tracec.llm.engine import KVEngine
+from tracec.llm.footprint import kv_bytes_per_token
 from tracec.llm.local import load_tokenizer, stop_token_ids
 from tracec.train.rollout import (
     ChatRenderer,
@@ -134,9 +135,9 @@ def test_sampled_first_tokens_fit_the_model_distribution(peaky):
 
 
 def test_naive_budgets_follow_the_chunk_rule():
-    from tracec.train.rollout import Episode
+    from tracec.train.rollout import Rollout
 
-    eps = [Episode(0, 0, False, [1] * n, [1] * n, [], None) for n in (10, 50, 20, 5)]
+    eps = [Rollout(0, 0, False, [1] * n, [1] * n, [], None) for n in (10, 50, 20, 5)]
     assert naive_budgets(eps, [0, 1, 2, 3], 2, 64, 80) == {0: 30, 1: 30, 2: 60, 3: 60}
     assert naive_budgets(eps, [1], 8, 64, 51) == {1: 1}
 

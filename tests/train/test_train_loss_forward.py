@@ -9,7 +9,7 @@ from train_helpers import small_config
 from tracec.train.grpo import clipped_surrogate
 from tracec.train.loss_forward import block_mask, loss_logprobs, pack_rows, shares_prefix
 from tracec.train.memory import shared_update_bytes, update_bytes
-from tracec.train.rollout import Episode
+from tracec.train.rollout import Rollout
 from tracec.train.trainer import GRPOTrainer, build_policy
 
 
@@ -98,7 +98,7 @@ def _episodes(vocab: int):
         for i in range(4):
             n = 4 + 3 * i
             mask = [1] + [int(x) for x in torch.randint(0, 2, (n - 1,), generator=g)]
-            eps.append(Episode(seed=group, group=group, hinted=False, prompt_ids=prompt,
+            eps.append(Rollout(seed=group, group=group, hinted=False, prompt_ids=prompt,
                                base_prompt_ids=prompt, messages=[], tools=None,
                                completion_ids=torch.randint(5, vocab, (n,), generator=g).tolist(),
                                env_mask=mask, reward=float(i % 3), done=True))

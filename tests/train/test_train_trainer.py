@@ -8,7 +8,7 @@ import pytest
 import torch
 from train_helpers import small_config
 
-from tracec.train.rollout import Episode
+from tracec.train.rollout import Rollout
 from tracec.train.trainer import GRPOTrainer, ResumeError, kept_batch
 
 
@@ -45,7 +45,7 @@ def test_one_step_end_to_end_and_adapter_reloads(tiny_model_dir, toy_env, tmp_pa
 def _episode(group, reward, n_model, prompt=(5, 6, 7)):
     mask = ([1] * n_model) + [0, 0] + [1]
     ids = [10 + (i % 50) for i in range(len(mask))]
-    return Episode(seed=group, group=group, hinted=False, prompt_ids=list(prompt),
+    return Rollout(seed=group, group=group, hinted=False, prompt_ids=list(prompt),
                    base_prompt_ids=list(prompt), messages=[], tools=None, completion_ids=ids,
                    env_mask=mask, reward=reward, done=True)
 

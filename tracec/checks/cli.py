@@ -186,16 +186,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                   max_constant=max_constant, min_informative=min_informative)
     counter, method = _prompt_counter(tokenizer, model)
     agent = _load_agent(model, temperature, max_new_tokens, samples, device, dtype) if model else None
-    targets = list(paths) or [Path(DEFAULT_PATH)]
-    if not paths and not targets[0].is_dir():
-        raise click.ClickException(
-            f"no {DEFAULT_PATH}/ folder here; run `tracec compile specs/` or pass PATHS")
-    try:
-        loaded = load_paths(targets)
-    except LoadError as exc:
-        raise click.ClickException(str(exc)) from None
-    if not loaded:
-        raise click.ClickException("no environment modules or specs found in " + ", ".join(map(str, targets)))
+    loaded = _load_targets(paths)
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     reports: list[CheckReport] = []
@@ -227,22 +218,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                 item["calibration"] = calibs[r.module].to_dict() if r.module in calibs else None
         click.echo(json.dumps(out, indent=2))
     else:
-        console.print(_table(reports))
-        for r in reports:
-            for p in r.problems:  # located (path:line:col: error: ...) or a load error
-                console.print(escape(p) if _located(p) else f"[red]{escape(r.env)}:[/] {escape(p)}", soft_wrap=True,
-                              highlight=False)
-            for w in r.warnings:
-                if _located(w):
-                    console.print(escape(w), highlight=False, soft_wrap=True)
-            if r.probe_rungs:
-                console.print(f"{escape(r.env)}: own words: {escape(rungs_line(r.probe_rungs))}",
-                              highlight=False, soft_wrap=True)
-            if r.fidelity is not None:
-                fid = Fidelity(**r.fidelity)
-                console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)
-        for c in calibs.values():
-            _print_calibration(console, c)
+        _print_reports(console, reports, calibs)
     failed = sum(1 for r in reports
                  if not r.passed or (werror and any(f["severity"] == "warning" for f in r.findings)))
     calib_failed = sum(1 for c in calibs.values() if not c.passed)
@@ -253,6 +229,41 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
             if calib_failed:
                 click.echo(f"{calib_failed} of {len(calibs)} environments failed calibration", err=True)
         click.get_current_context().exit(1)
+
+
+def _load_targets(paths: tuple[Path, ...]) -> list:
+    """The (label, module or load error) pairs of PATHS (default: generated_envs/)."""
+    targets = list(paths) or [Path(DEFAULT_PATH)]
+    if not paths and not targets[0].is_dir():
+        raise click.ClickException(
+            f"no {DEFAULT_PATH}/ folder here; run `tracec compile specs/` or pass PATHS")
+    try:
+        loaded = load_paths(targets)
+    except LoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not loaded:
+        raise click.ClickException("no environment modules or specs found in " + ", ".join(map(str, targets)))
+    return loaded
+
+
+def _print_reports(console: Console, reports: list[CheckReport], calibs: dict[str, CalibrationReport]) -> None:
+    """The table, then each env's located problems and warnings, own-words rungs and tools."""
+    console.print(_table(reports))
+    for r in reports:
+        for p in r.problems:  # located (path:line:col: error: ...) or a load error
+            console.print(escape(p) if _located(p) else f"[red]{escape(r.env)}:[/] {escape(p)}", soft_wrap=True,
+                          highlight=False)
+        for w in r.warnings:
+            if _located(w):
+                console.print(escape(w), highlight=False, soft_wrap=True)
+        if r.probe_rungs:
+            console.print(f"{escape(r.env)}: own words: {escape(rungs_line(r.probe_rungs))}",
+                          highlight=False, soft_wrap=True)
+        if r.fidelity is not None:
+            fid = Fidelity(**r.fidelity)
+            console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)
+    for c in calibs.values():
+        _print_calibration(console, c)
 
 
 _LOC = re.compile(r"^\S[^\n]*?:\d+:\d+: (?:error|warning): ")

@@ -199,7 +199,7 @@ def probe_results(env: CapabilityEnv, probe: Probe) -> list[str]:
 
 
 @dataclass
-class Episode:
+class ProbeRun:
     """What running a probe in the env gave."""
 
     reward: float
@@ -211,7 +211,7 @@ class Episode:
     tool_bugs: list[str]
 
 
-def run_turns(env: CapabilityEnv, turns: Sequence[str], hash_state: bool = False) -> Episode:
+def run_turns(env: CapabilityEnv, turns: Sequence[str], hash_state: bool = False) -> ProbeRun:
     """Play ``turns`` (then ``###STOP###`` if the episode is still going) on a reset env."""
     observations: list[str] = []
     rewards: list[float] = []
@@ -223,7 +223,7 @@ def run_turns(env: CapabilityEnv, turns: Sequence[str], hash_state: bool = False
         if terminated or truncated:
             break
     bd = info.get("reward_breakdown", {})
-    return Episode(
+    return ProbeRun(
         reward=rewards[-1],
         rule=bd.get("rule"),
         observations=observations,

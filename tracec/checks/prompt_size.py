@@ -2,20 +2,20 @@
 
 The first prompt is the system prompt (instructions + policy), the tool schemas and the user's
 first message, rendered with the Hermes/ChatML tool template tracec installs on local models
-(:data:`tracec.llm.tiny.CHAT_TEMPLATE`). With a tokenizer the size is exact; without one it is
+(:data:`tracec.llm.chat.CHAT_TEMPLATE`, rendered by :func:`tracec.llm.chat.render_chatml`). With a tokenizer the size is exact; without one it is
 :func:`estimate_tokens`: rendered characters / :data:`CHARS_PER_TOKEN`, calibrated against
 SmolLM2-135M's tokenizer on the shipped envs (see docs/checks.md for the measured error).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tracec.checks.locate import SpecMap
+from tracec.llm.chat import render_chatml
 
 # Calibrated on the shipped envs (full and compact schemas) with SmolLM2-135M-Instruct's
 # tokenizer (`python benchmarks/prompt_size.py`): 3.63-3.98 characters per token, mean 3.79, so
@@ -25,33 +25,6 @@ DEFAULT_BUDGET = 4096
 SIZE_SEEDS = 8  # seeds whose first prompts are measured (the largest is reported)
 
 Counter = Callable[[list[dict], "list[dict] | None"], int]
-
-
-def render_chatml(messages: list[dict], tools: list[dict] | None) -> str:
-    """The first-turn rendering of :data:`CHAT_TEMPLATE` (system, user turns, assistant header).
-
-    Pure Python, so the compiler side can size prompts without transformers; a test keeps it
-    equal to the Jinja template's output.
-    """
-    sys_text = "You are a helpful assistant."
-    msgs = messages
-    if messages and messages[0]["role"] == "system":
-        sys_text, msgs = messages[0]["content"], messages[1:]
-    out = ["<|im_start|>system\n" + sys_text]
-    if tools:
-        out.append("\n\n# Tools\n\nYou may call one or more functions to assist with the user "
-                   "query.\n\nYou are provided with function signatures within <tools></tools> "
-                   "XML tags:\n<tools>")
-        for tool in tools:
-            out.append("\n" + json.dumps(tool, ensure_ascii=False))
-        out.append("\n</tools>\n\nFor each function call, return a json object with function name "
-                   "and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-                   "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
-    out.append("<|im_end|>\n")
-    for m in msgs:
-        out.append(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n")
-    out.append("<|im_start|>assistant\n")
-    return "".join(out)
 
 
 def estimate_tokens(text: str) -> int:

@@ -157,174 +157,225 @@ def _run_checks(
     report.determinism = _check_determinism(cls, list(range(min(seeds, 3))), problems)
     for key, (message, _) in problems.items():  # check_env and determinism: at the capability
         log.add(key, "error", "C101", message)
-
-    levels = cap.levels
-    top, bottom = max(levels), min(levels)
-    rule_hits = [0] * len(cap.rules)
-    all_rewards: list[float] = []
-    by_probe: dict[str, list[float]] = {}
-    seeds_with_variance = 0
-    probes_ok = True
-    env = cls()
-    hint_leaks: set[str] = set()
-    forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
-    meaning = MeaningChecks(cap, where_map, log)
-    drawn = Drawn()  # each seed's instance digest, for C340
-    extra = gold_checks(cap, where_map, log)
+    checks = _ProbeChecks(cls, where_map, log, report)
     for seed in range(seeds):
-        seed_rewards: set[float] = set()
-        for tdef in cap.tasks:
-            task = tdef.name
-            where = f"task `{task}`"
-            try:
-                env.reset(seed=seed, options={"task": task})
-            except SpecRuntimeError as exc:
-                text = str(exc)
-                if _LOCATED.match(text):
-                    log.add_rendered(f"spec:{task}", text, seed=seed, task=task)
-                else:
-                    gold = re.search(r"gold action (\w+)\(", text)
-                    span = where_map.gold(task, gold.group(1)) if gold else None
-                    log.add(f"spec:{task}", "error", "C102", text, span, task=task, seed=seed)
-                probes_ok = False
-                continue
-            inst = env.instance
-            drawn.add(env, world=False)
-            if task not in hint_leaks:
-                leak = hint_leak(inst)
-                if leak:
-                    hint_leaks.add(task)
-                    ts = where_map.tasks.get(task)
-                    log.add(f"hint-leak:{task}", "warning", "C301",
-                            f"hint leak: {where}: {leak} (seed {seed})",
-                            ts.hint if ts else None, task=task, seed=seed,
-                            hint="GRPO shows hints to a share of each group: the model would learn "
-                                 "to copy them; describe the step, not its arguments")
-            results = gold_results(env)
-            meaning.instance(env, seed, results)
-            for check in extra:
-                check.instance(env, seed, results)
-            for name in inst.distractors:
-                report.distractors[name] = report.distractors.get(name, 0) + 1
-            probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
-                                  rotate=seed, results=results)
-            shotgun = shotgun_probe(env)
-            if shotgun is not None:
-                probes.append(shotgun)
-            for i, f in enumerate(inst.forbid):
-                hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
-                if hit is not None:
-                    probes_ok = False
-                    log.add(f"forbid-gold:{task}:{f.name}", "error", "C113",
-                            f"{where}: `forbid {f.name}` matches the gold call {_call_text(hit)} "
-                            f"at seed {seed}: the expert would be punished",
-                            where_map.forbid(task, i), task=task, seed=seed,
-                            hint="name the arguments that make the call wrong, so that the "
-                                 "gold call never matches")
-            silent_reward = None
-            for probe in probes:
-                if probe.why_not:
-                    forbid_why.setdefault((task, probe.forbid), f"{probe.why_not} (seed {seed})")
-                    continue
-                want, want_rule = expected(env, probe)
-                env.restart()
-                ep = run_turns(env, probe.turns)
-                report.probe_runs += 1
-                all_rewards.append(ep.reward)
-                seed_rewards.add(round(ep.reward, 6))
-                by_probe.setdefault(probe.name, []).append(ep.reward)
-                if probe.name == "silent_gold":
-                    silent_reward = ep.reward
-                if ep.rule is not None:
-                    rule_hits[ep.rule] += 1
-                rungs(report.probe_rungs, probe.name, _fmt_rule(cap, ep.rule))
-                if probe.name == "shotgun" and silent_reward is not None \
-                        and ep.reward > silent_reward + TOL:
-                    shotgun_paid(log, where_map, cap, task, ep, silent_reward,
-                                 _fmt_rule(cap, ep.rule), seed)
-                for bug in ep.tool_bugs:
-                    tool = re.search(r"tool `(\w+)`", bug)
-                    span = where_map.gold(task, tool.group(1)) if tool else None
-                    log.add(f"bug:{bug}", "error", "C103",
-                            f"domain bug in {where}, probe {probe.name}: {bug}", span,
-                            task=task, seed=seed)
-                refused = _refusal(ep, probe)
-                if probe.forbid is not None and probe.forbidden is not None:
-                    k = probe.calls.index(probe.forbidden)
-                    if refused is not None and refused[0] == k:
-                        forbid_why.setdefault(
-                            (task, probe.forbid),
-                            f"the probe's call {_call_text(probe.forbidden)} was refused at seed "
-                            f"{seed}: {refused[1]}")
-                if abs(ep.reward - want) > TOL:
-                    probes_ok = False
-                    _mismatch(log, where_map, cap, task, probe, ep, want, want_rule, seed, refused)
-                if probe.forbidden is not None and ep.reward >= top - TOL \
-                        and probe.forbidden in env.calls:
-                    probes_ok = False
-                    how = "instead of its last write" if "instead" in probe.name else "after them"
-                    log.add(f"forbid-inert:{task}:{probe.name}", "error", "C114",
-                            f"{where}, probe {probe.name}: the gold actions with the forbidden "
-                            f"call {_call_text(probe.forbidden)} {how} still get the top level "
-                            f"{top:.2f} ({_fmt_rule(cap, ep.rule)}); the forbid does not lower "
-                            f"the reward, first at seed {seed}",
-                            where_map.forbid(task, probe.forbid), task=task, seed=seed,
-                            hint="put `0.0 when forbidden_called` first, or add `and not "
-                                 "forbidden_called` to the top rule")
-                if probe.name.startswith("echo") and silent_reward is not None \
-                        and ep.reward > silent_reward + TOL:
-                    _echo_paid(log, where_map, cap, task, probe, ep, silent_reward, top, seed)
-                if probe.name == "oracle" and abs(ep.reward - top) > TOL:
-                    probes_ok = False
-                    span, why = _oracle_why(where_map, cap, task, probe, ep, refused)
-                    log.add(f"oracle:{task}", "error", "C111",
-                            f"{where}: the oracle (gold actions + report) gets {ep.reward:.2f} "
-                            f"({_fmt_rule(cap, ep.rule)}), not the top level {top:.2f}, first at "
-                            f"seed {seed}{why}", span, task=task, seed=seed)
-                if probe.name == "noop" and abs(ep.reward - bottom) > TOL:
-                    probes_ok = False
-                    log.add(f"noop:{task}", "error", "C112",
-                            f"{where}: doing nothing gets {ep.reward:.2f} ({_fmt_rule(cap, ep.rule)}), "
-                            f"not the bottom level {bottom:.2f}, first at seed {seed}",
-                            where_map.rule(ep.rule), task=task, seed=seed,
-                            hint="a do-nothing agent must not be paid: make this rule need "
-                                 "`progress`, a `called(...)` or `communicated()`")
-        if len(seed_rewards) >= 2:
-            seeds_with_variance += 1
+        checks.seed(seed)
         if progress:
             progress(1)
-
-    meaning.finish()
-    report.instance_repeats = repeat_findings(cls, drawn, log, where_map)
-    for check in extra:
-        check.finish()
-    report.probes = probes_ok
-    report.rule_hits = rule_hits
-    report.levels_reached = sum(1 for h in rule_hits if h)
-    report.probe_means = {k: round(sum(v) / len(v), 4) for k, v in by_probe.items()}
-    if all_rewards:
-        mean = sum(all_rewards) / len(all_rewards)
-        report.reward_mean = mean
-        report.reward_std = math.sqrt(sum((r - mean) ** 2 for r in all_rewards) / len(all_rewards))
-    report.variance_share = seeds_with_variance / seeds if seeds else 0.0
-    first_rule = where_map.rule(0)
-    if all_rewards and report.reward_std <= TOL:
-        log.add("variance", "error", "C116", f"no reward variance: every probe gets "
-                f"{all_rewards[0]:.2f}; the spec cannot tell good from bad behaviour", first_rule,
-                hint="give the ladder rungs that the oracle and a do-nothing agent reach apart")
-    elif all_rewards and report.variance_share < min_variance_share:
-        log.add("variance-share", "error", "C117",
-                f"only {report.variance_share:.0%} of seeds give >= 2 distinct rewards (need "
-                f"{min_variance_share:.0%})", first_rule)
-    for i, hits in enumerate(rule_hits):
-        if not hits and all_rewards:
-            why, hint = _never_why(cap, i, forbid_why, rule_hits, seeds)
-            log.add(f"level:{i}", "error", "C115",
-                    f"level {cap.rules[i].level:g} ({_fmt_rule(cap, i)}) is never reached by "
-                    f"any probe: {why}", where_map.rule(i), hint=hint)
+    checks.finish(seeds, min_variance_share)
     report.warnings = list(notes)
-    report.fidelity = fidelity(env).model_dump()
+    report.fidelity = fidelity(checks.env).model_dump()
     return _finish(report, log, problems, notes, start)
+
+
+class _ProbeChecks:
+    """The per-instance passes of one env's check: every (seed, task) instance is reset, checked
+    (hint leak, meaning, gold checks, forbid vs gold), then probed; :meth:`finish` runs the
+    passes over the whole run (meaning, repeats, variance, unreached levels)."""
+
+    def __init__(self, cls: EnvClass, where_map: SpecMap, log: FindingLog,
+                 report: CheckReport) -> None:
+        self.cls, self.cap, self.where_map, self.log, self.report = (
+            cls, cls.capability, where_map, log, report)
+        levels = self.cap.levels
+        self.top, self.bottom = max(levels), min(levels)
+        self.rule_hits = [0] * len(self.cap.rules)
+        self.all_rewards: list[float] = []
+        self.by_probe: dict[str, list[float]] = {}
+        self.seeds_with_variance = 0
+        self.probes_ok = True
+        self.env = cls()
+        self.hint_leaks: set[str] = set()
+        self.forbid_why: dict[tuple[str, int], str] = {}  # (task, forbid) -> why its call did nothing
+        self.meaning = MeaningChecks(self.cap, where_map, log)
+        self.drawn = Drawn()  # each seed's instance digest, for C340
+        self.extra = gold_checks(self.cap, where_map, log)
+
+    # --- per instance ---------------------------------------------------------------------
+
+    def seed(self, seed: int) -> None:
+        """Every task at ``seed``; the seed counts for variance when it gave >= 2 rewards."""
+        seed_rewards: set[float] = set()
+        for tdef in self.cap.tasks:
+            self._instance(seed, tdef.name, seed_rewards)
+        if len(seed_rewards) >= 2:
+            self.seeds_with_variance += 1
+
+    def _reset(self, seed: int, task: str) -> bool:
+        try:
+            self.env.reset(seed=seed, options={"task": task})
+        except SpecRuntimeError as exc:
+            text = str(exc)
+            if _LOCATED.match(text):
+                self.log.add_rendered(f"spec:{task}", text, seed=seed, task=task)
+            else:
+                gold = re.search(r"gold action (\w+)\(", text)
+                span = self.where_map.gold(task, gold.group(1)) if gold else None
+                self.log.add(f"spec:{task}", "error", "C102", text, span, task=task, seed=seed)
+            self.probes_ok = False
+            return False
+        return True
+
+    def _instance(self, seed: int, task: str, seed_rewards: set[float]) -> None:
+        if not self._reset(seed, task):
+            return
+        env, inst = self.env, self.env.instance
+        self.drawn.add(env, world=False)
+        self._hint_leak(inst, task, seed)
+        results = gold_results(env)
+        self.meaning.instance(env, seed, results)
+        for check in self.extra:
+            check.instance(env, seed, results)
+        for name in inst.distractors:
+            self.report.distractors[name] = self.report.distractors.get(name, 0) + 1
+        probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
+                              rotate=seed, results=results)
+        shotgun = shotgun_probe(env)
+        if shotgun is not None:
+            probes.append(shotgun)
+        self._forbid_gold(inst, task, seed)
+        silent_reward = None
+        for probe in probes:
+            if probe.why_not:
+                self.forbid_why.setdefault((task, probe.forbid), f"{probe.why_not} (seed {seed})")
+                continue
+            ep, want, want_rule = self._play(probe, seed_rewards)
+            if probe.name == "silent_gold":
+                silent_reward = ep.reward
+            self._judge(task, seed, probe, ep, want, want_rule, silent_reward)
+
+    def _hint_leak(self, inst: Any, task: str, seed: int) -> None:
+        if task in self.hint_leaks:
+            return
+        leak = hint_leak(inst)
+        if leak:
+            self.hint_leaks.add(task)
+            ts = self.where_map.tasks.get(task)
+            self.log.add(f"hint-leak:{task}", "warning", "C301",
+                         f"hint leak: task `{task}`: {leak} (seed {seed})",
+                         ts.hint if ts else None, task=task, seed=seed,
+                         hint="GRPO shows hints to a share of each group: the model would learn "
+                              "to copy them; describe the step, not its arguments")
+
+    def _forbid_gold(self, inst: Any, task: str, seed: int) -> None:
+        for i, f in enumerate(inst.forbid):
+            hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
+            if hit is not None:
+                self.probes_ok = False
+                self.log.add(f"forbid-gold:{task}:{f.name}", "error", "C113",
+                             f"task `{task}`: `forbid {f.name}` matches the gold call "
+                             f"{_call_text(hit)} at seed {seed}: the expert would be punished",
+                             self.where_map.forbid(task, i), task=task, seed=seed,
+                             hint="name the arguments that make the call wrong, so that the "
+                                  "gold call never matches")
+
+    def _play(self, probe: Any, seed_rewards: set[float]) -> tuple[Any, float, int | None]:
+        """Run ``probe`` on the restarted env and count its reward and rule."""
+        want, want_rule = expected(self.env, probe)
+        self.env.restart()
+        ep = run_turns(self.env, probe.turns)
+        self.report.probe_runs += 1
+        self.all_rewards.append(ep.reward)
+        seed_rewards.add(round(ep.reward, 6))
+        self.by_probe.setdefault(probe.name, []).append(ep.reward)
+        if ep.rule is not None:
+            self.rule_hits[ep.rule] += 1
+        rungs(self.report.probe_rungs, probe.name, _fmt_rule(self.cap, ep.rule))
+        return ep, want, want_rule
+
+    def _judge(self, task: str, seed: int, probe: Any, ep: Any, want: float, want_rule: int | None,
+               silent_reward: float | None) -> None:
+        """The findings one probe run gives: paid shotgun/echo, tool bugs, a reward off the
+        expected one, an inert forbid, an oracle below the top, a paid no-op."""
+        log, where_map, cap, top = self.log, self.where_map, self.cap, self.top
+        where = f"task `{task}`"
+        rule = _fmt_rule(cap, ep.rule)
+        if probe.name == "shotgun" and silent_reward is not None and ep.reward > silent_reward + TOL:
+            shotgun_paid(log, where_map, cap, task, ep, silent_reward, rule, seed)
+        for bug in ep.tool_bugs:
+            tool = re.search(r"tool `(\w+)`", bug)
+            span = where_map.gold(task, tool.group(1)) if tool else None
+            log.add(f"bug:{bug}", "error", "C103",
+                    f"domain bug in {where}, probe {probe.name}: {bug}", span, task=task, seed=seed)
+        refused = _refusal(ep, probe)
+        if probe.forbid is not None and probe.forbidden is not None:
+            k = probe.calls.index(probe.forbidden)
+            if refused is not None and refused[0] == k:
+                self.forbid_why.setdefault(
+                    (task, probe.forbid),
+                    f"the probe's call {_call_text(probe.forbidden)} was refused at seed "
+                    f"{seed}: {refused[1]}")
+        if abs(ep.reward - want) > TOL:
+            self.probes_ok = False
+            _mismatch(log, where_map, cap, task, probe, ep, want, want_rule, seed, refused)
+        if probe.forbidden is not None and ep.reward >= top - TOL and probe.forbidden in self.env.calls:
+            self.probes_ok = False
+            how = "instead of its last write" if "instead" in probe.name else "after them"
+            log.add(f"forbid-inert:{task}:{probe.name}", "error", "C114",
+                    f"{where}, probe {probe.name}: the gold actions with the forbidden "
+                    f"call {_call_text(probe.forbidden)} {how} still get the top level "
+                    f"{top:.2f} ({rule}); the forbid does not lower the reward, first at seed {seed}",
+                    where_map.forbid(task, probe.forbid), task=task, seed=seed,
+                    hint="put `0.0 when forbidden_called` first, or add `and not "
+                         "forbidden_called` to the top rule")
+        if probe.name.startswith("echo") and silent_reward is not None \
+                and ep.reward > silent_reward + TOL:
+            _echo_paid(log, where_map, cap, task, probe, ep, silent_reward, top, seed)
+        if probe.name == "oracle" and abs(ep.reward - top) > TOL:
+            self.probes_ok = False
+            span, why = _oracle_why(where_map, cap, task, probe, ep, refused)
+            log.add(f"oracle:{task}", "error", "C111",
+                    f"{where}: the oracle (gold actions + report) gets {ep.reward:.2f} "
+                    f"({rule}), not the top level {top:.2f}, first at seed {seed}{why}", span,
+                    task=task, seed=seed)
+        if probe.name == "noop" and abs(ep.reward - self.bottom) > TOL:
+            self.probes_ok = False
+            log.add(f"noop:{task}", "error", "C112",
+                    f"{where}: doing nothing gets {ep.reward:.2f} ({rule}), "
+                    f"not the bottom level {self.bottom:.2f}, first at seed {seed}",
+                    where_map.rule(ep.rule), task=task, seed=seed,
+                    hint="a do-nothing agent must not be paid: make this rule need "
+                         "`progress`, a `called(...)` or `communicated()`")
+
+    # --- over the whole run ---------------------------------------------------------------
+
+    def finish(self, seeds: int, min_variance_share: float) -> None:
+        """The run-wide passes: meaning and gold checks, instance repeats, the report's figures,
+        reward variance and the levels no probe reached."""
+        report, log, rule_hits, all_rewards = self.report, self.log, self.rule_hits, self.all_rewards
+        self.meaning.finish()
+        report.instance_repeats = repeat_findings(self.cls, self.drawn, log, self.where_map)
+        for check in self.extra:
+            check.finish()
+        report.probes = self.probes_ok
+        report.rule_hits = rule_hits
+        report.levels_reached = sum(1 for h in rule_hits if h)
+        report.probe_means = {k: round(sum(v) / len(v), 4) for k, v in self.by_probe.items()}
+        if all_rewards:
+            mean = sum(all_rewards) / len(all_rewards)
+            report.reward_mean = mean
+            report.reward_std = math.sqrt(sum((r - mean) ** 2 for r in all_rewards) / len(all_rewards))
+        report.variance_share = self.seeds_with_variance / seeds if seeds else 0.0
+        self._variance(min_variance_share)
+        for i, hits in enumerate(rule_hits):
+            if not hits and all_rewards:
+                why, hint = _never_why(self.cap, i, self.forbid_why, rule_hits, seeds)
+                log.add(f"level:{i}", "error", "C115",
+                        f"level {self.cap.rules[i].level:g} ({_fmt_rule(self.cap, i)}) is never "
+                        f"reached by any probe: {why}", self.where_map.rule(i), hint=hint)
+
+    def _variance(self, min_variance_share: float) -> None:
+        report, all_rewards = self.report, self.all_rewards
+        first_rule = self.where_map.rule(0)
+        if all_rewards and report.reward_std <= TOL:
+            self.log.add("variance", "error", "C116", f"no reward variance: every probe gets "
+                         f"{all_rewards[0]:.2f}; the spec cannot tell good from bad behaviour",
+                         first_rule,
+                         hint="give the ladder rungs that the oracle and a do-nothing agent reach apart")
+        elif all_rewards and report.variance_share < min_variance_share:
+            self.log.add("variance-share", "error", "C117",
+                         f"only {report.variance_share:.0%} of seeds give >= 2 distinct rewards (need "
+                         f"{min_variance_share:.0%})", first_rule)
 
 
 def _finish(report: CheckReport, log: FindingLog, problems: ProblemLog, notes: list[str],

@@ -20,21 +20,19 @@ from safetensors.torch import load_file
 
 from tracec import files
 from tracec.compose.classify import generate_classified
-from tracec.compose.model import (
+from tracec.compose.config import (
     FORMAT,
     AdapterRef,
     ClassifierSpec,
-    ComposedModel,
-    ComposeError,
     MoeConfig,
     Routing,
     Weighting,
     adapter_base_model,
     adapter_weights_file,
-    compose,
-    load_base,
     sha256_file,
 )
+from tracec.compose.errors import ComposeError
+from tracec.compose.model import ComposedModel, compose, load_base
 from tracec.compose.routing import generate_per_trajectory
 from tracec.compose.training import (
     ComposeTrainConfig,

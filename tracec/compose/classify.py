@@ -24,7 +24,9 @@ import json
 import torch
 from pydantic import BaseModel
 
-from tracec.compose.model import ClassifierSpec, ComposedModel, ComposeError
+from tracec.compose.config import ClassifierSpec
+from tracec.compose.errors import ComposeError
+from tracec.compose.model import ComposedModel
 
 NONE_DESCRIPTION = "None of these: the task needs no special capability."
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tracec.compose.model import ComposeError
+from tracec.compose.errors import ComposeError
 from tracec.llm.cli_options import device_option, dtype_option
 
 
@@ -203,7 +203,7 @@ def _need(cond: bool, msg: str) -> None:
 def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, place, as_json) -> None:
     """A composed folder for classifier routing: adapters, hashes and options; gates stay zero."""
     from tracec.compose.api import build_composed
-    from tracec.compose.model import ClassifierSpec
+    from tracec.compose.config import ClassifierSpec
 
     _need(bool(adapters), "give one or more adapter folders")
     _need(out is not None, "give -o/--out FOLDER")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from tracec import __version__ as tracec_version
 from tracec import files
+from tracec.compose.errors import ComposeError
 from tracec.llm.adapters import check_adapter_dir
 
 FORMAT = "tracec-moe/1"
@@ -21,10 +22,6 @@ Weighting = Literal["st", "prob"]
 RouteWeighting = Literal["st", "prob", "dense"]
 LbOver = Literal["experts", "all"]
 GateInit = Literal["zeros", "normal"]
-
-
-class ComposeError(ValueError):
-    """A user-facing problem with adapters or a composed-model folder."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,7 +106,7 @@ def adapter_weights_file(adapter_dir: Path) -> Path:
 def describe_adapter(adapter_dir: str | Path) -> AdapterRef:
     """Read an adapter folder's identity: name, capability (tracec.json) and weight hash."""
     path = Path(adapter_dir).expanduser().resolve()
-    _check_adapter_config(path)
+    check_adapter_config(path)
     weights = adapter_weights_file(path)
     meta: dict[str, Any] = {}
     if (path / "tracec.json").is_file():
@@ -151,7 +148,7 @@ def versions() -> dict[str, str]:
             "transformers": transformers.__version__, "peft": peft.__version__}
 
 
-def _check_adapter_config(path: Path) -> None:
+def check_adapter_config(path: Path) -> None:
     cfg = check_adapter_dir(path)  # LoRA config types, complete safetensors, tracec.json object
     if cfg.get("peft_type", "LORA") != "LORA":
         raise ComposeError(f"{path}: a {cfg.get('peft_type')} adapter; only LoRA adapters compose")

@@ -10,7 +10,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from tracec.compose.config import ComposeError, GateInit, LbOver, RouteWeighting
+from tracec.compose.config import GateInit, LbOver, RouteWeighting
+from tracec.compose.errors import ComposeError
 
 # ---------------------------------------------------------------------------------------------
 # gates and routing
@@ -79,7 +80,7 @@ class RoutingRecord:
 
 
 @dataclass
-class _RouterState:
+class RouterState:
     weights: list[torch.Tensor | None]
     rows: list[dict] = field(default_factory=list)
     records: list[RoutingRecord] | None = None
@@ -136,7 +137,7 @@ def _mask_like(probs: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 # the routed LoRA delta on peft's LoRA linear layers
 
 
-class _Experts(nn.Module):
+class Experts(nn.Module):
     """The concatenated, frozen A/B matrices of one LoRA linear layer (buffers, not parameters)."""
 
     def __init__(self, layer: Any, names: list[str]) -> None:
@@ -170,7 +171,7 @@ class _Experts(nn.Module):
         return ((x.to(self.a.dtype) @ self.a.T) * rows) @ self.b.T
 
 
-def _lora_linears(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+def lora_linears(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
     from peft.tuners.lora import LoraLayer  # noqa: PLC0415 - peft loads only with a composed model
 
     for name, module in model.named_modules():

@@ -26,37 +26,28 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from tracec.compose.config import (  # noqa: F401  (re-exported: the public names of tracec.compose.model)
+from tracec.compose.config import (
     FORMAT,
     NONE_SLOT,
-    WEIGHT_FILES,
     AdapterRef,
-    ClassifierSpec,
-    ComposeError,
     GateInit,
     GateSpec,
-    LbOver,
     MoeConfig,
     RouteWeighting,
-    Routing,
     Weighting,
-    _check_adapter_config,
-    adapter_base_model,
-    adapter_weights_file,
+    check_adapter_config,
     describe_adapter,
-    sha256_file,
     versions,
 )
-from tracec.compose.layer import (  # noqa: F401  (re-exported)
+from tracec.compose.errors import ComposeError
+from tracec.compose.layer import (
+    Experts,
     Gate,
+    RouterState,
     RoutingRecord,
-    _Experts,
-    _lora_linears,
-    _RouterState,
     decoder_layers,
-    load_balancing_loss,
+    lora_linears,
     route,
-    z_loss,
 )
 from tracec.llm.adapters import check_base_model
 from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
@@ -87,7 +78,7 @@ class ComposedModel(nn.Module):
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.model.eval()
-        self._state = _RouterState(weights=[None] * len(layers), rows=[{} for _ in layers])
+        self._state = RouterState(weights=[None] * len(layers), rows=[{} for _ in layers])
         self._handles = []
         self._layers = list(layers)
         self._checkpointing = False
@@ -101,8 +92,8 @@ class ComposedModel(nn.Module):
             for _, m in layer.named_modules():
                 layer_index.setdefault(id(m), li)
         self.experts = nn.ModuleDict()
-        self._layer_experts: dict[int, dict[tuple, _Experts]] = {}
-        for name, module in _lora_linears(peft_model):
+        self._layer_experts: dict[int, dict[tuple, Experts]] = {}
+        for name, module in lora_linears(peft_model):
             if not isinstance(module, nn.Module) or not hasattr(module, "lora_A"):
                 continue
             if not any(n in module.lora_A for n in names):
@@ -113,7 +104,7 @@ class ComposedModel(nn.Module):
                 raise ComposeError(f"LoRA module {name} lies outside the decoder blocks; not supported")
             if type(module).__name__ != "Linear":
                 raise ComposeError(f"LoRA module {name} is a {type(module).__name__}; only Linear is supported")
-            experts = _Experts(module, names)
+            experts = Experts(module, names)
             experts.__dict__["target"] = module.base_layer  # the Linear a merge writes into (not a submodule)
             module.enable_adapters(False)  # peft runs the base layer only; our hook adds the delta
             self.experts[name.replace(".", "__")] = experts
@@ -158,7 +149,7 @@ class ComposedModel(nn.Module):
             return {}
         return {key: ex.rows(weights) for key, ex in self._layer_experts.get(li, {}).items()}
 
-    def _make_lora_hook(self, li: int, experts: _Experts):
+    def _make_lora_hook(self, li: int, experts: Experts):
         def hook(module: nn.Module, args: tuple, output: torch.Tensor):
             weights = self._state.weights[li]
             if weights is None or self._state.force == 0:
@@ -374,7 +365,7 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
     except (RuntimeError, ValueError):
         base_path = None
     for d in adapter_dirs:
-        _check_adapter_config(Path(d))
+        check_adapter_config(Path(d))
         check_base_model(d, base_name, base_path)
     model = PeftModel.from_pretrained(base_model, str(adapter_dirs[0]), adapter_name="e0",
                                       is_trainable=False)

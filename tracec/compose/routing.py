@@ -19,14 +19,9 @@ from peft import PeftModel
 from pydantic import BaseModel
 
 from tracec import files
-from tracec.compose.model import (
-    ComposedModel,
-    ComposeError,
-    _check_adapter_config,
-    adapter_base_model,
-    describe_adapter,
-    load_base,
-)
+from tracec.compose.config import adapter_base_model, check_adapter_config, describe_adapter
+from tracec.compose.errors import ComposeError
+from tracec.compose.model import ComposedModel, load_base
 from tracec.llm.adapters import hub_id
 
 Method = Literal["gate", "describe"]
@@ -139,7 +134,7 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
         raise ComposeError("merge weights must be non-negative")
     refs = [describe_adapter(d) for d in dirs]
     for d in dirs:
-        _check_adapter_config(d)
+        check_adapter_config(d)
     if base is None:
         bases = {adapter_base_model(d) for d in dirs}
         if None in bases or len(bases) != 1:

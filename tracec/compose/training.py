@@ -24,14 +24,10 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, Field
 
-from tracec.compose.model import (
-    ComposedModel,
-    ComposeError,
-    GateInit,
-    LbOver,
-    load_balancing_loss,
-    z_loss,
-)
+from tracec.compose.config import GateInit, LbOver
+from tracec.compose.errors import ComposeError
+from tracec.compose.layer import load_balancing_loss, z_loss
+from tracec.compose.model import ComposedModel
 from tracec.core.messages import plain_messages
 from tracec.llm.chat import render_text
 from tracec.llm.footprint import (

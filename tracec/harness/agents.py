@@ -174,7 +174,7 @@ class ComposedAgent(LocalAgent):
 
     def __init__(self, directory: str, device: str = "cpu", dtype: str = "auto", **kwargs: Any) -> None:
         from tracec.compose.api import load_composed  # lazy: needs torch
-        from tracec.compose.model import ComposeError
+        from tracec.compose.errors import ComposeError
 
         place = placement(device)
         try:

@@ -1,5 +1,7 @@
 """Chat rendering, in one place: prompts, turn deltas and the end-of-turn marker, all read from
-the tokenizer and its chat template (no special token is spelled out here).
+the tokenizer and its chat template (the helpers spell out no special token), plus the one
+template tracec installs on local models, :data:`CHAT_TEMPLATE`, and :func:`render_chatml`, its
+first-turn rendering in plain Python for callers that size prompts without transformers.
 
 ``end_of_turn(tok)`` is what the template writes after an assistant message's content (ChatML's
 ``<|im_end|>``, Llama 3's ``<|eot_id|>``, …), found by rendering a probe conversation;
@@ -8,7 +10,48 @@ the tokenizer and its chat template (no special token is spelled out here).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from typing import Any
+
+TURN_START, TURN_END = "<|im_start|>", "<|im_end|>"  # ChatML's turn markers, as CHAT_TEMPLATE writes them
+
+# Hermes/Qwen-style ChatML template with tools. Prefix-stable: every message renders to its own
+# turn, so rendering ``messages + new`` extends the rendering of ``messages`` (rollouts rely on it
+# to append environment tokens without re-tokenising the model's own tokens).
+CHAT_TEMPLATE = (
+    "{%- set sys = 'You are a helpful assistant.' -%}"
+    "{%- if messages and messages[0]['role'] == 'system' -%}"
+    "{%- set sys = messages[0]['content'] -%}{%- set msgs = messages[1:] -%}"
+    "{%- else -%}{%- set msgs = messages -%}{%- endif -%}"
+    "{{- '<|im_start|>system\\n' + sys -}}"
+    "{%- if tools -%}"
+    "{{- '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' -}}"
+    "{%- for tool in tools -%}{{- '\\n' + (tool | tojson) -}}{%- endfor -%}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call>' -}}"
+    "{%- endif -%}"
+    "{{- '<|im_end|>\\n' -}}"
+    "{%- for m in msgs -%}"
+    "{%- if m['role'] == 'tool' -%}"
+    "{{- '<|im_start|>user\\n<tool_response>\\n' + (m['content'] or '') + '\\n</tool_response><|im_end|>\\n' -}}"
+    "{%- elif m['role'] == 'assistant' -%}"
+    "{{- '<|im_start|>assistant\\n' + (m['content'] or '') -}}"
+    "{%- for tc in (m['tool_calls'] or []) -%}"
+    "{%- set f = tc['function'] if tc['function'] is defined else tc -%}"
+    "{%- set a = f['arguments'] -%}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + f['name'] + '\", \"arguments\": ' "
+    "+ (a if a is string else (a | tojson)) + '}\\n</tool_call>' -}}"
+    "{%- endfor -%}"
+    "{{- '<|im_end|>\\n' -}}"
+    "{%- else -%}"
+    "{{- '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
 
 _PROBE = "\x1e tracec probe \x1e"  # text no template rewrites
 
@@ -106,3 +149,44 @@ def decode_completion(tok: Any, ids: list[int], stop_ids: list[int]) -> str:
     """Text of a completion without its stop token (tool-call tags are kept)."""
     ids = [i for i in ids if i not in stop_ids and i != tok.pad_token_id]
     return tok.decode(ids, skip_special_tokens=False)
+
+
+def render_chatml(messages: list[dict], tools: list[dict] | None) -> str:
+    """The first-turn rendering of :data:`CHAT_TEMPLATE` (system, user turns, assistant header).
+
+    Pure Python, so the compiler side can size prompts without transformers; a test keeps it
+    equal to the Jinja template's output.
+    """
+    sys_text = "You are a helpful assistant."
+    msgs = messages
+    if messages and messages[0]["role"] == "system":
+        sys_text, msgs = messages[0]["content"], messages[1:]
+    out = [TURN_START + "system\n" + sys_text]
+    if tools:
+        out.append("\n\n# Tools\n\nYou may call one or more functions to assist with the user "
+                   "query.\n\nYou are provided with function signatures within <tools></tools> "
+                   "XML tags:\n<tools>")
+        for tool in tools:
+            out.append("\n" + json.dumps(tool, ensure_ascii=False))
+        out.append("\n</tools>\n\nFor each function call, return a json object with function name "
+                   "and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+                   "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+    out.append(TURN_END + "\n")
+    for m in msgs:
+        out.append(f"{TURN_START}{m['role']}\n{m.get('content') or ''}{TURN_END}\n")
+    out.append(TURN_START + "assistant\n")
+    return "".join(out)
+
+
+def cut_at_stop(ids: list[int], stop_ids: Collection[int], finished_by: Any = None) -> list[int]:
+    """Ids up to and including the first stop id (local ``generate`` and served completions
+    alike). A server that stopped on a stop id but left it out of the ids (``finished_by``,
+    vLLM's ``stop_reason`` / SGLang's ``matched``) gets it back."""
+    out: list[int] = []
+    for t in ids:
+        out.append(int(t))
+        if t in stop_ids:
+            return out
+    if isinstance(finished_by, int) and finished_by in stop_ids:
+        out.append(finished_by)
+    return out

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache
 
+from tracec.llm.chat import cut_at_stop
 from tracec.llm.kvbuffer import buffer_cache
 from tracec.llm.kvcache import Entry, PrefixCache
 from tracec.llm.split_attention import SplitState, split_forward, supported
@@ -113,14 +114,6 @@ def cache_kwarg(model) -> str:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     params = inspect.signature(base.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
-
-
-def kv_bytes_per_token(model_config, dtype_bytes: int = 4) -> int:
-    """Bytes of keys + values one token occupies over all layers."""
-    cfg = model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    return 2 * cfg.num_hidden_layers * heads * head_dim * dtype_bytes
 
 
 @dataclass
@@ -657,14 +650,6 @@ def generate_plain(model, pad_id: int, prompts: list[list[int]], stop_ids: list[
         warnings.simplefilter("ignore", FutureWarning)
         out = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
     return [cut_at_stop(row, stop_ids) for row in out[:, width:].tolist()]
-
-
-def cut_at_stop(ids: list[int], stop_ids: list[int] | set[int]) -> list[int]:
-    """``ids`` up to and including the first stop id."""
-    for i, t in enumerate(ids):
-        if t in stop_ids:
-            return ids[: i + 1]
-    return ids
 
 
 class ChunkedEngine:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tracec.llm.adapters import check_adapter_dir, check_base_model
-from tracec.llm.chat import stop_token_ids
+from tracec.llm.chat import CHAT_TEMPLATE, stop_token_ids
 from tracec.llm.device import resolve_device, resolve_dtype
-from tracec.llm.tiny import CHAT_TEMPLATE
 
 DEFAULT_MODEL = "smollm2"
 KNOWN_MODELS: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}

@@ -43,7 +43,9 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
-ENGINES = ("vllm", "sglang")
+from tracec.llm.chat import cut_at_stop
+
+SERVING_ENGINES = ("vllm", "sglang")
 WEIGHT_SYNCS = ("lora", "nccl")
 DEFAULT_SERVER_TIMEOUT = 240.0
 REQUEST_TIMEOUT = 3600.0  # one generation request may hold a whole step's rollouts
@@ -134,8 +136,8 @@ def check_lora_rank(engine: str, rank: int | None) -> None:
 def check_client(engine: str, weight_sync: str, lora_rank: int | None = None) -> None:
     """Refuse, before any model loads, a setting whose client is not installed here (or a LoRA
     rank the engine does not serve)."""
-    if engine not in ENGINES:
-        raise ServingError(f"unknown serving engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine not in SERVING_ENGINES:
+        raise ServingError(f"unknown serving engine {engine!r} (choose from {', '.join(SERVING_ENGINES)})")
     if weight_sync not in WEIGHT_SYNCS:
         raise ServingError(f"unknown weight sync {weight_sync!r} (choose from {', '.join(WEIGHT_SYNCS)})")
     if weight_sync == "nccl" and engine != "vllm":
@@ -306,19 +308,6 @@ def wait_until_up(http: HTTP, engine: str, timeout: float, log: Callable[[str], 
             log(f"waiting for the {engine} server at {http.base} (up to {timeout:g} s; {last})…")
             waited = True
         time.sleep(min(poll, max(0.0, left)))
-
-
-def cut_at_stop(ids: list[int], stop_ids: set[int], finished_by: Any = None) -> list[int]:
-    """Ids up to and including the first stop id. A server that stopped on a stop id but left it
-    out of the ids (``finished_by``, vLLM's ``stop_reason`` / SGLang's ``matched``) gets it back."""
-    out: list[int] = []
-    for t in ids:
-        out.append(int(t))
-        if t in stop_ids:
-            return out
-    if isinstance(finished_by, int) and finished_by in stop_ids:
-        out.append(finished_by)
-    return out
 
 
 def merged_named_params(peft_model) -> Iterator[tuple[str, Any]]:

@@ -1,8 +1,8 @@
 """A tiny random Llama chat model for tests: no downloads, a few MB, built in about a second.
 
 The tokenizer is a byte-level BPE trained on a small built-in corpus, with ChatML special
-tokens and the Hermes/Qwen tool-call chat template (:data:`CHAT_TEMPLATE`) that tracec also
-installs on real models (``tracec model prepare``).
+tokens and the Hermes/Qwen tool-call chat template that tracec also installs on real models
+(:data:`tracec.llm.chat.CHAT_TEMPLATE`, ``tracec model prepare``).
 """
 
 from __future__ import annotations
@@ -10,44 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Hermes/Qwen-style ChatML template with tools. Prefix-stable: every message renders to its own
-# turn, so rendering ``messages + new`` extends the rendering of ``messages`` (rollouts rely on it
-# to append environment tokens without re-tokenising the model's own tokens).
-CHAT_TEMPLATE = (
-    "{%- set sys = 'You are a helpful assistant.' -%}"
-    "{%- if messages and messages[0]['role'] == 'system' -%}"
-    "{%- set sys = messages[0]['content'] -%}{%- set msgs = messages[1:] -%}"
-    "{%- else -%}{%- set msgs = messages -%}{%- endif -%}"
-    "{{- '<|im_start|>system\\n' + sys -}}"
-    "{%- if tools -%}"
-    "{{- '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' -}}"
-    "{%- for tool in tools -%}{{- '\\n' + (tool | tojson) -}}{%- endfor -%}"
-    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and "
-    "arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n"
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call>' -}}"
-    "{%- endif -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- for m in msgs -%}"
-    "{%- if m['role'] == 'tool' -%}"
-    "{{- '<|im_start|>user\\n<tool_response>\\n' + (m['content'] or '') + '\\n</tool_response><|im_end|>\\n' -}}"
-    "{%- elif m['role'] == 'assistant' -%}"
-    "{{- '<|im_start|>assistant\\n' + (m['content'] or '') -}}"
-    "{%- for tc in (m['tool_calls'] or []) -%}"
-    "{%- set f = tc['function'] if tc['function'] is defined else tc -%}"
-    "{%- set a = f['arguments'] -%}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' + f['name'] + '\", \"arguments\": ' "
-    "+ (a if a is string else (a | tojson)) + '}\\n</tool_call>' -}}"
-    "{%- endfor -%}"
-    "{{- '<|im_end|>\\n' -}}"
-    "{%- else -%}"
-    "{{- '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' -}}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
+from tracec.llm.chat import CHAT_TEMPLATE, TURN_END, TURN_START
 
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+SPECIAL_TOKENS = ("<|endoftext|>", TURN_START, TURN_END)
 TOOL_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
 
 _CORPUS = [
@@ -83,7 +48,7 @@ def build_tokenizer(vocab_size: int = 512):
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TOKENS])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        eos_token="<|im_end|>",
+        eos_token=TURN_END,
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
         clean_up_tokenization_spaces=False,
@@ -107,7 +72,7 @@ def make_tiny_model(out_dir: str | Path, seed: int = 0, hidden_size: int = 64, l
         num_key_value_heads=2,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+        bos_token_id=tokenizer.convert_tokens_to_ids(TURN_START),
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )

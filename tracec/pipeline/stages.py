@@ -426,7 +426,7 @@ def compose_inputs(ctx: RunContext) -> Any:
 def run_compose(ctx: RunContext, resume: bool) -> dict:
     """Train a token router over the adapters on oracle demonstrations in each capability env."""
     from tracec.compose.api import train_composed
-    from tracec.compose.model import ComposeError
+    from tracec.compose.errors import ComposeError
     from tracec.compose.training import ComposeTrainConfig, read_trajectories, select_successful
 
     c = ctx.cfg.compose
@@ -462,7 +462,8 @@ def _compose_classifier(ctx: RunContext, adapter_dirs: list[str], rows: list[dic
     adapters' descriptions. Records the classifier's choice on every oracle demonstration."""
     from tracec.compose.api import build_composed
     from tracec.compose.classify import classify
-    from tracec.compose.model import ClassifierSpec, ComposeError
+    from tracec.compose.config import ClassifierSpec
+    from tracec.compose.errors import ComposeError
 
     c = ctx.cfg.compose
     spec = ClassifierSpec(top_p=c.top_p, scoring=c.classifier_scoring)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -11,6 +11,10 @@ from tracec.llm.device import parse_device, parse_dtype
 
 # a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
 SEED_STRIDE = 1_000_003
+
+# the local rollout engines (the remote ones are tracec.llm.serving.SERVING_ENGINES)
+RolloutEngine = Literal["kv", "naive"]
+ROLLOUT_ENGINES: tuple[str, ...] = get_args(RolloutEngine)
 
 
 class LoraSettings(BaseModel):
@@ -56,7 +60,7 @@ class TrainConfig(BaseModel):
     updates_per_batch: int = Field(1, ge=1, le=1000, description="optimiser passes over each rollout batch")
     micro_batch: int = Field(4, ge=1, le=1 << 16, description="sequences per forward/backward")
     gen_batch: int = Field(32, ge=1, le=1 << 16, description="sequences per generate() call")
-    rollout_engine: Literal["kv", "naive"] = Field(
+    rollout_engine: RolloutEngine = Field(
         "kv", description="kv: prefill shared prompts once, keep KV caches across turns; "
         "naive: re-prefill every conversation each turn with generate()")
     loss_forward: Literal["shared", "rows"] = Field(

@@ -28,12 +28,13 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
-from tracec.llm.engine import kv_bytes_per_token
 from tracec.llm.footprint import (
     ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
     ACT_FLOATS_PER_TOKEN_LAYER_INTER,
     GIB,
     LOGIT_COPIES,
+    kv_bytes_per_token,
+    text_config,
 )
 
 OVERHEAD = 0.6 * GIB  # interpreter, torch, tokenizer, env
@@ -88,7 +89,7 @@ def memory_budget_bytes(memory_gb: float | None, device: str = "cpu") -> float:
 
 
 def _cuda_bytes(device: str) -> float:
-    import torch  # noqa: PLC0415 - the plan itself is torch-free on CPU
+    import torch  # only on CUDA: the plan itself is torch-free
 
     dev = torch.device(device)
     index = dev.index if dev.index is not None else torch.cuda.current_device()
@@ -130,14 +131,10 @@ class MemoryPlan:
                 f"total {self.total / GIB:.2f} GiB of {gb['budget']} GiB")
 
 
-def _text_config(model_config):
-    return model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
-
-
 def update_bytes(model_config, rows: int, tokens: int, completion: int, checkpointing: bool,
                  dtype_bytes: int = 4) -> float:
     """Peak bytes of one micro-batch's forward + backward (see the module doc)."""
-    cfg = _text_config(model_config)
+    cfg = text_config(model_config)
     hidden, layers = cfg.hidden_size, cfg.num_hidden_layers
     inter = getattr(cfg, "intermediate_size", 4 * hidden)
     per_layer = (ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN * hidden
@@ -156,7 +153,7 @@ def shared_update_bytes(model_config, rows: int, prompt: int, completion: int, c
     copy: 8 bytes a cell)."""
     tokens = prompts * prompt + rows * completion
     acts = update_bytes(model_config, 1, tokens, 0, checkpointing, dtype_bytes)
-    logits = rows * completion * _text_config(model_config).vocab_size * 4 * LOGIT_COPIES
+    logits = rows * completion * text_config(model_config).vocab_size * 4 * LOGIT_COPIES
     return float(acts + logits + 8 * tokens * tokens)
 
 

@@ -17,13 +17,14 @@ from typing import Any
 from tracec.llm.chat import ChatRenderer
 from tracec.llm.engine import ChunkedEngine, KVEngine, naive_engine
 from tracec.llm.turns import TurnEngine, start_all
+from tracec.train.config import ROLLOUT_ENGINES
 
 # (prompts, max_new_tokens, temperature) -> completions, each ending at its stop token if any
 Generator = Callable[[list[list[int]], int, float], list[list[int]]]
 
 
 @dataclass
-class Episode:
+class Rollout:
     """One rollout. ``base_prompt_ids`` is the hint-free prompt used for the loss."""
 
     seed: int
@@ -70,7 +71,7 @@ def _split_messages(old_len: int, new: list[dict], text: str) -> tuple[list[dict
 
 
 def start_group(make_env: Callable[[], Any], seed: int, group: int, size: int, n_hinted: int,
-                renderer: ChatRenderer) -> tuple[list[Episode], list[Any]]:
+                renderer: ChatRenderer) -> tuple[list[Rollout], list[Any]]:
     """Reset ``size`` envs on one seed; the first ``n_hinted`` see the hint in the system prompt."""
     episodes, envs = [], []
     base_env = make_env()
@@ -83,7 +84,7 @@ def start_group(make_env: Callable[[], Any], seed: int, group: int, size: int, n
         _, info = env.reset(seed=seed, options={"hint": hinted})
         tools = info.get("tools")
         ids = renderer.prompt_ids(info["messages"], tools) if hinted else list(base_ids)
-        episodes.append(Episode(seed, group, hinted, ids, base_ids, list(info["messages"]), tools))
+        episodes.append(Rollout(seed, group, hinted, ids, base_ids, list(info["messages"]), tools))
         envs.append(env)
     return episodes, envs
 
@@ -97,10 +98,8 @@ class RolloutStats:
     decode_rows: int = 0  # sum over decode steps of the batch size
     decode_row_counts: dict[int, int] = field(default_factory=dict)  # batch size -> decode steps
 
-ENGINES = ("kv", "naive")
 
-
-def naive_budgets(episodes: list[Episode], active: list[int], gen_batch: int, max_new_tokens: int,
+def naive_budgets(episodes: list[Rollout], active: list[int], gen_batch: int, max_new_tokens: int,
                   max_total_tokens: int) -> dict[int, int]:
     """Per-episode new-token budget of one round: the naive engine's rule (the longest sequence
     of each ``gen_batch`` chunk of active episodes bounds the whole chunk)."""
@@ -124,8 +123,8 @@ def make_engine(engine: str | TurnEngine, model, tokenizer, stop_ids: list[int],
         if not isinstance(engine, TurnEngine):
             raise TypeError(f"not a TurnEngine: {type(engine).__name__}")
         return engine
-    if engine not in ENGINES:
-        raise ValueError(f"unknown rollout engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine not in ROLLOUT_ENGINES:
+        raise ValueError(f"unknown rollout engine {engine!r} (choose from {', '.join(ROLLOUT_ENGINES)})")
     if generator is not None:
         return ChunkedEngine(generator, gen_batch)
     if engine == "kv":
@@ -133,7 +132,7 @@ def make_engine(engine: str | TurnEngine, model, tokenizer, stop_ids: list[int],
     return naive_engine(model, tokenizer.pad_token_id, stop_ids, gen_batch, device)
 
 
-def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, stop_ids: list[int],
+def run_episodes(model, tokenizer, episodes: list[Rollout], envs: list[Any], *, stop_ids: list[int],
                  max_new_tokens: int, max_total_tokens: int, max_turns: int | None,
                  temperature: float, gen_batch: int, device: Any = "cpu",
                  stats: RolloutStats | None = None, generator: Generator | None = None,
@@ -179,7 +178,7 @@ def run_episodes(model, tokenizer, episodes: list[Episode], envs: list[Any], *, 
             stats.decode_row_counts[n] = stats.decode_row_counts.get(n, 0) + 1
 
 
-def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],
+def _advance(ep: Rollout, env: Any, out: list[int], renderer: ChatRenderer, stop_ids: list[int],
              max_turns: int | None, max_total_tokens: int) -> None:
     """Append one model turn, step the env, append its reply tokens (masked)."""
     tok = renderer.tok
@@ -211,6 +210,6 @@ def _advance(ep: Episode, env: Any, out: list[int], renderer: ChatRenderer, stop
         env.close()
 
 
-def _append_env(ep: Episode, ids: list[int]) -> None:
+def _append_env(ep: Rollout, ids: list[int]) -> None:
     ep.completion_ids += ids
     ep.env_mask += [0] * len(ids)

@@ -51,7 +51,7 @@ from tracec.train.memory import (
     memory_budget_bytes,
     plan_step,
 )
-from tracec.train.rollout import ChatRenderer, Episode, RolloutStats, run_episodes, start_group
+from tracec.train.rollout import ChatRenderer, Rollout, RolloutStats, run_episodes, start_group
 from tracec.train.sft import load_init_adapter, warmup_sft
 
 __all__ = ["GRPOTrainer", "LaunchError", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
@@ -124,7 +124,7 @@ def sampling_seed(seed: int, step: int, rank: int = 0) -> int:
 @dataclass
 class StepResult:
     metrics: dict[str, Any]
-    episodes: list[Episode]
+    episodes: list[Rollout]
 
 
 def _seed_everything(seed: int) -> None:
@@ -147,7 +147,7 @@ def build_policy(config: TrainConfig, dtype: Any = None, device: Any = "cpu"):
     return tokenizer, model, path
 
 
-def step_sums(sampled: list[Episode], kept: list[tuple[Episode, float]], stats: RolloutStats,
+def step_sums(sampled: list[Rollout], kept: list[tuple[Rollout, float]], stats: RolloutStats,
               rounds: int, update: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
     """One process's share of a step, as sums that add up across processes."""
     return {
@@ -220,7 +220,7 @@ SAMPLER_KEYS = ("sampler_logprob_gap", "sampler_ratio_mean", "sampler_ratio_max"
 
 
 def sampler_gap(logp: torch.Tensor, rows: list[tuple[list[int], list[int], float]],
-                episodes: list[Episode]) -> tuple[float, float, float, int] | None:
+                episodes: list[Rollout]) -> tuple[float, float, float, int] | None:
     """The trainer's log-probabilities of the sampled tokens against the server's (the
     importance ratio of the rollouts, as TRL reports it): sums of ``|Δ|`` and ``exp(Δ)``, the
     largest ``exp(Δ)`` and the token count, over tokens the server returned a logprob for."""
@@ -242,7 +242,7 @@ def sampler_gap(logp: torch.Tensor, rows: list[tuple[list[int], list[int], float
     return (gap, ratio, top, n) if n else None
 
 
-def kept_batch(episodes: list[Episode]) -> list[tuple[Episode, float]]:
+def kept_batch(episodes: list[Rollout]) -> list[tuple[Rollout, float]]:
     """(episode, advantage) for episodes whose group has reward variance; flat groups vanish."""
     adv = batch_advantages([e.reward for e in episodes], [e.group for e in episodes])
     return [(e, a) for e, a, k in zip(episodes, adv.advantages, adv.kept) if k]
@@ -386,7 +386,7 @@ class GRPOTrainer:
         return seed
 
     # ------------------------------------------------------------------ rollouts
-    def collect(self, n_groups: int, first_group: int, stats: RolloutStats) -> list[Episode]:
+    def collect(self, n_groups: int, first_group: int, stats: RolloutStats) -> list[Rollout]:
         """Play ``n_groups`` groups of G episodes (one new env seed each)."""
         cfg = self.config
         renderer = ChatRenderer(self.tokenizer)
@@ -502,7 +502,7 @@ class GRPOTrainer:
                    **step_metrics(self._gather(local), time.perf_counter() - t0, update_s)}
         return StepResult(metrics, sampled)
 
-    def update(self, kept: list[tuple[Episode, float]]) -> dict[str, float]:
+    def update(self, kept: list[tuple[Rollout, float]]) -> dict[str, float]:
         """The policy-gradient step on kept episodes (hint-free prompts, env tokens masked)."""
         cfg = self.config
         rows = [(e.base_prompt_ids + e.completion_ids, [0] * len(e.base_prompt_ids) + e.env_mask, a)
