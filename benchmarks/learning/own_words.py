@@ -12,7 +12,8 @@ Arms (SmolLM2-135M-Instruct, LoRA rank 8 / alpha 16, one CPU thread):
 * ``sft16_grpo4_t1h50``  the same at T=1.0 with half of each group hinted (more exploration of
   the second lookup).
 
-Every arm is evaluated greedily on the same 100 held-out seeds (from 10^9). Every stage is a
+Every arm is evaluated greedily on 40 training seeds (from 7*10^8; the best SFT is chosen
+there) and on the same 100 held-out seeds (from 10^9). Every stage is a
 ``tracec`` command, printed before it runs, and skipped when its output exists (a killed run
 resumes). ``--stages report`` writes ``own_words.json`` and ``own_words.png`` here.
 
@@ -64,15 +65,22 @@ def train(out: Path, seed: int) -> dict[str, float]:
     return times
 
 
-def evaluate(out: Path, arm: str, seeds: int) -> None:
-    where = out / "eval" / arm
+SELECT_SEEDS = 700_000_000  # training seeds the arms are chosen on (never held-out ones)
+
+
+def evaluate(out: Path, arm: str, seeds: int, folder: str = "eval") -> None:
+    """Greedy eval of ``arm`` on ``seeds`` held-out seeds (``folder="select"``: on training
+    seeds from ``SELECT_SEEDS``, where the best SFT is chosen)."""
+    where = out / folder / arm
     if (where / "summary.json").exists() and \
             json.loads((where / "summary.json").read_text())["episodes"] >= seeds:
         return
     agent = "oracle" if arm == "oracle" else f"local:smollm2+adapter:{out / arm}"
-    (out / "eval").mkdir(parents=True, exist_ok=True)
+    (out / folder).mkdir(parents=True, exist_ok=True)
+    extra = ["--env-seeds", str(SELECT_SEEDS), "--allow-train-seeds"] if folder == "select" else []
     tracec("eval", "--agent", agent, "--env", ENV, "--tasks", str(seeds), "--batch-size", "50",
-           "--max-new-tokens", "64", "--out", str(where), "--json", log=out / "eval" / f"{arm}.log")
+           "--max-new-tokens", "64", *extra, "--out", str(where), "--json",
+           log=out / folder / f"{arm}.log")
 
 
 def _task(episode) -> str:
@@ -82,7 +90,13 @@ def _task(episode) -> str:
 def report(out: Path) -> dict:
     from tracec.targets.compare import compare_runs, load_run
 
-    res: dict = {"arms": {}, "pairs": {}}
+    res: dict = {"select": {}, "arms": {}, "pairs": {}}
+    for arm in BUDGET:  # the choice of the best SFT: training seeds only
+        where = out / "select" / arm
+        if (where / "trajectories.jsonl").exists():
+            _, eps = load_run(where)
+            res["select"][arm] = {"episodes": len(eps), "first_seed": SELECT_SEEDS,
+                                  "success": sum(e.success for e in eps) / len(eps)}
     for arm in [*BUDGET, "oracle"]:
         where = out / "eval" / arm
         if not (where / "trajectories.jsonl").exists():
@@ -142,7 +156,8 @@ def _plot(res: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="runs/own_words", help="work folder (adapters, evals, logs)")
-    ap.add_argument("--stages", default="train,eval,report")
+    ap.add_argument("--stages", default="train,select,eval,report")
+    ap.add_argument("--select-seeds", type=int, default=40)
     ap.add_argument("--eval-seeds", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -152,6 +167,9 @@ def main() -> None:
     t0 = time.perf_counter()
     if "train" in stages:
         print(json.dumps({"train_seconds": train(out, args.seed)}))
+    if "select" in stages:
+        for arm in BUDGET:
+            evaluate(out, arm, args.select_seeds, folder="select")
     if "eval" in stages:
         for arm in [*BUDGET, "oracle"]:
             evaluate(out, arm, args.eval_seeds)
