@@ -135,14 +135,15 @@ def _plot(res: dict) -> None:
         arms.sort(key=lambda x: x[1]["budget"])
         if not arms:
             continue
-        xs = [r["budget"] for _, r in arms]
+        xs = [r["budget"] + (3 * i if kind == "grpo" else 0) for i, (_, r) in enumerate(arms)]
         ys = [r["success"] for _, r in arms]
         err = [[y - r["success_ci"][0] for y, (_, r) in zip(ys, arms)],
                [r["success_ci"][1] - y for y, (_, r) in zip(ys, arms)]]
         ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=4,
                     label="SFT only (demos)" if kind == "sft" else "SFT16 + GRPO (demos + episodes)")
-        for x, y, (a, _) in zip(xs, ys, arms):
-            ax.annotate(a, (x, y), textcoords="offset points", xytext=(4, -12), fontsize=7)
+        for i, (x, y, (a, _)) in enumerate(zip(xs, ys, arms)):  # same-budget arms side by side
+            ax.annotate(a, (x, y), textcoords="offset points", xytext=(4, -12 - 10 * i * (kind == "grpo")),
+                        fontsize=7)
     ax.set_xlabel("environment episodes used (oracle demos + GRPO rollouts)")
     ax.set_ylabel("held-out success (100 seeds, 95 % CI)")
     ax.set_ylim(-0.05, 1.05)
