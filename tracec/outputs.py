@@ -21,12 +21,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from tracec.files import InputError
 
-__all__ = ["MARKER", "OutputError", "OwnedDir", "claim_dir", "open_append", "refuse_input",
+__all__ = ["MARKER", "OutputError", "OwnedDir", "claim_dir", "claim_outputs", "open_append", "refuse_input",
            "write_atomic"]
 
 MARKER = ".tracec-owned"
@@ -183,3 +183,14 @@ def claim_dir(path: str | Path, command: str, own_names: Callable[[Path], bool],
                           "choose a new or empty folder (tracec never writes into or clears "
                           "a folder it did not create)")
     return OwnedDir(p, command, {e.name for e in present})
+
+
+def claim_outputs(path: str | Path, command: str, outputs: Collection[str],
+                  inputs: Iterable[str | Path] = (), flag: str = "-o") -> OwnedDir:
+    """:func:`claim_dir` for a command that writes the top-level entries ``outputs``, after
+    refusing a folder, or an output in it, that is one of the command's ``inputs``."""
+    inputs = list(inputs)
+    refuse_input(path, inputs, "output folder")
+    for name in outputs:
+        refuse_input(Path(path) / name, inputs, "output")
+    return claim_dir(path, command, lambda e: e.name in outputs, flag=flag)

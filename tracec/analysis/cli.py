@@ -14,7 +14,7 @@ from tracec.analysis.candidates import Candidate, load_candidates, write_candida
 from tracec.analysis.errors import AnalysisError
 from tracec.analysis.importers import FORMATS, load_many, write_jsonl
 from tracec.analysis.runs import LabelRun, load_run, write_run
-from tracec.outputs import OutputError, claim_dir, refuse_input
+from tracec.outputs import OutputError, claim_outputs
 
 err_console = Console(stderr=True)
 
@@ -82,13 +82,10 @@ ANALYZE_OUTPUTS = ("trajectories.jsonl", "candidates.json", "runs", "cache", "co
 
 
 def _claim_out(out: Path, inputs) -> None:
-    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_dir`) whose outputs are none
-    of the input files (e.g. an eval folder's trajectories.jsonl)."""
+    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_outputs`) whose outputs are
+    none of the input files (e.g. an eval folder's trajectories.jsonl)."""
     try:
-        for name in ANALYZE_OUTPUTS:
-            refuse_input(out / name, inputs, "output")
-        owned = claim_dir(out, "analyze", lambda e: e.name in ANALYZE_OUTPUTS, flag="-o")
-        owned.record(*ANALYZE_OUTPUTS)
+        claim_outputs(out, "analyze", ANALYZE_OUTPUTS, inputs).record(*ANALYZE_OUTPUTS)
     except OutputError as exc:
         raise AnalysisError(str(exc)) from None
 

@@ -62,18 +62,28 @@ def rungs_line(tally: dict[str, dict[str, int]]) -> str:
                      for p in OWN_WORDS_PROBES if p in tally)
 
 
+RAW_HINT = "drop `communicate raw` unless the env must score as the target does"
+
+
+def paid_finding(log: Any, key: str, raw: bool, where: Any, paid: str, task: str, seed: int, *,
+                 raw_code: str, raw_why: str, code: str, why: str, hint: str) -> None:
+    """A probe paid more than the silent gold calls: a warning (``raw_code``) under
+    `communicate raw`, which pays it on purpose, an error (``code``) otherwise."""
+    if raw:
+        log.add(key, "warning", raw_code, paid + raw_why, where, task=task, seed=seed,
+                hint=RAW_HINT)
+    else:
+        log.add(key, "error", code, paid + why, where, task=task, seed=seed, hint=hint)
+
+
 def shotgun_paid(log: Any, where_map: Any, cap: Any, task: str, ep: Any, silent: float,
                  rule: str, seed: int) -> None:
     """The finding for a shotgun paid more than the silent gold calls."""
     paid = (f"task `{task}`, probe shotgun: listing every possible value gets {ep.reward:.2f} "
             f"({rule}), more than the silent gold calls ({silent:.2f}), first at seed {seed}: ")
-    if cap.communicate_raw:
-        log.add(f"shotgun:{task}", "warning", "C321",
-                paid + "`communicate raw` counts a value named in a list of alternatives",
-                where_map.rule(ep.rule), task=task, seed=seed,
-                hint="drop `communicate raw` unless the env must score as the target does")
-    else:
-        log.add(f"shotgun:{task}", "error", "C121", paid + "the rule pays for a list of guesses",
-                where_map.rule(ep.rule), task=task, seed=seed,
-                hint="a rule above the calls must need `communicated()` (one claim in the agent's "
-                     "own words), not a `mentioned`-style test of its own")
+    paid_finding(log, f"shotgun:{task}", cap.communicate_raw, where_map.rule(ep.rule), paid, task,
+                 seed, raw_code="C321",
+                 raw_why="`communicate raw` counts a value named in a list of alternatives",
+                 code="C121", why="the rule pays for a list of guesses",
+                 hint="a rule above the calls must need `communicated()` (one claim in the "
+                      "agent's own words), not a `mentioned`-style test of its own")

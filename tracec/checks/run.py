@@ -16,7 +16,7 @@ from tracec.checks.fidelity import fidelity
 from tracec.checks.gold_checks import gold_checks
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
-from tracec.checks.own_words import rungs, shotgun_paid, shotgun_probe
+from tracec.checks.own_words import paid_finding, rungs, shotgun_paid, shotgun_probe
 from tracec.checks.probes import build_probes, expected, gold_results, run_turns
 from tracec.checks.repeats import repeat_findings
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
@@ -427,15 +427,11 @@ def _echo_paid(log: FindingLog, where_map: SpecMap, cap: Capability, task: str, 
     paid = (f"task `{task}`, probe {probe.name}: pasting {pasted} back gets {ep.reward:.2f} "
             f"({_fmt_rule(cap, ep.rule)}), more than the silent gold calls ({silent:.2f}), "
             f"first at seed {seed}: ")
-    if cap.communicate_raw:
-        log.add(f"echo:{task}:{probe.name}", "warning", "C320",
-                paid + "`communicate raw` pays an agent for echoing tool output",
-                where_map.rule(ep.rule), task=task, seed=seed,
-                hint="drop `communicate raw` unless the env must score as the target does")
-    else:
-        log.add(f"echo:{task}:{probe.name}", "error", "C120", paid + "the rule pays for an echo",
-                where_map.rule(ep.rule), task=task, seed=seed,
-                hint="a rule reached by an echo must need what the agent says in its own words")
+    paid_finding(log, f"echo:{task}:{probe.name}", cap.communicate_raw, where_map.rule(ep.rule),
+                 paid, task, seed, raw_code="C320",
+                 raw_why="`communicate raw` pays an agent for echoing tool output",
+                 code="C120", why="the rule pays for an echo",
+                 hint="a rule reached by an echo must need what the agent says in its own words")
 
 
 def _never_why(cap: Capability, index: int, forbid_why: dict, rule_hits: list[int],

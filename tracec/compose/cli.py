@@ -164,11 +164,10 @@ COMPOSE_OUTPUTS = ("moe.json", "gates.safetensors", "routing.json", "metrics.jso
 def _claim_out(out: str, adapters: tuple[str, ...]):
     """``-o`` as tracec's own folder (an :class:`~tracec.outputs.OwnedDir`, marked once the
     command has written it), never one of the input adapters."""
-    from tracec.outputs import OutputError, claim_dir, refuse_input
+    from tracec.outputs import OutputError, claim_outputs
 
     try:
-        refuse_input(out, adapters, "output folder")
-        return claim_dir(out, "compose", lambda e: e.name in COMPOSE_OUTPUTS, flag="-o")
+        return claim_outputs(out, "compose", COMPOSE_OUTPUTS, adapters)
     except OutputError as exc:
         raise click.ClickException(str(exc)) from None
 

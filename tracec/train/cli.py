@@ -117,13 +117,12 @@ TRAIN_OUTPUTS = (".lock", "checkpoints", "sft", "serving", "metrics.jsonl", "sft
 
 
 def _claim_out(out: Path, init_adapter: str | None):
-    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_dir`), never the adapter the
-    run starts from."""
-    from tracec.outputs import OutputError, claim_dir, refuse_input
+    """``-o`` as tracec's own folder (:func:`tracec.outputs.claim_outputs`), never the adapter
+    the run starts from."""
+    from tracec.outputs import OutputError, claim_outputs
 
     try:
-        refuse_input(out, [init_adapter] if init_adapter else [], "output folder")
-        return claim_dir(out, "train", lambda e: e.name in TRAIN_OUTPUTS, flag="-o")
+        return claim_outputs(out, "train", TRAIN_OUTPUTS, [init_adapter] if init_adapter else [])
     except OutputError as exc:
         raise click.ClickException(str(exc)) from None
 
