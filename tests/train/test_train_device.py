@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 from train_helpers import TOY_ENV, small_config
 
+from tracec.llm.device import Placement
 from tracec.train.cli import train_cmd
 from tracec.train.memory import GIB, memory_budget_bytes, plan_step
 from tracec.train.trainer import GRPOTrainer
@@ -60,16 +61,16 @@ def test_bf16_on_cpu_trains_and_the_adapter_loads(tiny_model_dir, toy_env, tmp_p
 
 def test_memory_budget_is_finite_on_every_device(monkeypatch):
     for device in ("cpu", "cpu:0", "cpu:3"):
-        budget = memory_budget_bytes(None, device)
+        budget = memory_budget_bytes(None, Placement.parse(device))
         assert math.isfinite(budget) and budget > 0
-        assert memory_budget_bytes(2.0, device) <= 2 * GIB
+        assert memory_budget_bytes(2.0, Placement.parse(device)) <= 2 * GIB
     # CUDA: what the device has free plus what torch holds there, capped by --memory-gb
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i=None: (30 * GIB, 80 * GIB))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda i=None: 2 * GIB)
-    assert memory_budget_bytes(None, "cuda:1") == 32 * GIB
-    assert memory_budget_bytes(8.0, "cuda:1") == 8 * GIB
+    assert memory_budget_bytes(None, Placement("cuda:1")) == 32 * GIB
+    assert memory_budget_bytes(8.0, Placement("cuda:1")) == 8 * GIB
     monkeypatch.setattr("tracec.train.memory._available_bytes", lambda: float("nan"))
-    assert math.isfinite(memory_budget_bytes(None, "cpu:0"))  # /proc silent: a finite fallback
+    assert math.isfinite(memory_budget_bytes(None, Placement("cpu:0")))  # /proc silent: a finite fallback
     with pytest.raises(ValueError, match="finite"):
         plan_step(None, 1, 1, prompt_tokens=1, episode_tokens=2, distinct_prompts=0, episodes=0,
                   gen_batch=1, micro_batch=1, grad_checkpointing=None, budget=float("inf"))

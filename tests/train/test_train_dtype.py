@@ -9,6 +9,7 @@ import torch
 from train_helpers import small_config
 
 from tracec.llm import device as devmod
+from tracec.llm.device import Placement
 from tracec.llm.loading import direct_load
 from tracec.train.trainer import GRPOTrainer
 
@@ -32,5 +33,7 @@ def test_fp16_training_scales_its_loss_and_other_dtypes_do_not(tiny_model_dir, t
 
 
 def test_weights_load_without_a_cpu_copy_per_process():
-    assert direct_load("cpu") == {"low_cpu_mem_usage": True}
-    assert direct_load(torch.device("cuda", 3)) == {"low_cpu_mem_usage": True, "device_map": {"": "cuda:3"}}
+    assert direct_load(Placement("cpu")) == {"low_cpu_mem_usage": True}
+    assert direct_load(Placement("cpu:1")) == {"low_cpu_mem_usage": True}
+    assert direct_load(Placement("cuda:3")) == {"low_cpu_mem_usage": True,
+                                                "device_map": {"": "cuda:3"}}

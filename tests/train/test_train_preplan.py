@@ -29,8 +29,8 @@ def gpu_80gb(monkeypatch):
     """An emulated 80 GB CUDA device: the budget the plan reads, and Qwen3-8B's config.json."""
     seen = []
 
-    def budget(memory_gb, device="cpu"):
-        seen.append((memory_gb, device))
+    def budget(memory_gb, place):
+        seen.append((memory_gb, place.device))
         return H100 if memory_gb is None else min(memory_gb * GIB, H100)
 
     monkeypatch.setattr(preplan, "memory_budget_bytes", budget)

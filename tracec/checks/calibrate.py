@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from tracec.harness.agents import make_agent, parse_agent_spec
 from tracec.harness.resolve import env_class
 from tracec.harness.runner import Job, run_jobs
+from tracec.llm.device import Placement
 
 TOL = 1e-9
 PASS_KS = (1, 4, 8, 16)
@@ -260,8 +261,8 @@ def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
         opts: dict[str, Any] = {"temperature": temperature, "max_tokens": max_new_tokens,
                                 "concurrency": concurrency}
     elif kind in ("local", "composed"):
-        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens, "device": device,
-                "dtype": dtype}
+        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens,
+                "place": Placement.parse(device, dtype)}
     else:  # oracle / scripted: deterministic test agents
         opts = {}
     return ReseedingAgent(make_agent(spec, **opts), base_seed=seed)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracec.checks.locate import SpecMap
-from tracec.llm.chat import render_chatml
+from tracec.llm.chat import render_chatml, render_prompt
 
 # Calibrated on the shipped envs (full and compact schemas) with SmolLM2-135M-Instruct's
 # tokenizer (`python benchmarks/prompt_size.py`): 3.63-3.98 characters per token, mean 3.79, so
@@ -40,9 +40,7 @@ def tokenizer_counter(tokenizer: Any) -> Counter:
     """Exact counts with a transformers tokenizer (its chat template, tools included)."""
 
     def count(messages: list[dict], tools: list[dict] | None) -> int:
-        text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                             add_generation_prompt=True)
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return len(render_prompt(tokenizer, messages, tools))
 
     return count
 

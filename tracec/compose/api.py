@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file
 
 from tracec import files
@@ -43,6 +42,7 @@ from tracec.compose.training import (
     split,
     train_gates,
 )
+from tracec.llm.device import AS_SAVED, Placement
 
 
 def _trajectory(cm: ComposedModel, batch: list[list[dict]], tools: list[dict] | None,
@@ -93,7 +93,7 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
                    cfg: ComposeTrainConfig, *, data: list[str] | None = None,
                    base: str | None = None, top_k: int = 1, weighting: Weighting = "st",
                    routing: Routing = "token", classifier: ClassifierSpec | dict | None = None,
-                   holdout: float = 0.1, device: str = "cpu", dtype: torch.dtype | None = None,
+                   holdout: float = 0.1, place: Placement = AS_SAVED,
                    on_start: Callable[[dict], None] | None = None,
                    on_step: Callable[[dict], None] | None = None) -> ComposeResult:
     """Train the gates over ``adapter_dirs`` on the successful ``rows`` (trajectories), save the
@@ -108,8 +108,8 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
     good = select_successful(rows, cfg.min_reward)
     if not good:
         raise ComposeError(f"none of the {len(rows)} trajectories is successful; nothing to train on")
-    cm = build_composed(list(adapter_dirs), base=base, top_k=top_k, weighting=weighting, device=device,
-                        dtype=dtype)
+    cm = build_composed(list(adapter_dirs), base=base, top_k=top_k, weighting=weighting,
+                        place=place)
     tok = cm._require_tokenizer()
     examples, skipped = encode_all(tok, good, cfg.max_length)
     if not examples:
@@ -148,8 +148,7 @@ def train_composed(adapter_dirs: list[str | Path], rows: list[dict], out_dir: st
 
 
 def build_composed(adapter_dirs: list[str | Path], base: str | None = None, top_k: int = 1,
-                   weighting: Weighting = "st", device: str = "cpu",
-                   dtype: torch.dtype | None = None) -> ComposedModel:
+                   weighting: Weighting = "st", place: Placement = AS_SAVED) -> ComposedModel:
     """Load the base model named by the adapters (or ``base``) and compose the adapters."""
     dirs = [Path(d).expanduser() for d in adapter_dirs]
     for d in dirs:
@@ -160,7 +159,7 @@ def build_composed(adapter_dirs: list[str | Path], base: str | None = None, top_
             found = ", ".join(sorted(str(b) for b in bases))
             raise ComposeError(f"adapters name different or no base models ({found}); pass --base")
         base = bases.pop()
-    model, tokenizer, _ = load_base(base, device, dtype)
+    model, tokenizer, _ = load_base(base, place)
     return with_routers(compose(model, dirs, base, top_k, weighting, tokenizer))
 
 
@@ -173,7 +172,7 @@ def _resolve_adapter_path(ref: AdapterRef, composed_dir: Path) -> Path:
     return path
 
 
-def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dtype | None = None,
+def load_composed(composed_dir: str | Path, place: Placement = AS_SAVED,
                   adapter_dirs: list[str | Path] | None = None,
                   routing: Routing | None = None) -> ComposedModel:
     """Load a composed model saved by :meth:`ComposedModel.save`; verifies adapter hashes/order.
@@ -212,10 +211,10 @@ def load_composed(composed_dir: str | Path, device: str = "cpu", dtype: torch.dt
                     "composition (sha256 mismatch; rank, alpha or target modules may differ) — "
                     "restore it or compose again")
         refs.append(ref.model_copy(update={"path": str(path.resolve())}))
-    model, tokenizer, _ = load_base(config.base_model, device, dtype)
+    model, tokenizer, _ = load_base(config.base_model, place)
     composed = compose(model, paths, config.base_model, config.top_k, config.weighting, tokenizer, refs)
     composed.config = config.model_copy(update={"routing": routing}) if routing else config
-    state = load_file(str(root / "gates.safetensors"), device=device)
+    state = load_file(str(root / "gates.safetensors"), device=place.target)
     missing, unexpected = composed.gates.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise ComposeError(f"{root / 'gates.safetensors'}: gate tensors do not match "

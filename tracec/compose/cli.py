@@ -12,6 +12,7 @@ import click
 
 from tracec.compose.errors import ComposeError
 from tracec.llm.cli_options import device_option, dtype_option
+from tracec.llm.device import Placement
 
 
 def _weights(text: str, n: int) -> list[float]:
@@ -127,7 +128,7 @@ def compose_cmd(adapters: tuple[str, ...], data: tuple[str, ...], out: str | Non
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     _quiet_transformers()
-    place = (device, dtype)  # where and in which dtype the model loads
+    place = Placement(device, dtype)  # where and in which dtype the model loads (both checked)
     owned = _claim_out(out, adapters) if out is not None and not route_dir else None
     try:
         if route_dir:
@@ -185,15 +186,6 @@ def _quiet_transformers() -> None:
         pass
 
 
-def _placement(place: tuple[str, str]) -> dict[str, Any]:
-    """``device``/``dtype`` keywords for the model loaders from ``(--device, --dtype)``."""
-    from tracec.llm.device import placement, resolve_dtype
-
-    device, dtype = place
-    where = placement(device)
-    return {"device": where, "dtype": resolve_dtype(dtype, where)}
-
-
 def _need(cond: bool, msg: str) -> None:
     if not cond:
         raise click.UsageError(msg)
@@ -207,7 +199,7 @@ def _classifier_only(adapters, out, base, top_k, weighting, top_p, scoring, plac
     _need(bool(adapters), "give one or more adapter folders")
     _need(out is not None, "give -o/--out FOLDER")
     cm = build_composed(list(adapters), base=base, top_k=top_k, weighting=weighting,
-                        **_placement(place))
+                        place=place)
     cm.config = cm.config.model_copy(update={
         "routing": "classifier", "classifier": ClassifierSpec(top_p=top_p, scoring=scoring)})
     path = cm.save(out)
@@ -248,7 +240,7 @@ def _train(adapters, data, out, base, top_k, weighting, routing, classifier, cfg
 
         result = train_composed(list(adapters), rows, out, cfg, data=[str(d) for d in data],
                                 base=base, top_k=top_k, weighting=weighting, routing=routing,
-                                classifier=classifier, holdout=holdout, **_placement(place),
+                                classifier=classifier, holdout=holdout, place=place,
                                 on_start=on_start, on_step=on_step)
     if as_json:
         click.echo(json.dumps(result.summary()))

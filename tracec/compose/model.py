@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from peft import PeftModel
 from safetensors.torch import save_file
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -51,12 +50,18 @@ from tracec.compose.layer import (
 )
 from tracec.llm.adapters import check_base_model
 from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
+from tracec.llm.device import AS_SAVED, Placement
 from tracec.llm.engine import KVEngine
 from tracec.llm.kvcache import PrefixCache
-from tracec.llm.loading import load_model, load_tokenizer, resolve_model
+from tracec.llm.loading import attach_adapters, load_model, load_tokenizer, resolve_model
 
 # ---------------------------------------------------------------------------------------------
 # the composed model
+
+
+def expert_names(n: int) -> list[str]:
+    """The peft adapter names of ``n`` experts: ``e0``, ``e1``, …"""
+    return [f"e{i}" for i in range(n)]
 
 
 class ComposedModel(nn.Module):
@@ -70,7 +75,7 @@ class ComposedModel(nn.Module):
         self.stop_ids: list[int] = []
         # routing mode -> fn(model, conversations, tools, max_new_tokens, temperature, seed)
         self.routers: dict[str, Callable[..., list[str]]] = {}
-        names = [f"e{i}" for i in range(len(config.adapters))]
+        names = expert_names(len(config.adapters))
         layers = decoder_layers(peft_model)
         n_slots = len(names) + 1
         hidden = config.gate.hidden_size
@@ -339,9 +344,10 @@ class ComposedModel(nn.Module):
         return out
 
 
-def load_base(base: str, device: str = "cpu", dtype: torch.dtype | None = None):
-    """Load a causal LM (short name, path or HF id) and its tokenizer (None if it has none)."""
-    model, _, path = load_model(base, None, device, dtype, tokenizer=False)
+def load_base(base: str, place: Placement = AS_SAVED):
+    """Load a causal LM (short name, path or HF id) on ``place`` and its tokenizer (None if it
+    has none)."""
+    model, _, path = load_model(base, None, place, tokenizer=False)
     tokenizer = None
     try:
         tokenizer = load_tokenizer(path)
@@ -367,10 +373,7 @@ def compose(base_model: nn.Module, adapter_dirs: list[str | Path], base_name: st
     for d in adapter_dirs:
         check_adapter_config(Path(d))
         check_base_model(d, base_name, base_path)
-    model = PeftModel.from_pretrained(base_model, str(adapter_dirs[0]), adapter_name="e0",
-                                      is_trainable=False)
-    for i, d in enumerate(adapter_dirs[1:], start=1):
-        model.load_adapter(str(d), adapter_name=f"e{i}", is_trainable=False)
+    model = attach_adapters(base_model, adapter_dirs, expert_names(len(adapter_dirs)))
     cfg = base_model.config
     n_layers = len(decoder_layers(model))
     config = MoeConfig(

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from peft import PeftModel
 from pydantic import BaseModel
 
 from tracec import files
 from tracec.compose.config import adapter_base_model, check_adapter_config, describe_adapter
 from tracec.compose.errors import ComposeError
-from tracec.compose.model import ComposedModel, load_base
+from tracec.compose.model import ComposedModel, expert_names, load_base
 from tracec.llm.adapters import hub_id
+from tracec.llm.loading import attach_adapters
 
 Method = Literal["gate", "describe"]
 
@@ -141,10 +141,8 @@ def merge_adapters(adapter_dirs: list[str | Path], weights: list[float], out_dir
             raise ComposeError("adapters name different or no base models; pass --base")
         base = bases.pop()
     model, _, _ = load_base(base)
-    peft_model = PeftModel.from_pretrained(model, str(dirs[0]), adapter_name="e0")
-    for i, d in enumerate(dirs[1:], start=1):
-        peft_model.load_adapter(str(d), adapter_name=f"e{i}")
-    names = [f"e{i}" for i in range(len(dirs))]
+    names = expert_names(len(dirs))
+    peft_model = attach_adapters(model, dirs, names)
     peft_model.add_weighted_adapter(names, [float(w) for w in weights], "default", combination_type="cat")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "adapter e0 was active which is now deleted"

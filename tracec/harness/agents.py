@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
 from tracec.llm.client import ChatClient
-from tracec.llm.device import placement, resolve_dtype
+from tracec.llm.device import CPU, Placement
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -77,14 +77,12 @@ class LocalAgent:
 
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None,
-                 device: str = "cpu", dtype: str = "auto") -> None:
+                 place: Placement = CPU) -> None:
         if chat_model is None:
             # the local engine may load torch at its top: only a local agent pays for it
             from tracec.llm.local import LocalChatModel  # noqa: PLC0415
 
-            place = placement(device)
-            chat_model = LocalChatModel(model, adapter=adapter, device=place,
-                                        dtype=resolve_dtype(dtype, place))
+            chat_model = LocalChatModel(model, adapter=adapter, place=place)
         self.chat_model = chat_model
         self.name = f"local:{model}" + (f"+adapter:{adapter}" if adapter else "")
         self.max_new_tokens = max_new_tokens
@@ -172,13 +170,12 @@ class ScriptedAgent:
 class ComposedAgent(LocalAgent):
     """A composed model (``tracec compose`` output) used like a local model."""
 
-    def __init__(self, directory: str, device: str = "cpu", dtype: str = "auto", **kwargs: Any) -> None:
+    def __init__(self, directory: str, place: Placement = CPU, **kwargs: Any) -> None:
         from tracec.compose.api import load_composed  # lazy: needs torch
         from tracec.compose.errors import ComposeError
 
-        place = placement(device)
         try:
-            model = load_composed(directory, device=place, dtype=resolve_dtype(dtype, place))
+            model = load_composed(directory, place)
         except (ComposeError, OSError) as exc:
             raise AgentSpecError(f"cannot load composed model {directory}: {exc}") from None
         super().__init__(directory, chat_model=model, **kwargs)

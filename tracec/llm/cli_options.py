@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tracec.llm.device import DeviceError, device_kind, parse_device, parse_dtype, resolve_device
+from tracec.llm.device import DeviceError, Placement, parse_dtype
 
 DEVICE_HELP = ("Where the model runs: cpu, cpu:N, cuda, cuda:N or mps (under accelerate/torchrun "
                "each process uses its own local device of that kind).")
@@ -19,10 +19,7 @@ DTYPE_HELP = "Model weights' dtype: auto (bf16 where the device computes it, fp3
 def check_device(value: str) -> str:
     """The canonical device string; a device that does not exist here is a :class:`DeviceError`
     (only non-CPU devices import torch to look)."""
-    text = parse_device(value)
-    if device_kind(text) != "cpu":
-        resolve_device(text)
-    return text
+    return Placement.parse(value).check().device
 
 
 def _device_cb(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -1,13 +1,17 @@
 """Devices and dtypes named on the command line: ``cpu``, ``cpu:N``, ``cuda``, ``cuda:N``, ``mps``;
 ``auto``, ``bf16``, ``fp16``, ``fp32``.
 
-``parse_device``/``parse_dtype`` check the syntax only (no torch: they run before any work);
-``resolve_device``/``resolve_dtype`` need torch and check that the device exists.
+:class:`Placement` is the one value a command builds from its ``--device``/``--dtype`` (or a
+config's ``device``/``dtype``) and passes down to whatever loads or places a model; its
+``on_cpu`` is the one "is this a CPU?" test. ``parse_device``/``parse_dtype`` check the syntax
+only (no torch: they run before any work); ``resolve_device``/``resolve_dtype`` need torch and
+check that the device exists.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 DEVICE_KINDS = ("cpu", "cuda", "mps")
@@ -30,11 +34,6 @@ def parse_device(spec: str) -> str:
     if m.group(1) == "mps" and m.group(2) not in (None, "0"):
         raise DeviceError(f"unknown device {spec!r}: Apple's mps has one device (mps)")
     return text
-
-
-def device_kind(spec: str) -> str:
-    """``cpu``, ``cuda`` or ``mps`` of a device string."""
-    return parse_device(spec).split(":")[0]
 
 
 def parse_dtype(spec: str | None) -> str:
@@ -66,27 +65,25 @@ def resolve_device(spec: str) -> Any:
     return torch.device(text)
 
 
-def placement(spec: str) -> str:
-    """The device string to place tensors on: ``resolve_device``'s, with ``cpu:N`` as ``cpu``
-    (one CPU device; some loaders, e.g. safetensors, refuse ``cpu:0``)."""
-    dev = resolve_device(spec)
-    return "cpu" if dev.type == "cpu" else str(dev)
+def dtype_name(spec: str | None, device: Any) -> str:
+    """``bf16``, ``fp16`` or ``fp32``: ``spec`` with ``auto`` resolved for ``device`` (bf16 where
+    the device computes it natively, CUDA with bf16 support; fp16 on other CUDA and on mps; fp32
+    on CPU). Torch is imported for a CUDA device's ``auto`` only."""
+    name = parse_dtype(spec)
+    if name != "auto":
+        return name
+    text = str(device)
+    kind, _, index = text.partition(":")
+    if kind == "cuda":
+        return "bf16" if native_bf16(int(index) if index else None) else "fp16"
+    return "fp16" if kind == "mps" else "fp32"
 
 
 def resolve_dtype(spec: str | None, device: Any) -> Any:
-    """The ``torch.dtype`` for ``spec`` on ``device``; ``auto`` is bf16 where the device computes
-    it natively (CUDA with bf16 support), fp16 on other CUDA and on mps, fp32 on CPU."""
+    """The ``torch.dtype`` for ``spec`` on ``device`` (``auto`` as :func:`dtype_name` resolves it)."""
     import torch
 
-    name = parse_dtype(spec)
-    kind = torch.device(device).type
-    if name == "auto":
-        if kind == "cuda":
-            name = "bf16" if native_bf16(torch.device(device).index) else "fp16"
-        elif kind == "mps":
-            name = "fp16"
-        else:
-            name = "fp32"
+    name = dtype_name(spec, torch.device(device))
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
@@ -97,3 +94,71 @@ def native_bf16(index: int | None = None) -> bool:
 
     major, _ = torch.cuda.get_device_capability(index)
     return major >= 8
+
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a model runs and in which dtype, resolved once at the boundary (a command's
+    ``--device``/``--dtype``, a config's ``device``/``dtype``) and passed down unchanged.
+
+    ``device`` is the canonical device string (``cpu``, ``cpu:N``, ``cuda``, ``cuda:N``,
+    ``mps``); ``dtype`` a dtype name (``auto``, ``bf16``, ``fp16``, ``fp32``) or None for the
+    checkpoint's own. Building one is torch-free; :attr:`torch_device` and :attr:`torch_dtype`
+    (import torch) check that the device exists here and resolve ``auto`` for it.
+    """
+
+    device: str = "cpu"
+    dtype: str | None = "auto"
+
+    @classmethod
+    def parse(cls, device: str | None = "cpu", dtype: str | None = "auto") -> Placement:
+        """A placement from option or config text (syntax only; :class:`DeviceError` if bad)."""
+        return cls(parse_device(device or "cpu"), None if dtype is None else parse_dtype(dtype))
+
+    @property
+    def kind(self) -> str:
+        """``cpu``, ``cuda`` or ``mps``."""
+        return self.device.split(":")[0]
+
+    @property
+    def on_cpu(self) -> bool:
+        """Whether the model runs on the CPU (``cpu`` and ``cpu:N`` alike)."""
+        return self.kind == "cpu"
+
+    def check(self) -> Placement:
+        """This placement, after checking that its device exists here (torch is imported for a
+        non-CPU device only); :class:`DeviceError` otherwise."""
+        if not self.on_cpu:
+            resolve_device(self.device)
+        return self
+
+    @property
+    def target(self) -> str:
+        """The device string to place tensors on: ``cpu:N`` is ``cpu`` (one CPU device; some
+        loaders, e.g. safetensors, refuse ``cpu:0``)."""
+        return "cpu" if self.on_cpu else self.device
+
+    @property
+    def torch_device(self) -> Any:
+        """The ``torch.device`` of :attr:`target`, checked to exist here."""
+        return resolve_device(self.target)
+
+    @property
+    def torch_dtype(self) -> Any:
+        """The ``torch.dtype`` (``auto`` resolved for the device), or None: the checkpoint's own."""
+        return None if self.dtype is None else resolve_dtype(self.dtype, self.torch_device)
+
+    @property
+    def dtype_bytes(self) -> int:
+        """Bytes per weight element, torch-free: ``auto`` is 4 on CPU, 2 on an accelerator (bf16
+        or fp16), the checkpoint's own counts as ``auto``."""
+        if self.dtype in DTYPE_BYTES:
+            return DTYPE_BYTES[self.dtype]
+        return 4 if self.on_cpu else 2
+
+
+CPU = Placement()  # the CPU in the ``auto`` dtype (fp32 there): ``--device``/``--dtype``'s defaults
+AS_SAVED = Placement(dtype=None)  # the CPU in the checkpoint's own dtype: the library's default

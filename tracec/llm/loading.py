@@ -1,26 +1,29 @@
-"""Model loading, in one function: a local folder, a prepared short name (``smollm2``, see
-``tracec model prepare``) or a Hugging Face id; optionally a LoRA adapter; a device and dtype.
+"""Model loading, in one place: a local folder, a prepared short name (``smollm2``, see
+``tracec model prepare``) or a Hugging Face id; optionally LoRA adapters; a :class:`Placement`.
 
 ``resolve_model`` and friends need no torch (they run before any work, e.g. in ``--help`` paths
-and CLI checks); ``load_model`` loads.
+and CLI checks); ``load_model`` loads a model (and one adapter), ``attach_adapters`` loads
+several named adapters onto a loaded model (composition, merges). Nothing else in tracec calls
+``from_pretrained`` on a model or an adapter.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tracec.llm.adapters import check_adapter_dir, check_base_model
 from tracec.llm.chat import CHAT_TEMPLATE, stop_token_ids
-from tracec.llm.device import resolve_device, resolve_dtype
+from tracec.llm.device import AS_SAVED, Placement
 
 DEFAULT_MODEL = "smollm2"
 KNOWN_MODELS: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}
 
-__all__ = ["DEFAULT_MODEL", "KNOWN_MODELS", "ModelNotPrepared", "cache_root", "load_model",
-           "load_tokenizer", "model_dir", "resolve_model", "stop_token_ids"]
+__all__ = ["DEFAULT_MODEL", "KNOWN_MODELS", "ModelNotPrepared", "attach_adapters", "cache_root",
+           "load_model", "load_tokenizer", "model_dir", "resolve_model", "stop_token_ids"]
 
 
 class ModelNotPrepared(RuntimeError):
@@ -82,46 +85,57 @@ def load_tokenizer(path: str):
     return tok
 
 
-def direct_load(device: Any) -> dict[str, Any]:
+def direct_load(place: Placement) -> dict[str, Any]:
     """``from_pretrained`` options that load the weights shard by shard without a full CPU copy
-    first, onto an accelerator directly: host RAM does not scale with the processes of a node."""
-    kind = getattr(device, "type", str(device).split(":")[0])
-    if kind == "cuda":
-        return {"low_cpu_mem_usage": True, "device_map": {"": str(device)}}
+    first, onto a CUDA device directly: host RAM does not scale with the processes of a node."""
+    if place.kind == "cuda":
+        return {"low_cpu_mem_usage": True, "device_map": {"": place.target}}
     return {"low_cpu_mem_usage": True}
 
 
-def load_model(name: str | None = None, adapter: str | Path | None = None, device: Any = "cpu",
-               dtype: Any = None, *, trainable: bool = False, tokenizer: bool = True
+def load_model(name: str | None = None, adapter: str | Path | None = None,
+               place: Placement = AS_SAVED, *, trainable: bool = False, tokenizer: bool = True
                ) -> tuple[Any, Any, str]:
-    """``(model, tokenizer or None, resolved path)``: the causal LM ``name`` on ``device`` in
-    ``dtype`` (None: the checkpoint's own; a name such as ``bf16``/``auto`` or a
-    ``torch.dtype``), with the LoRA ``adapter`` loaded by stock ``PeftModel.from_pretrained``
-    (frozen unless ``trainable``; a broken adapter folder or one trained on another base is refused
-first, :mod:`tracec.llm.adapters`). In eval mode unless ``trainable``. Missing or unreadable
-    model files raise :class:`ModelNotPrepared` (one line)."""
+    """``(model, tokenizer or None, resolved path)``: the causal LM ``name`` on ``place``'s
+    device in its dtype (None: the checkpoint's own), with the LoRA ``adapter`` loaded by stock
+    ``PeftModel.from_pretrained`` (frozen unless ``trainable``; a broken adapter folder or one
+    trained on another base is refused first, :mod:`tracec.llm.adapters`). In eval mode unless
+    ``trainable``. Missing or unreadable model files raise :class:`ModelNotPrepared` (one line)."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_model(name)
     if adapter:  # refuse a broken or foreign adapter before loading anything
         check_adapter_dir(adapter)
         check_base_model(adapter, name, path)
-    dev = resolve_device(str(device)) if not hasattr(device, "type") else device
-    kwargs: dict[str, Any] = {}
-    if dtype is not None:
-        kwargs["dtype"] = resolve_dtype(dtype, dev) if isinstance(dtype, str) else dtype
+    dev = place.torch_device
+    dtype = place.torch_dtype
+    kwargs: dict[str, Any] = {} if dtype is None else {"dtype": dtype}
     try:
         tok = load_tokenizer(path) if tokenizer else None
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs, **direct_load(dev)).to(dev)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs, **direct_load(place)).to(dev)
     except OSError as exc:  # missing/unreachable model files: one line, not a traceback
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelNotPrepared(f"cannot load model {name!r}: {first}") from None
     if adapter:
-        from peft import PeftModel
-
-        with warnings.catch_warnings():  # transformers 5 deprecation noise from inside peft
-            warnings.simplefilter("ignore", FutureWarning)
-            model = PeftModel.from_pretrained(model, str(adapter), is_trainable=trainable).to(dev)
+        model = attach_adapters(model, [adapter], ["default"], trainable=trainable).to(dev)
     if not trainable:
         model.eval()
     return model, tok, path
+
+
+def attach_adapters(model: Any, adapters: Sequence[str | Path], names: Sequence[str],
+                    *, trainable: bool = False) -> Any:
+    """``model`` wrapped by peft with each LoRA folder of ``adapters`` loaded under the name at
+    the same index of ``names`` (frozen unless ``trainable``); the first one is active. The
+    callers check the folders first (:mod:`tracec.llm.adapters`)."""
+    from peft import PeftModel
+
+    if not adapters or len(adapters) != len(names):
+        raise ValueError(f"{len(adapters)} adapters for {len(names)} names")
+    with warnings.catch_warnings():  # transformers 5 deprecation noise from inside peft
+        warnings.simplefilter("ignore", FutureWarning)
+        peft_model = PeftModel.from_pretrained(model, str(adapters[0]), adapter_name=names[0],
+                                               is_trainable=trainable)
+        for name, folder in zip(names[1:], adapters[1:]):
+            peft_model.load_adapter(str(folder), adapter_name=name, is_trainable=trainable)
+    return peft_model

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracec.llm.chat import decode_completion, render_prompt, stop_token_ids
+from tracec.llm.device import AS_SAVED, Placement
 from tracec.llm.engine import KVEngine, generate_plain
 from tracec.llm.kvcache import DEFAULT_MAX_BYTES, PrefixCache
 from tracec.llm.loading import (
@@ -32,12 +33,13 @@ __all__ = ["DEFAULT_MODEL", "KNOWN_MODELS", "LocalChatModel", "ModelNotPrepared"
 class LocalChatModel:
     """A causal LM (optionally with a LoRA adapter) that answers chat batches as raw text.
 
-    ``max_rows``: conversations decoded together (more wait and take a row as one ends);
+    ``place``: where, in which dtype; ``max_rows``: conversations decoded together (more wait and take a row as one ends);
     ``cache_bytes``: the prefix cache's bound."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None, device: Any = "cpu",
-                 dtype: Any = None, max_rows: int = 64, cache_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.model, self.tokenizer, self.path = load_model(model, adapter, device, dtype)
+    def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None,
+                 place: Placement = AS_SAVED, max_rows: int = 64,
+                 cache_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.model, self.tokenizer, self.path = load_model(model, adapter, place)
         self.device = next(self.model.parameters()).device
         self.stop_ids = stop_token_ids(self.tokenizer)
         self.prefix_cache = PrefixCache(max_bytes=cache_bytes)

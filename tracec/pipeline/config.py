@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tracec import files
 from tracec.core.diagnostics import did_you_mean
 from tracec.core.seeds import HELDOUT_START, eval_range
-from tracec.llm.device import parse_device
+from tracec.llm.device import Placement, parse_device
 from tracec.train.config import LoraSettings, TrainConfig
 
 
@@ -237,6 +237,11 @@ class RunConfig(_Strict):
     def _device_syntax(cls, value: str) -> str:
         parse_device(value)
         return value
+
+    @property
+    def placement(self) -> Placement:
+        """The run's device; models load in their checkpoint's own dtype (a run names none)."""
+        return Placement.parse(self.device, None)
 
     def base_agent(self) -> str:
         return self.model.agent or f"local:{self.model.base}"

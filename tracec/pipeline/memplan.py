@@ -14,7 +14,7 @@ def train_settings(cfg: RunConfig) -> dict:
     """``train.settings`` as the train stage uses them: on a GPU, an unset ``memory_gb`` is the
     device's memory (TrainConfig's 8 GiB default is the CPU's)."""
     settings = {"seed": cfg.seed, **cfg.train.settings}
-    if not cfg.device.startswith("cpu"):
+    if not cfg.placement.on_cpu:
         settings.setdefault("memory_gb", None)
     return settings
 
@@ -23,7 +23,7 @@ def check_train_memory(cfg: RunConfig, log: Callable[[str], None]) -> str | None
     """The worst plan of the train stage on ``cfg.device``, described (None on CPU, where every
     step plans with its real lengths, and where the base's config.json cannot be read here).
     Raises :class:`~tracec.train.memory.MemoryBudgetError` when it cannot fit."""
-    if cfg.device.startswith("cpu"):
+    if cfg.placement.on_cpu:
         return None
     from transformers import AutoConfig
 

@@ -11,7 +11,7 @@ from tracec.compiler.api import SPEC_SUFFIX, compile_file
 from tracec.core.diagnostics import did_you_mean
 from tracec.harness.agents import AgentSpecError, parse_agent_spec
 from tracec.llm.adapters import AdapterError, check_adapter_dir
-from tracec.llm.device import DeviceError, parse_device, resolve_device
+from tracec.llm.device import DeviceError
 from tracec.llm.loading import ModelNotPrepared, resolve_model
 from tracec import files
 from tracec.pipeline.config import ConfigError, RunConfig, http_url, key_position
@@ -55,9 +55,9 @@ def problems(cfg: RunConfig, until: str | None = None) -> list[str]:
                 parse_agent_spec(spec)
             except AgentSpecError as exc:
                 out.append(f"{key}: {exc}")
-    if parse_device(cfg.device) != "cpu":
+    if not cfg.placement.on_cpu:
         try:
-            resolve_device(cfg.device)  # `cuda:99` on a machine with one GPU (or none)
+            cfg.placement.check()  # `cuda:99` on a machine with one GPU (or none)
         except DeviceError as exc:
             out.append(f"device: {exc}")
         except ImportError:

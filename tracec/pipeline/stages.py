@@ -449,7 +449,7 @@ def run_compose(ctx: RunContext, resume: bool) -> dict:
     try:
         result = train_composed([adapters[n]["dir"] for n in sorted(adapters)], rows, out / "model",
                                 tcfg, data=[demos["trajectories"]], top_k=c.top_k,
-                                routing=c.routing, holdout=c.holdout, device=ctx.cfg.device)
+                                routing=c.routing, holdout=c.holdout, place=ctx.cfg.placement)
     except ComposeError as exc:
         raise StageError(f"compose: {exc}") from None
     return {"dir": result.out, "steps": result.steps, "demos": demos["episodes"],
@@ -468,7 +468,7 @@ def _compose_classifier(ctx: RunContext, adapter_dirs: list[str], rows: list[dic
     c = ctx.cfg.compose
     spec = ClassifierSpec(top_p=c.top_p, scoring=c.classifier_scoring)
     try:
-        cm = build_composed(adapter_dirs, top_k=c.top_k, device=ctx.cfg.device)
+        cm = build_composed(adapter_dirs, top_k=c.top_k, place=ctx.cfg.placement)
     except ComposeError as exc:
         raise StageError(f"compose: {exc}") from None
     cm.config = cm.config.model_copy(update={"routing": "classifier", "classifier": spec})

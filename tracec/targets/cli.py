@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +13,9 @@ from tracec.harness.results import ResultsError
 from tracec.llm.cli_options import device_option, dtype_option
 from tracec.targets.data import DataError
 from tracec.targets.overlap import overlap_lines
+
+if TYPE_CHECKING:
+    from tracec.targets.evaluate import EvalConfig
 
 
 def _client(spec: str | None, what: str):
@@ -96,7 +100,7 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
     """Run an agent on τ² targets and/or compiled envs; report pass rate and pass^k.
 
     Only one eval at a time may write to an --out folder (a lock file, --out/.lock)."""
-    from tracec.targets.evaluate import ENV_TASKS, LOCK
+    from tracec.targets.evaluate import ENV_TASKS, LOCK, EvalConfig
 
     if not targets and not envs:
         raise click.ClickException("nothing to evaluate: pass --target tau2:DOMAIN and/or --env ENV")
@@ -116,7 +120,14 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
         owned = claim_dir(out_dir, "eval", _is_eval_output)
     except OutputError as exc:
         raise click.ClickException(str(exc)) from None
-    out = owned.path
+    cfg = EvalConfig(
+        agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
+        task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
+        tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
+        batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
+        max_new_tokens=max_new_tokens, envs_dir=envs_dir, device=device, dtype=dtype,
+        out_dir=str(owned.path),
+    )
 
     def prepare(names: list[str]) -> None:  # all validated, the agent built: now clear
         if fresh:
@@ -124,9 +135,7 @@ def eval_cmd(agent_spec: str, targets: tuple[str, ...], envs: tuple[str, ...], s
         owned.record(*names)
 
     # run_eval holds OUT/.lock from before prepare() until the summary is written
-    _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
-          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json,
-          first_seed, allow_train_seeds, max_new_tokens, envs_dir, device, dtype, prepare)
+    _eval(cfg, judge, as_json, prepare)
 
 
 def _is_eval_output(entry: Path) -> bool:
@@ -138,20 +147,11 @@ def _is_eval_output(entry: Path) -> bool:
                                 or (name.startswith("tau2_") and ".json" in name))
 
 
-def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, user_spec,
-          tau2_data, max_turns, max_errors, batch_size, seed, judge, as_json, first_seed,
-          allow_train_seeds, max_new_tokens, envs_dir="generated_envs", device="cpu",
-          dtype="auto", prepare=None) -> None:
-    from tracec.targets.evaluate import EvalConfig, run_eval
+def _eval(cfg: EvalConfig, judge: str | None, as_json: bool,
+          prepare: Callable[[list[str]], None] | None = None) -> None:
+    """Run the eval ``cfg`` and print its summary (a table, or JSON with ``as_json``)."""
+    from tracec.targets.evaluate import run_eval
 
-    cfg = EvalConfig(
-        agent=agent_spec, targets=list(targets), envs=list(envs), split=split,
-        task_ids=_split_ids(task_ids), num_tasks=num_tasks, trials=trials, user=user_spec,
-        tau2_data=tau2_data, max_turns=max_turns, max_errors=max_errors,
-        batch_size=batch_size, seed=seed, env_seeds=first_seed, allow_train_seeds=allow_train_seeds,
-        max_new_tokens=max_new_tokens, envs_dir=envs_dir, device=device, dtype=dtype,
-        out_dir=str(out),
-    )
     try:
         summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json,
                            prepare=prepare)
@@ -165,7 +165,7 @@ def _eval(out, agent_spec, targets, envs, split, task_ids, num_tasks, trials, us
         from tracec.targets.metrics import GroupMetrics
 
         _print_table([GroupMetrics.model_validate(r) for r in summary["metrics"]],
-                     f"{agent_spec}: {summary['episodes']} episodes")
+                     f"{cfg.agent}: {summary['episodes']} episodes")
         for line in overlap_lines(summary.get("instance_overlap")):
             click.echo(line)
         click.echo(f"trajectories: {summary['trajectories']}")

@@ -29,6 +29,7 @@ from tracec.harness.results import (
     write_json_atomic,
 )
 from tracec.harness.runner import Job, dedupe, pending_jobs, run_jobs
+from tracec.llm.device import Placement
 from tracec.targets import data as tdata
 from tracec.targets.grading import Grade
 from tracec.targets.metrics import summarize
@@ -46,6 +47,8 @@ RUN_KEYS = ("user", "max_turns", "max_errors", "seed", "env_seeds", "max_new_tok
 
 
 class EvalConfig(BaseModel):
+    """One ``tracec eval`` run, as ``eval_cmd`` (or a library caller) states it."""
+
     agent: str
     targets: list[str] = []
     envs: list[str] = []
@@ -66,6 +69,11 @@ class EvalConfig(BaseModel):
     device: str = "cpu"  # local and composed agents: cpu, cpu:N, cuda, cuda:N, mps
     dtype: str = "auto"  # local and composed agents: auto, bf16, fp16, fp32
     out_dir: str = "runs/eval"
+
+    @property
+    def placement(self) -> Placement:
+        """Where local and composed agents run, and in which dtype."""
+        return Placement.parse(self.device, self.dtype)
 
     def env_seed_range(self) -> SeedRange:
         """The seeds compiled envs are reset with (refused when past the maximum seed)."""
@@ -220,7 +228,7 @@ def _run_eval(cfg: EvalConfig, agent: Any, jobs: list, makers: dict, worlds: dic
     traj_path = out / TRAJECTORIES
     if agent is None:
         kind = parse_agent_spec(cfg.agent)[0]
-        opts = ({"max_new_tokens": cfg.max_new_tokens, "device": cfg.device, "dtype": cfg.dtype}
+        opts = ({"max_new_tokens": cfg.max_new_tokens, "place": cfg.placement}
                 if kind in ("local", "composed") else {})
         agent = make_agent(cfg.agent, **opts)
     agent_name = getattr(agent, "name", cfg.agent)

@@ -12,6 +12,7 @@ import click
 from pydantic import ValidationError
 
 from tracec.llm.cli_options import device_option, dtype_option
+from tracec.llm.device import Placement
 from tracec.train.plots import NoMetrics, report_training
 from tracec.train.signal import DEFAULT_STREAK, no_signal_advice, silent_streak
 
@@ -46,7 +47,7 @@ def _config(env_name: str, opts: dict[str, Any]):
     except SeedRangeError as exc:
         raise click.ClickException(str(exc)) from None
     fields["train_seeds"] = (seeds.start, seeds.stop)
-    if fields["memory_gb"] is None and fields["device"].startswith("cpu"):
+    if fields["memory_gb"] is None and Placement(fields["device"]).on_cpu:
         fields["memory_gb"] = DEFAULT_CPU_MEMORY_GB  # GPUs: what the device has free
     try:
         config = TrainConfig(env=env_name, lora=lora, learning_rate=opts["lr"],
@@ -154,7 +155,8 @@ def _train_one(env_spec: str, out: Path, opts: dict[str, Any], as_json: bool) ->
         raise click.ClickException(str(exc)) from None
     accelerator = _accelerator(opts["accelerate"], opts["collective_timeout"])
     if opts["device"] is None:  # the launcher's device kind (each process its own), else cpu
-        opts = {**opts, "device": str(accelerator.device).split(":")[0] if accelerator else "cpu"}
+        opts = {**opts, "device": Placement.parse(str(accelerator.device)).kind
+                                if accelerator else "cpu"}
     config = _config(env.name, opts)
     # one process claims the folder (the others write under its lock); marked once validated
     owned = _claim_out(out, opts.get("init_adapter")) if _launched_rank() == 0 else None

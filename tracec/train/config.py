@@ -7,7 +7,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tracec.core.seeds import SeedRange, check_training_range
-from tracec.llm.device import parse_device, parse_dtype
+from tracec.llm.device import Placement, parse_device, parse_dtype
 
 # a run's seed is spread over the seed range in strides of this prime (trainer and SFT demos)
 SEED_STRIDE = 1_000_003
@@ -108,6 +108,11 @@ class TrainConfig(BaseModel):
     @classmethod
     def _dtype_name(cls, v: str) -> str:
         return parse_dtype(v)
+
+    @property
+    def placement(self) -> Placement:
+        """Where the run trains (``device``) and in which dtype (``dtype``), as one value."""
+        return Placement(self.device, self.dtype)
 
     @model_validator(mode="after")
     def _serving(self) -> TrainConfig:

@@ -28,6 +28,7 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
+from tracec.llm.device import CPU, Placement
 from tracec.llm.footprint import (
     ACT_FLOATS_PER_TOKEN_LAYER_HIDDEN,
     ACT_FLOATS_PER_TOKEN_LAYER_INTER,
@@ -74,13 +75,12 @@ class MemoryBudgetError(RuntimeError):
 FALLBACK_BUDGET = 8 * GIB  # when the OS says nothing about free memory
 
 
-def memory_budget_bytes(memory_gb: float | None, device: str = "cpu") -> float:
-    """The budget on ``device``: ``memory_gb`` (default: what the device has free now) capped by
-    what it has free. CPU devices (``cpu``, ``cpu:N``) read the RAM; CUDA devices read
+def memory_budget_bytes(memory_gb: float | None, place: Placement = CPU) -> float:
+    """The budget on ``place``'s device: ``memory_gb`` (default: what the device has free now)
+    capped by what it has free. CPU devices (``cpu``, ``cpu:N``) read the RAM; CUDA devices read
     ``torch.cuda.mem_get_info`` plus what torch already holds there (the loaded weights, which
     the plan counts). Always a finite number of bytes."""
-    kind = str(device).split(":")[0]
-    available = _cuda_bytes(str(device)) if kind == "cuda" else _available_bytes()
+    available = _cuda_bytes(place.device) if place.kind == "cuda" else _available_bytes()
     if not math.isfinite(available) or available <= 0:
         available = FALLBACK_BUDGET if memory_gb is None else memory_gb * GIB
     if memory_gb is None:

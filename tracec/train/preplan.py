@@ -17,7 +17,6 @@ from tracec.train.config import TrainConfig
 from tracec.train.memory import MemoryPlan, memory_budget_bytes, plan_step
 
 PROMPT_SHARES = (0.05, 0.25, 0.5)
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}  # auto: 2 on an accelerator, 4 on CPU
 
 
 def shape_of(model_config: Any, targets: list[str], rank: int) -> tuple[int, int, int]:
@@ -38,12 +37,12 @@ def shape_of(model_config: Any, targets: list[str], rank: int) -> tuple[int, int
 def plan_config(config: TrainConfig, model_config: Any, budget: float | None = None) -> MemoryPlan:
     """The largest plan of ``config`` on its device (or ``budget`` bytes); raises
     :class:`~tracec.train.memory.MemoryBudgetError` naming what to change when it cannot fit."""
-    device = config.device
-    dtype_bytes = DTYPE_BYTES[config.dtype] if config.dtype != "auto" else (4 if device.startswith("cpu") else 2)
+    place = config.placement
+    dtype_bytes = place.dtype_bytes
     n_params, n_lora, largest = shape_of(model_config, config.lora.targets, config.lora.rank)
-    on_cpu = device.startswith("cpu")
+    on_cpu = place.on_cpu
     if budget is None:
-        budget = memory_budget_bytes(config.memory_gb, device)
+        budget = memory_budget_bytes(config.memory_gb, place)
     context = int(getattr(model_config, "max_position_embeddings", 0) or 4096)
     total = config.max_total_tokens or context
     served = config.server is not None

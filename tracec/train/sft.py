@@ -27,8 +27,9 @@ from safetensors.torch import load_file
 from tracec.core.seeds import SeedRange
 from tracec.llm.adapters import AdapterError, check_adapter_dir
 from tracec.llm.chat import encode, end_of_turn, render_text
+from tracec.llm.device import Placement
 from tracec.runtime.oracle import run_oracle
-from tracec.train.config import SEED_STRIDE
+from tracec.train.config import SEED_STRIDE, TrainConfig
 
 SFT_SEED_OFFSET = 500_000_000  # demos come from the upper half of the run's training seeds
 SFT_METRICS = "sft_metrics.jsonl"
@@ -131,19 +132,39 @@ def demo_seed(train_seeds: SeedRange, run_seed: int, k: int, stride: int) -> int
     return train_seeds.at(SFT_SEED_OFFSET + run_seed * stride + k)
 
 
-def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """``config.warmup_sft`` optimiser steps of behaviour cloning on ``trainer.policy``; returns a
+@dataclass(frozen=True)
+class SFTContext:
+    """What the warm start needs from a run, and nothing more: its settings (``warmup_sft``,
+    ``sft_batch``, ``sft_lr``, seeds, ``micro_batch``, optimiser settings), the policy whose LoRA
+    weights it trains and its tokenizer, the env to play the oracle in, the token bound of a
+    sequence, where the model runs, the output folder, the number of processes and, on CPU, the
+    heap tuner for a step's lengths (``tune_heap(prompt_tokens, tokens)``)."""
+
+    config: TrainConfig
+    model: Any
+    tokenizer: Any
+    make_env: Callable[[], Any]
+    max_total_tokens: int
+    place: Placement
+    out: Path
+    processes: int = 1
+    tune_heap: Callable[[int, int], None] | None = None
+
+
+def warmup_sft(run: SFTContext, on_step: Callable[[dict[str, Any]], None] | None = None
+               ) -> dict[str, Any]:
+    """``config.warmup_sft`` optimiser steps of behaviour cloning on ``run.model``; returns a
     summary for ``tracec.json`` and writes one line per step to ``OUT/sft_metrics.jsonl``."""
-    cfg = trainer.config
-    if trainer.accelerator is not None and trainer.accelerator.num_processes > 1:
+    cfg = run.config
+    if run.processes > 1:
         raise SFTError("--warmup-sft runs in a single process; start it without accelerate launch")
     train_seeds = SeedRange(start=cfg.train_seeds[0], stop=cfg.train_seeds[1])
-    model = trainer.policy
+    model = run.model
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.sft_lr, weight_decay=cfg.weight_decay)
-    path = Path(trainer.out) / SFT_METRICS
+    path = Path(run.out) / SFT_METRICS
     path.unlink(missing_ok=True)
-    pad = trainer.tokenizer.pad_token_id
+    pad = run.tokenizer.pad_token_id
     k = skipped = 0
     seeds_used: list[int] = []
     last: dict[str, Any] = {}
@@ -158,25 +179,25 @@ def warmup_sft(trainer, on_step: Callable[[dict[str, Any]], None] | None = None)
             tries += 1
             if tries > 20 * cfg.sft_batch:
                 raise SFTError("the oracle fails on almost every seed; no demonstrations to clone")
-            demo = play_oracle(trainer.env.factory, seed)
+            demo = play_oracle(run.make_env, seed)
             if demo.reward < 1.0 - 1e-9:
                 skipped += 1
                 continue
-            ids, mask = tokenize_demo(trainer.tokenizer, demo.messages, demo.tools)
-            if len(ids) > trainer.max_total_tokens:
+            ids, mask = tokenize_demo(run.tokenizer, demo.messages, demo.tools)
+            if len(ids) > run.max_total_tokens:
                 skipped += 1
                 continue
             rows.append((ids, mask))
             seeds_used.append(seed)
-        if str(trainer.device).startswith("cpu"):  # cpu and cpu:N
-            trainer.tune_heap(min(m.index(1) if 1 in m else len(m) for _, m in rows),
+        if run.place.on_cpu and run.tune_heap is not None:
+            run.tune_heap(min(m.index(1) if 1 in m else len(m) for _, m in rows),
                               max(len(ids) for ids, _ in rows))
         model.train()
         opt.zero_grad(set_to_none=True)
         total_tokens = sum(sum(m) for _, m in rows)
         loss_sum, correct = 0.0, 0
         for i in range(0, len(rows), cfg.micro_batch):
-            nll, _, ok = masked_nll(model, rows[i: i + cfg.micro_batch], pad, trainer.device)
+            nll, _, ok = masked_nll(model, rows[i: i + cfg.micro_batch], pad, run.place.target)
             (nll / total_tokens).backward()
             loss_sum += nll.item()
             correct += ok

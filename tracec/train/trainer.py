@@ -36,7 +36,7 @@ from tracec.core.seeds import HELDOUT_START
 from tracec.files import exclusive_lock
 from tracec.harness.resolve import EnvTarget
 from tracec.llm.adapters import record_hub_id
-from tracec.llm.device import device_kind, resolve_device, resolve_dtype
+from tracec.llm.device import AS_SAVED, Placement
 from tracec.llm.loading import load_model, stop_token_ids
 from tracec.llm.serving import HTTP, ServingEngine, run_adapter_prefix, served_limit, wait_until_up
 from tracec.llm.split_attention import supported as split_supported
@@ -52,7 +52,7 @@ from tracec.train.memory import (
     plan_step,
 )
 from tracec.train.rollout import ChatRenderer, Rollout, RolloutStats, run_episodes, start_group
-from tracec.train.sft import load_init_adapter, warmup_sft
+from tracec.train.sft import SFTContext, load_init_adapter, warmup_sft
 
 __all__ = ["GRPOTrainer", "LaunchError", "MemoryBudgetError", "PromptTooLong", "ResumeError"]
 
@@ -132,11 +132,11 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_policy(config: TrainConfig, dtype: Any = None, device: Any = "cpu"):
-    """Tokenizer and the base model (in ``dtype``, default: the file's; loaded straight onto
-    ``device``, see :func:`tracec.llm.loading.direct_load`) wrapped with a fresh LoRA adapter
-    (seeded init; peft keeps the adapter itself in fp32)."""
-    base, tokenizer, path = load_model(config.model, None, device, dtype, trainable=True)
+def build_policy(config: TrainConfig, place: Placement = AS_SAVED):
+    """Tokenizer and the base model (on ``place``, default: the CPU in the file's dtype; loaded
+    straight onto the device, see :func:`tracec.llm.loading.direct_load`) wrapped with a fresh
+    LoRA adapter (seeded init; peft keeps the adapter itself in fp32)."""
+    base, tokenizer, path = load_model(config.model, None, place, trainable=True)
     lora = LoraConfig(r=config.lora.rank, lora_alpha=config.lora.alpha,
                       lora_dropout=config.lora.dropout, target_modules=list(config.lora.targets),
                       task_type="CAUSAL_LM")
@@ -259,21 +259,22 @@ class GRPOTrainer:
         self.accelerator = accelerator
         self.rank, self.world = ((accelerator.process_index, accelerator.num_processes)
                                  if accelerator is not None else (0, 1))
-        self.device = self._device(config.device, accelerator)
-        self.dtype = resolve_dtype(config.dtype, self.device)
-        if device_kind(self.device) == "cpu":
+        self.place = self._placement(config, accelerator)
+        self.device = self.place.target  # where tensors go
+        self.dtype = self.place.torch_dtype
+        if self.place.on_cpu:
             limit_heap_retention()
         if config.server:  # reachable (within --server-timeout in all) before the model loads
             wait_until_up(HTTP(config.server), config.serving_engine or "vllm", config.server_timeout,
                           _stderr if self.is_main else (lambda s: None))
-        self.tokenizer, model, self.model_path = build_policy(config, self.dtype, self.device)
+        self.tokenizer, model, self.model_path = build_policy(config, self.place)
         self.sft_summary: dict[str, Any] | None = None
         if config.init_adapter:  # e.g. continue from an SFT-only run
 
             self.sft_summary = load_init_adapter(model, config.init_adapter, config)
         # fp16 (--dtype fp16, or auto on a GPU without native bf16) scales the loss so small
         # gradients through fp16 activations do not flush to zero; other dtypes: a no-op
-        self.scaler = torch.amp.GradScaler(device_kind(self.device),
+        self.scaler = torch.amp.GradScaler(self.place.kind,
                                            enabled=self.dtype == torch.float16)
         self.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
@@ -324,16 +325,18 @@ class GRPOTrainer:
         return self.rank == 0
 
     @staticmethod
-    def _device(spec: str, accelerator: Any) -> str:
-        """This process's device: ``spec`` alone, or accelerate's local device of that kind."""
+    def _placement(config: TrainConfig, accelerator: Any) -> Placement:
+        """This process's placement: the config's (checked to exist here), or accelerate's local
+        device of that kind, in the config's dtype."""
+        want = config.placement
         if accelerator is None:
-            return str(resolve_device(spec))
-        placed = str(accelerator.device)
-        if device_kind(placed) != device_kind(spec):
+            return want.check()
+        placed = Placement.parse(str(accelerator.device), config.dtype)
+        if placed.kind != want.kind:
             hint = ("ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N"
-                    if device_kind(spec) == "cpu" else "a launch where every process sees a GPU")
-            raise LaunchError(f"--device {spec} but accelerate placed this process on {placed}: "
-                              f"pass --device {device_kind(placed)} or use {hint}")
+                    if want.on_cpu else "a launch where every process sees a GPU")
+            raise LaunchError(f"--device {want.device} but accelerate placed this process on "
+                              f"{placed.device}: pass --device {placed.kind} or use {hint}")
         return placed
 
     def _gather(self, value: Any) -> list[Any]:
@@ -423,8 +426,8 @@ class GRPOTrainer:
         cfg = self.config
         params = list(self.policy.parameters())
         dtype_bytes = torch.empty((), dtype=self.dtype).element_size()
-        on_cpu = device_kind(self.device) == "cpu"
-        budget = memory_budget_bytes(cfg.memory_gb, self.device)
+        on_cpu = self.place.on_cpu
+        budget = memory_budget_bytes(cfg.memory_gb, self.place)
         plan = plan_step(self.policy.config, sum(p.numel() for p in params),
                          sum(p.numel() for p in params if p.requires_grad),
                          prompt_tokens=prompt_tokens, episode_tokens=episode_tokens,
@@ -447,6 +450,11 @@ class GRPOTrainer:
         if self.serving is None or self.serving.weight_sync != "nccl":
             return 0.0
         return float(max(p.numel() for p in self.policy.parameters()) * dtype_bytes)
+
+    def sft_context(self) -> SFTContext:
+        """What the SFT warm start needs from this run (:class:`~tracec.train.sft.SFTContext`)."""
+        return SFTContext(self.config, self.policy, self.tokenizer, self.env.factory,
+                          self.max_total_tokens, self.place, self.out, self.world, self.tune_heap)
 
     def tune_heap(self, prompt_tokens: int, tokens: int) -> None:
         """Set the heap's mmap threshold for work on rows of ``tokens`` tokens (the SFT warm
@@ -677,7 +685,7 @@ class GRPOTrainer:
         if not resume and is_main and self.metrics_path.exists():
             self.metrics_path.unlink()
         if self.config.warmup_sft and not resumed:
-            self.sft_summary = warmup_sft(self, on_sft_step)
+            self.sft_summary = warmup_sft(self.sft_context(), on_sft_step)
             if self.config.steps > 0 and is_main:
                 self.save_adapter({}, self.out / "sft")  # the warm start alone: an SFT-only arm
         last: dict[str, Any] = {}
