@@ -26,36 +26,49 @@ def test_light_modules_load_no_heavy_library():
     assert json.loads(out.splitlines()[-1]) == []
 
 
-def test_every_cli_help_loads_no_heavy_library():
-    """`tracec --help` and `tracec CMD --help` (and each subcommand's) for every command import
-    none of the heavy libraries: a command defers its work, and with it torch, to its body."""
-    code = f"""
-import json, sys
-import click
-from tracec.cli import COMMANDS, LazyGroup, cli
-heavy = {HEAVY!r}
-def helped(args):
+WALK = """
+import json, click
+from tracec.cli import cli
+ctx = click.Context(cli)
+runs = []
+def walk(group, prefix):
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        runs.append([*prefix, name])
+        if isinstance(cmd, click.Group):
+            walk(cmd, [*prefix, name])
+walk(cli, [])
+print(json.dumps({"runs": runs, "top": cli.list_commands(ctx)}))
+"""
+
+HELP = """
+import contextlib, io, json, sys
+from tracec.cli import cli
+with contextlib.redirect_stdout(io.StringIO()) as out:
     try:
-        cli.main(args=[*args, "--help"], prog_name="tracec", standalone_mode=False)
+        cli.main(args=[*sys.argv[1:], "--help"], prog_name="tracec", standalone_mode=False)
     except SystemExit:
         pass
-    return [h for h in heavy if h in sys.modules]
-bad = {{}}
-runs = [[]]
-for name in COMMANDS:
-    runs.append([name])
-    cmd = LazyGroup._load(name)
-    if isinstance(cmd, click.Group):
-        runs += [[name, sub] for sub in cmd.commands]
-for args in runs:
-    loaded = helped(args)
-    if loaded:
-        bad[" ".join(args) or "tracec"] = loaded
-        break
-print(json.dumps({{"ran": len(runs), "bad": bad}}))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         check=True).stdout
-    result = json.loads(out.splitlines()[-1])
-    assert result["bad"] == {}
-    assert result["ran"] >= 20  # the group, every command and the `model` subcommands
+print(json.dumps({"help": out.getvalue(), "heavy": [h for h in %r if h in sys.modules]}))
+""" % (HEAVY,)
+
+
+def _run(code: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_every_cli_help_loads_no_heavy_library():
+    """`tracec --help` and `tracec CMD --help` for every command `tracec --help` lists, and for
+    every subcommand of a group at any depth, each in a fresh process, import none of the heavy
+    libraries: a command defers its work, and with it torch, to its body."""
+    top = _run(HELP)
+    assert top["heavy"] == []
+    listed = [line.split()[0] for line in top["help"].split("Commands:", 1)[1].splitlines()
+              if line.startswith("  ") and not line.startswith("   ")]
+    walked = _run(WALK)
+    assert listed and listed == walked["top"]  # every command `tracec --help` lists is walked
+    assert any(len(run) > 1 for run in walked["runs"])  # and the subcommands (`model prepare`, …)
+    bad = {" ".join(run): loaded for run in walked["runs"] if (loaded := _run(HELP, *run)["heavy"])}
+    assert bad == {}

@@ -9,10 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracec.harness.results import ResultsError
 from tracec.llm.cli_options import device_option, dtype_option
-from tracec.targets.data import DataError
-from tracec.targets.overlap import overlap_lines
 
 if TYPE_CHECKING:
     from tracec.targets.evaluate import EvalConfig
@@ -150,7 +147,10 @@ def _is_eval_output(entry: Path) -> bool:
 def _eval(cfg: EvalConfig, judge: str | None, as_json: bool,
           prepare: Callable[[list[str]], None] | None = None) -> None:
     """Run the eval ``cfg`` and print its summary (a table, or JSON with ``as_json``)."""
+    from tracec.harness.results import ResultsError
+    from tracec.targets.data import DataError
     from tracec.targets.evaluate import run_eval
+    from tracec.targets.overlap import overlap_lines
 
     try:
         summary = run_eval(cfg, judge=_client(judge, "--judge"), progress=not as_json,
@@ -186,6 +186,8 @@ def _eval(cfg: EvalConfig, judge: str | None, as_json: bool,
 def grade_cmd(results: str, tau2_data: str | None, domain: str | None, judge: str | None,
               out_path: str | None, as_json: bool) -> None:
     """Re-grade saved τ²-bench results (Results JSON) with tracec's τ²-compatible grader."""
+    from tracec.harness.results import ResultsError
+    from tracec.targets.data import DataError
     from tracec.targets.regrade import regrade
 
     try:
@@ -237,6 +239,7 @@ def compare_cmd(run_a: str, run_b: str, resamples: int, seed: int, common: bool,
     """Compare two `tracec eval` runs on the same tasks: B − A in pass rate and mean reward with
     paired-bootstrap 95 % intervals (tasks resampled, trials averaged), per env and overall, and
     the tasks whose success flipped. RUN_A/RUN_B: eval --out folders or trajectory JSONL files."""
+    from tracec.harness.results import ResultsError
     from tracec.targets.compare import UnpairedRuns, compare_runs
 
     if resamples < 1:
