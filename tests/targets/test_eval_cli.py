@@ -189,3 +189,31 @@ def test_eval_on_a_compiled_env_module(tmp_path):
 
 def test_hermes_helper_roundtrip():
     assert "get_user_details" in hermes("get_user_details", {"user_id": "x"})
+
+
+def test_eval_cmd_builds_one_eval_config_and_a_local_agent_gets_its_placement(tmp_path,
+                                                                              monkeypatch):
+    """`tracec eval` states the run once, as an EvalConfig; a local agent is built on that
+    config's Placement (device and dtype as given on the command line)."""
+    import tracec.targets.evaluate as evaluate
+    from tracec.llm.device import Placement
+
+    built = {}
+
+    def fake_make_agent(spec, **opts):
+        built.update(spec=spec, **opts)
+        return OracleAgent()
+
+    monkeypatch.setattr(evaluate, "make_agent", fake_make_agent)
+    seen = []
+    real = evaluate.run_eval
+    monkeypatch.setattr(evaluate, "run_eval", lambda cfg, **kw: seen.append(cfg) or real(cfg, **kw))
+    r = run(eval_cmd, ["--agent", "local:some-model", "--env", "tests/runtime/tiny_capability.py",
+                       "--tasks", "1", "--device", "cpu:1", "--dtype", "bf16", "--max-new-tokens",
+                       "7", "--out", str(tmp_path / "e"), "--json"])
+    assert r.exit_code == 0, r.output
+    [cfg] = seen
+    assert isinstance(cfg, EvalConfig) and cfg.num_tasks == 1 and cfg.max_new_tokens == 7
+    assert cfg.out_dir == str(tmp_path / "e") and cfg.placement == Placement("cpu:1", "bf16")
+    assert built == {"spec": "local:some-model", "max_new_tokens": 7,
+                     "place": Placement("cpu:1", "bf16")}

@@ -174,3 +174,19 @@ def test_world_size_without_a_launcher_and_a_busy_folder_are_refused(tiny_model_
         second = CliRunner().invoke(train_cmd, [*base, "-o", str(busy)])
     assert second.exit_code == 1 and "in use by another tracec process" in second.output
     assert not (busy / "metrics.jsonl").exists()
+
+
+def test_a_launch_places_each_process_on_its_own_device_of_the_configured_kind(tiny_model_dir):
+    """The trainer resolves its Placement once: the config's, or accelerate's local device of the
+    same kind in the config's dtype; another kind is one LaunchError naming both."""
+    from types import SimpleNamespace
+
+    from tracec.train.trainer import LaunchError
+
+    config = small_config(tiny_model_dir, device="cuda", dtype="bf16")
+    placed = GRPOTrainer._placement(config, SimpleNamespace(device=torch.device("cuda", 2)))
+    assert placed == Placement("cuda:2", "bf16") and placed.target == "cuda:2"
+    assert GRPOTrainer._placement(small_config(tiny_model_dir, device="cpu:1"), None).on_cpu
+    with pytest.raises(LaunchError, match="--device cuda but accelerate placed this process on "
+                                          "cpu: pass --device cpu"):
+        GRPOTrainer._placement(config, SimpleNamespace(device=torch.device("cpu")))

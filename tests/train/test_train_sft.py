@@ -173,3 +173,26 @@ def test_init_adapter_continues_from_an_sft_run(tiny_model_dir, tmp_path):
     res = CliRunner().invoke(train_cmd, [TINY_ENV, "-o", str(tmp_path / "bad"), "--init-adapter", str(sft),
                                          "--steps", "1", *[a if a != "2" else "4" for a in base]])
     assert res.exit_code == 1 and "LoRA rank/alpha/targets" in res.output
+
+
+def test_warmup_sft_runs_on_its_typed_context_alone(tiny_model_dir, tmp_path):
+    """The warm start needs an SFTContext, not a whole trainer: built by hand here, it trains the
+    LoRA weights, writes its metrics and refuses a many-process run."""
+    from train_helpers import small_config
+
+    from tracec.train.sft import SFTContext, warmup_sft
+    from tracec.train.trainer import build_policy
+
+    config = small_config(tiny_model_dir, env=TINY_ENV, warmup_sft=1, sft_batch=2)
+    tokenizer, model, _ = build_policy(config, config.placement)
+    before = {k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
+    run = SFTContext(config, model, tokenizer, resolve_env(TINY_ENV).factory, 4096,
+                     config.placement, tmp_path)
+    summary = warmup_sft(run)
+    assert summary["steps"] == 1 and summary["demos"] == 2
+    assert json.loads((tmp_path / "sft_metrics.jsonl").read_text())["sft_step"] == 1
+    after = dict(model.named_parameters())
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    with pytest.raises(SFTError, match="single process"):
+        warmup_sft(SFTContext(config, model, tokenizer, resolve_env(TINY_ENV).factory, 4096,
+                              config.placement, tmp_path, processes=2))
