@@ -13,7 +13,7 @@ LIGHT = ["tracec.cli", "tracec.compiler.api", "tracec.checks.run", "tracec.harne
          "tracec.pipeline.report", "tracec.pipeline.cli", "tracec.train.config",
          "tracec.compose", "tracec.compose.config", "tracec.compose.errors",
          "tracec.checks.prompt_size", "tracec.llm.chat", "tracec.llm.footprint",
-         "tracec.train.memory"]
+         "tracec.train.memory", "tracec.llm.device", "tracec.llm.cli_options"]
 HEAVY = ["torch", "transformers", "peft", "trl", "accelerate", "safetensors", "vllm",
          "matplotlib", "openai"]
 
