@@ -11,8 +11,8 @@ from dataclasses import replace
 
 from . import tool_calling_precision as base
 
-# `variant compact`: the world, tasks and rewards of module `tool_calling_precision`, with
-# another prompt budget
+# `variant compact`: the world, tasks and rewards of module `tool_calling_precision`, with another
+# prompt budget
 CAPABILITY = replace(  # spec:14
     base.CAPABILITY,
     name="tool_calling_precision_compact",

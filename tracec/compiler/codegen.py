@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from typing import Any
 
 from pydantic import BaseModel
@@ -203,8 +204,9 @@ def generate_variant_module(base: IR.CapabilityIR, cap: IR.CapabilityIR, variant
     w()
     w(f"from . import {base.name} as base")
     w()
-    w(f"# `variant {variant}`: the world, tasks and rewards of module `{base.name}`, with")
-    w("# another prompt budget")
+    for text in textwrap.wrap(f"`variant {variant}`: the world, tasks and rewards of module "
+                              f"`{base.name}`, with another prompt budget", LINE - 2):
+        w(f"# {text}")
     w.at = (line, 0)
     w("CAPABILITY = replace(")
     w("base.CAPABILITY,", 1)

@@ -86,7 +86,7 @@ def _tools_shown(cap: IR.CapabilityIR) -> list[str]:
 def _policy_shown(cap: IR.CapabilityIR) -> list[str]:
     """``Policy: ...`` of an env, wrapped."""
     if cap.policy is not None:
-        return _wrap("Policy: the spec's own text (`policy \"...\"`).")
+        return _wrap("Policy: the spec's own text (its `policy`).")
     if cap.policy_sections is not None:
         return _wrap(f"Policy: the sections {_items(cap.policy_sections)} of the "
                      f"`{cap.domain}` domain policy.")
