@@ -147,7 +147,10 @@ def import_path(path: Path) -> types.ModuleType:
         return import_user(dotted, str(path), path.resolve().parent)
     try:
         name = f"{_folder_package(path)}.{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
+        loaded = sys.modules.get(name)
+        if loaded is not None and getattr(loaded, "__file__", None) == str(path.resolve()):
+            return loaded  # already imported (a variant's module imports its base's)
+        spec = importlib.util.spec_from_file_location(name, path.resolve())
         if spec is None or spec.loader is None:
             raise LoadError(f"{path}: not an importable Python file")
         module = importlib.util.module_from_spec(spec)
