@@ -38,8 +38,8 @@ __all__ = ["ExprGen", "class_name", "generate_module", "generate_package_init",
 
 # the prompt-budget fields a variant may change: IR field -> `Capability` field
 BUDGET_FIELDS = {"shown_tools": "tool_names", "policy_sections": "policy_sections",
-                 "policy": "policy", "compact_tools": "compact_tools",
-                 "communicate_raw": "communicate_raw"}
+                 "policy": "policy", "compact_tools": "compact_tools"}
+
 
 def class_name(capability: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", capability) if p) + "Env"
