@@ -42,6 +42,11 @@ _PLAIN = frozenset({"capability", "__module__", "__doc__", "__qualname__", "__fi
                     "__parameters__",
                     "__static_attributes__"})
 
+# the prompt-size fields (measured per env by the CLI): not the base's
+_NO_PROMPT = {"prompt_tokens": None, "prompt_tool_tokens": None, "prompt_tokens_full": None,
+              "prompt_tokens_compact": None, "prompt_tools": None, "prompt_method": "",
+              "prompt_budget": None}
+
 Checked = list[tuple[type[CapabilityEnv], CheckReport]]
 
 
@@ -103,7 +108,7 @@ def variant_report(cls: type[CapabilityEnv], base: CheckReport, check_env: bool)
     where = SpecMap(cap, getattr(sys.modules.get(cls.__module__), "__file__", None))
     log, problems, notes = FindingLog(where), ProblemLog(), []
     report = base.model_copy(deep=True, update={"env": cap.name, "module": cls.__module__,
-                                                "shared_with": base.env})
+                                                "shared_with": base.env, **_NO_PROMPT})
     report.check_env = _check_env(cls, problems, notes) if check_env else None
     if check_env:
         for key, (message, _) in problems.items():
