@@ -89,6 +89,10 @@ def test_a_subclass_that_changes_behaviour_is_checked_in_full() -> None:
     checked: list = []
     base = check_sharing(result.module, checked, SEEDS, False)
     assert why_not_shared(odd, base_cls, base, SEEDS) == "not a prompt-budget variant of it"
+    # a plain subclass of a class that changes behaviour is not one either
+    plain = type("PlainEnv", (odd,), {"capability": cap})
+    assert why_not_shared(plain, base_cls, base, SEEDS) == "not a prompt-budget variant of it"
+    assert why_not_shared(base_cls, base_cls, base, SEEDS) is not None
 
 
 def test_a_shared_finding_is_printed_once() -> None:

@@ -39,8 +39,7 @@ OWN_CODES = frozenset({"C153", "C302"})
 RESET_CODES = frozenset({"C102", "R100"})
 # what a class that only sets its capability has in its namespace
 _PLAIN = frozenset({"capability", "__module__", "__doc__", "__qualname__", "__firstlineno__",
-                    "__parameters__",
-                    "__static_attributes__"})
+                    "__parameters__", "__static_attributes__"})
 
 # the prompt-size fields (measured per env by the CLI): not the base's
 _NO_PROMPT = {"prompt_tokens": None, "prompt_tool_tokens": None, "prompt_tokens_full": None,
@@ -52,7 +51,7 @@ Checked = list[tuple[type[CapabilityEnv], CheckReport]]
 
 def budget_variant(cls: type, base: type) -> bool:
     """``cls`` is ``base``'s env with another name and prompt budget, and nothing else."""
-    if cls is base or not (isinstance(cls, type) and issubclass(cls, base)):
+    if not isinstance(cls, type) or cls.__mro__[1:2] != (base,):  # a direct subclass
         return False
     if set(vars(cls)) - _PLAIN:  # overrides more than its capability
         return False
