@@ -7,233 +7,15 @@ Regenerate: tracec compile specs/
 
 from __future__ import annotations
 
-from tracec.domains import get_domain
-from tracec.runtime import lib as rt
-from tracec.runtime.env import (
-    Call,
-    Capability,
-    CapabilityEnv,
-    Reply,
-    Rule,
-    TaskDef,
-    TaskInstance,
-)
+from dataclasses import replace
 
-DOMAIN = get_domain("airline")
-# the capability's hint, for every task that has none of its own
-HINT = "Look the records up first, compute from the numbers in them, and say the result."
+from . import structured_data_reasoning as base
 
-
-def build_world(rng: rt.Rng, db: dict) -> dict:
-    """The `seed` block: generate the world; returns the seed variables."""
-    users = rt.spawn(rng, DOMAIN, db, "user", rt.randint(rng, 3, 5))  # spec:20
-    flights = rt.spawn(rng, DOMAIN, db, "flight", rt.randint(rng, 10, 14))  # spec:21
-
-    def _reservations_fields() -> dict:  # spec:22
-        return {"user_id": rt.pick(rng, users)["user_id"]}
-
-    reservations = rt.spawn(
-        rng,
-        DOMAIN,
-        db,
-        "reservation",
-        rt.randint(rng, 8, 12),
-        _reservations_fields,
-    )
-    return {"users": users, "flights": flights, "reservations": reservations}
-
-
-def task_cancel_refund(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `cancel_refund` (spec line 25)."""
-    reservations = v["reservations"]
-    r = rt.pick(  # spec:26
-        rng,
-        [
-            x
-            for x in reservations
-            if x["status"] != "cancelled" and len(x["payment_history"]) >= 1
-        ],
-    )
-    refund = sum(p["amount"] for p in r["payment_history"])  # spec:27
-    user_text = rt.text(  # spec:28
-        "Hi, this is ",
-        r["user_id"],
-        ". Please cancel my reservation ",
-        r["reservation_id"],
-        ". How much money will I get back in total?",
-    )
-    # spec:36 distractor `sibling`
-    rt.clone(
-        rng,
-        DOMAIN,
-        db,
-        "reservation",
-        r,
-        {
-            "payment_history": [
-                {
-                    "payment_id": r["payment_history"][0]["payment_id"],
-                    "amount": refund + 137,
-                },
-            ],
-        },
-    )
-    # spec:37 distractor `guess`
-    user_text += " " + rt.text(
-        "I think I paid around ",
-        rt.round_(refund * 0.85),
-        " dollars, if that helps.",
-    )
-    return TaskInstance(  # spec:25
-        task="cancel_refund",
-        user=user_text,
-        gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:30
-            Call("cancel_reservation", {"reservation_id": r["reservation_id"]}),  # spec:31
-        ],
-        communicate={"refund": refund},
-        replies=[
-            Reply(  # spec:34
-                ("confirm", "proceed", "sure", "shall i", "should i", "would you like"),
-                "Yes, please cancel it.",
-            ),
-        ],
-        # spec:35
-        hint="The refund is the sum of every amount in the reservation's payment_history.",
-        values={"r": r, "refund": refund},
-        distractors=("sibling", "guess"),
-    )
-
-
-def task_add_bags_fee(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `add_bags_fee` (spec line 40)."""
-    reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if x["status"] != "cancelled"])  # spec:41
-    owner = rt.ref(db, "users", r["user_id"])  # spec:42
-    card = rt.pick(  # spec:43
-        rng,
-        [
-            k
-            for k in rt.keys(owner["payment_methods"])
-            if owner["payment_methods"][k]["source"] == "credit_card"
-        ],
-    )
-    extra = rt.randint(rng, 1, 3)  # spec:44
-    fee = 50 * extra  # spec:45
-    user_text = rt.text(  # spec:46
-        "Hello, I'm ",
-        r["user_id"],
-        ". I want to add ",
-        extra,
-        " checked bags to reservation ",
-        r["reservation_id"],
-        ", paid with my card ",
-        card,
-        ". What will the extra bags cost?",
-    )
-    # spec:54 distractor `other_booking`
-    rt.clone(rng, DOMAIN, db, "reservation", r, {"total_baggages": r["total_baggages"] + 2})
-    return TaskInstance(  # spec:40
-        task="add_bags_fee",
-        user=user_text,
-        gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:48
-            Call("update_reservation_baggages", {  # spec:49
-                "reservation_id": r["reservation_id"],
-                "total_baggages": r["total_baggages"] + extra,
-                "nonfree_baggages": r["nonfree_baggages"] + extra,
-                "payment_id": card,
-            }),
-        ],
-        communicate={"fee": fee},
-        replies=[
-            Reply(  # spec:52
-                ("confirm", "proceed", "shall i", "should i", "would you like"),
-                "Yes, go ahead with the bags.",
-            ),
-        ],
-        hint=(  # spec:53
-            "Each added bag here is a non-free bag at 50 dollars: raise total_baggages and "
-            "nonfree_baggages by the same number."
-        ),
-        values={"r": r, "owner": owner, "card": card, "extra": extra, "fee": fee},
-        distractors=("other_booking",),
-    )
-
-
-def task_passenger_total(rng: rt.Rng, db: dict, v: dict) -> TaskInstance:
-    """Task `passenger_total` (spec line 57)."""
-    reservations = v["reservations"]
-    r = rt.pick(rng, [x for x in reservations if len(x["flights"]) >= 2])  # spec:58
-    total = sum(f["price"] for f in r["flights"]) * len(r["passengers"])  # spec:59
-    lead = r["passengers"][0]  # spec:60
-    new_last = rt.last_name(rng)  # spec:61
-    fixed = (  # spec:62
-        [{"first_name": lead["first_name"], "last_name": new_last, "dob": lead["dob"]}]
-        + [p for p in r["passengers"] if p != lead]
-    )
-    user_text = rt.text(  # spec:63
-        "Hi, I'm ",
-        r["user_id"],
-        ". On reservation ",
-        r["reservation_id"],
-        " the first passenger's last name should be ",
-        new_last,
-        ", please fix it. Also, what was the total fare of the booking for all passengers?",
-    )
-    # spec:70 distractor `twin`
-    rt.clone(rng, DOMAIN, db, "reservation", r, {"flights": rt.shuffle(rng, r["flights"])})
-    return TaskInstance(  # spec:57
-        task="passenger_total",
-        user=user_text,
-        gold=[
-            Call("get_reservation_details", {"reservation_id": r["reservation_id"]}),  # spec:65
-            Call("update_reservation_passengers", {  # spec:66
-                "reservation_id": r["reservation_id"],
-                "passengers": fixed,
-            }),
-        ],
-        communicate={"total": total},
-        hint=(  # spec:69
-            "Add the price of every flight segment and multiply by the number of passengers."
-        ),
-        values={"r": r, "total": total, "lead": lead, "new_last": new_last, "fixed": fixed},
-        distractors=("twin",),
-    )
-
-
-RULES = (
-    Rule(  # spec:74
-        1.0,
-        "1.0 when state_matches and progress == 1 and communicated()",
-        lambda o: o.state_matches and o.progress == 1 and o.communicated_all(),
-    ),
-    Rule(  # spec:75
-        0.3,
-        "0.3 when state_matches and progress == 1",
-        lambda o: o.state_matches and o.progress == 1,
-    ),
-    Rule(0.0, "0.0 otherwise", lambda o: True),  # spec:76
-)
-
-CAPABILITY = Capability(
+# `variant compact`: the world, tasks and rewards of module `structured_data_reasoning`, with
+# another prompt budget
+CAPABILITY = replace(  # spec:13
+    base.CAPABILITY,
     name="structured_data_reasoning_compact",
-    description=(
-        "Read nested reservation and flight records, compute exact amounts, act, and report them."
-    ),
-    domain=DOMAIN,
-    max_turns=14,
-    build_world=build_world,
-    tasks=(
-        TaskDef("cancel_refund", 3.0, task_cancel_refund),  # spec:25
-        TaskDef("add_bags_fee", 2.0, task_add_bags_fee),  # spec:40
-        TaskDef("passenger_total", 2.0, task_passenger_total),  # spec:57
-    ),
-    rules=RULES,
-    tools=(),
-    hint=HINT,
-    spec_path="specs/structured_data_reasoning.tracec",
-    spec_sha256="cacb6e52eff0a3959a8e90cf434a22ecabfc6ab8dc92f0a29bae52a5a2d51a1a",
     tool_names=(
         "get_reservation_details",
         "cancel_reservation",
@@ -245,59 +27,19 @@ CAPABILITY = Capability(
 )
 
 
-class StructuredDataReasoningCompactEnv(CapabilityEnv):
+class StructuredDataReasoningCompactEnv(base.StructuredDataReasoningEnv):
     """Read nested reservation and flight records, compute exact amounts, act, and report them.
 
-    The `structured_data_reasoning_compact` capability on the `airline` domain, compiled from
-    specs/structured_data_reasoning.tracec by tracec.
-
-    ## Tasks
-
-    A task is drawn per episode with probability proportional to its weight
-    (`reset(options={'task': NAME})` picks one):
-    - `cancel_refund`: weight 3 (p = 0.43); gold `get_reservation_details`, `cancel_reservation`
-    - `add_bags_fee`: weight 2 (p = 0.29); gold `get_reservation_details`,
-      `update_reservation_baggages`
-    - `passenger_total`: weight 2 (p = 0.29); gold `get_reservation_details`,
-      `update_reservation_passengers`
+    The `compact` variant (spec line 13) of the `structured_data_reasoning` capability, compiled
+    from specs/structured_data_reasoning.tracec by tracec: the tasks, rewards and episode end of
+    `StructuredDataReasoningEnv`, with its own prompt budget.
 
     ## Action Space
-
-    Text: one assistant turn, a reply to the user or tool calls in `<tool_call>` JSON blocks.
 
     Tools shown: `get_reservation_details`, `cancel_reservation`, `update_reservation_baggages`,
     `update_reservation_passengers` (compact schemas).
 
-    ## Observation Space
-
-    Text: the user's request first, then tool results and the simulated user's replies.
-
-    ## Rewards
-
-    At the end of the episode, the first rule that holds (levels 1 / 0.3 / 0):
-    - `1.0 when state_matches and progress == 1 and communicated()`
-    - `0.3 when state_matches and progress == 1`
-    - `0.0 otherwise`
-
-    ## Episode End
-
-    Terminated when the agent writes `###STOP###`, calls a tool that ends the conversation, or
-    the simulated user has nothing left to say; truncated after 14 turns.
+    Policy: the sections `Cancel flight` of the `airline` domain policy.
     """
 
     capability = CAPABILITY
-
-
-# spec positions of the code above, for run-time errors: (module line, spec line, column)
-SPEC_LINES = (
-    (29, 20, 0), (30, 21, 0), (31, 22, 0), (43, 0, 0), (49, 26, 9), (57, 27, 9), (58, 28, 10),
-    (65, 36, 0), (66, 36, 32), (81, 37, 0), (82, 37, 28), (87, 25, 0), (91, 30, 7), (92, 31, 7),
-    (93, 25, 0), (96, 34, 5), (100, 25, 0), (101, 35, 10), (103, 25, 0), (106, 0, 0), (111, 41, 9),
-    (112, 42, 9), (113, 43, 9), (121, 44, 9), (122, 45, 9), (123, 46, 10), (134, 54, 0),
-    (135, 54, 38), (136, 40, 0), (140, 48, 7), (141, 49, 7), (147, 40, 0), (150, 52, 5),
-    (154, 40, 0), (155, 53, 10), (159, 40, 0), (162, 0, 0), (167, 58, 9), (168, 59, 9),
-    (169, 60, 9), (170, 61, 9), (171, 62, 9), (175, 63, 10), (184, 70, 0), (185, 70, 29),
-    (186, 57, 0), (190, 65, 7), (191, 66, 7), (195, 57, 0), (197, 69, 10), (200, 57, 0),
-    (203, 0, 0), (206, 74, 14), (211, 75, 14), (216, 76, 0), (217, 0, 0), (228, 25, 0),
-    (229, 40, 0), (230, 57, 0), (231, 0, 0),
-)

@@ -24,7 +24,7 @@ from tracec.checks.prompt_size import (
     tokenizer_counter,
 )
 from tracec.checks.report import CheckReport
-from tracec.checks.run import run_checks
+from tracec.checks.variants import Checked, check_sharing
 from tracec.harness.resolve import LoadError, load_paths
 from tracec.llm.cli_options import device_option, dtype_option
 
@@ -190,6 +190,7 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     reports: list[CheckReport] = []
+    checked: Checked = []  # a variant shares the check of its base env (checks/variants.py)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=as_json) as bar:
         for label, module in loaded:
@@ -198,8 +199,8 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                 continue
             task = bar.add_task(Path(label).stem, total=seeds)
             try:
-                report = run_checks(module, seeds=seeds, check_env=not no_env_checker,
-                                    progress=lambda n, t=task: bar.advance(t, n))
+                report = check_sharing(module, checked, seeds, not no_env_checker,
+                                       progress=lambda n, t=task: bar.advance(t, n))
             except LoadError as exc:
                 report = CheckReport(env=Path(label).stem, module=label, problems=[str(exc)])
             else:
@@ -249,16 +250,26 @@ def _load_targets(paths: tuple[Path, ...]) -> list:
 def _print_reports(console: Console, reports: list[CheckReport], calibs: dict[str, CalibrationReport]) -> None:
     """The table, then each env's located problems and warnings, own-words rungs and tools."""
     console.print(_table(reports))
+    shown: set[str] = set()  # a located finding once, though a variant shares its base's
     for r in reports:
         for p in r.problems:  # located (path:line:col: error: ...) or a load error
+            if p in shown:
+                continue
+            if _located(p):
+                shown.add(p)
             console.print(escape(p) if _located(p) else f"[red]{escape(r.env)}:[/] {escape(p)}", soft_wrap=True,
                           highlight=False)
         for w in r.warnings:
-            if _located(w):
+            if _located(w) and w not in shown:
+                shown.add(w)
                 console.print(escape(w), highlight=False, soft_wrap=True)
-        if r.probe_rungs:
+        if r.probe_rungs and not r.shared_with:
             console.print(f"{escape(r.env)}: own words: {escape(rungs_line(r.probe_rungs))}",
                           highlight=False, soft_wrap=True)
+        if r.shared_with:
+            console.print(f"{escape(r.env)}: probes, determinism and meaning checks shared with "
+                          f"{escape(r.shared_with)} (a variant: same world, tasks and rules)",
+                          highlight=False)
         if r.fidelity is not None:
             fid = Fidelity(**r.fidelity)
             console.print(f"{escape(r.env)}: tools {escape(fid.summary())}", highlight=False)

@@ -15,7 +15,7 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracec.compiler.api import compile_text, display_path, load_module_source
+from tracec.compiler.api import compile_text, display_path
 from tracec.compiler.ir import CapabilityIR
 from tracec.files import InputError, decode_bytes, read_text
 from tracec.lang.fragments import FRAGMENT_SUFFIX, MAX_FRAGMENT_BYTES, MAX_USES, use_lines
@@ -67,18 +67,20 @@ def compile_version(
     display_dir: str = "",
     spec_path: str | None = None,
 ) -> Version:
-    """Compile ``text`` and load its module under a name private to ``tag`` (``old``/``new``)."""
+    """Compile ``text`` and load its modules (``tag``: ``old``/``new``; each compile loads
+    into a private package of its own, so the two versions never share a module)."""
     result = compile_text(
         text, label, spec_path=spec_path, base_dir=base_dir, display_dir=display_dir
     )
     if not result.ok or result.code is None or result.ir is None:
         raise DiffError(_first_error(result, label))
-    module = load_module_source(result.code, f"tracec_diff_{tag}_{result.ir.name}")
+    module = result.module  # in a private package of its own: never the other version's
+    assert module is not None
     module.__tracec_source__ = (label, text)  # run-time errors name this version
     variants = {}
     for v in result.variants:
-        if v.ir is not None and v.code is not None:
-            vmod = load_module_source(v.code, f"tracec_diff_{tag}_{v.ir.name}")
+        vmod = v.module  # beside its base's module, which it imports
+        if v.ir is not None and vmod is not None:
             vmod.__tracec_source__ = (label, text)
             variants[v.ir.name] = (v.ir, vmod)
     return Version(label=label, ir=result.ir, module=module, variants=variants)

@@ -47,6 +47,11 @@ class CheckReport(BaseModel):
     findings: list[dict] = Field(default_factory=list)  # every finding (tracec.checks.locate.Finding)
     # the env's tools against the domain's target tools (tracec.checks.fidelity.Fidelity)
     fidelity: dict | None = None
+    # the tools the probes called (gold and forbidden calls): a variant that shows them alike
+    # shares this check (tracec.checks.variants)
+    probe_tools: list[str] = Field(default_factory=list)
+    # a variant's: the env whose probes, determinism and meaning checks it shares
+    shared_with: str | None = None
 
     @property
     def passed(self) -> bool:

@@ -163,6 +163,7 @@ def _run_checks(
         if progress:
             progress(1)
     checks.finish(seeds, min_variance_share)
+    report.probe_tools = sorted(checks.called)
     report.warnings = list(notes)
     report.fidelity = fidelity(checks.env).model_dump()
     return _finish(report, log, problems, notes, start)
@@ -190,6 +191,7 @@ class _ProbeChecks:
         self.meaning = MeaningChecks(self.cap, where_map, log)
         self.drawn = Drawn()  # each seed's instance digest, for C340
         self.extra = gold_checks(self.cap, where_map, log)
+        self.called: set[str] = set()  # tools the probes call: gold and forbidden calls
 
     # --- per instance ---------------------------------------------------------------------
 
@@ -220,6 +222,7 @@ class _ProbeChecks:
         if not self._reset(seed, task):
             return
         env, inst = self.env, self.env.instance
+        self.called.update(c.name for c in (*inst.gold, *inst.forbid))
         self.drawn.add(env, world=False)
         self._hint_leak(inst, task, seed)
         results = gold_results(env)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import sys
 import tempfile
 import types
@@ -21,6 +22,7 @@ from tracec.lang import fragments
 from tracec.lang.parser import parse_source
 from tracec.lang.semantics import check
 from tracec.lang.variants import variant_capabilities
+from tracec.runtime.spans import SOURCE_ATTR
 
 SPEC_SUFFIX = ".tracec"
 
@@ -37,7 +39,9 @@ class CompileResult:
     code: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     variants: list[CompileResult] = field(default_factory=list)  # `variant NAME { ... }` envs
+    base: CompileResult | None = None  # a variant's: the capability whose module it imports
     _module: types.ModuleType | None = None
+    _package: TempPackage | None = None
 
     @property
     def ok(self) -> bool:
@@ -54,11 +58,20 @@ class CompileResult:
 
     @property
     def module(self) -> types.ModuleType | None:
-        """The generated env module, loaded from a temporary file (None if not ok)."""
+        """The generated env module, loaded from a private temporary package (None if not ok);
+        a variant's module is loaded beside its base's, which it imports."""
         if self._module is None and self.ok and self.code is not None:
-            self._module = load_module_source(self.code, f"tracec_spec_{self.ir.name}")
+            assert self.ir is not None
+            if self.base is not None:
+                if self.base.module is None:
+                    return None
+                assert self.base._package is not None
+                self._package = self.base._package
+            else:
+                self._package = TempPackage(f"tracec_spec_{self.ir.name}")
+            self._module = self._package.load(self.ir.name, self.code)
             # run-time errors name the spec as the user gave it (tracec.runtime.spans)
-            setattr(self._module, "__tracec_source__", (self.path, self.source))
+            setattr(self._module, SOURCE_ATTR, (self.path, self.source))
         return self._module
 
 
@@ -136,8 +149,10 @@ def _compile_variants(result: CompileResult, cap: Any, source: str, spec_path: s
              for d in result.diagnostics}
     result.diagnostics.extend(_placed(diags, origins))
     variants = []
+    lines = {v.name: (fragments.map_span(v.span, origins) if origins else v.span).line
+             for v in cap.variants}
     for vcap in caps:
-        vres = CompileResult(path=result.path, source=result.source)
+        vres = CompileResult(path=result.path, source=result.source, base=result)
         checked, vdiags = check(vcap, source, spec_path, domain)
         result.diagnostics.extend(
             d for d in _placed(vdiags, origins)
@@ -147,7 +162,12 @@ def _compile_variants(result: CompileResult, cap: Any, source: str, spec_path: s
         vres.ir = lower(checked, origins)
         assert result.ir is not None
         vres.ir.spec_sha256 = result.ir.spec_sha256
-        vres.code = codegen.generate_module(vres.ir)
+        if codegen.budget_only(result.ir, vres.ir):  # a subclass in a module of its own
+            vres.code = codegen.generate_variant_module(result.ir, vres.ir, vcap.variant_of,
+                                                        lines.get(vcap.variant_of, 0))
+        else:
+            vres.code = codegen.generate_module(vres.ir)
+            vres.base = None
         variants.append(vres)
     if not any(d.severity == "error" for d in result.diagnostics):
         result.variants = variants
@@ -216,16 +236,40 @@ def check_unique_names(results: list[CompileResult]) -> None:
             seen[r.ir.name] = r.path
 
 
-def load_module_source(code: str, module_name: str) -> types.ModuleType:
-    """Load generated code as a module from a private temporary file."""
-    tmp = Path(tempfile.mkdtemp(prefix="tracec-")) / f"{module_name}.py"
-    tmp.write_text(code, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(module_name, tmp)
+class TempPackage:
+    """A private temporary package of generated modules, so that a variant's module imports
+    its base's as in a compiled folder (``from . import BASE as base``)."""
+
+    _made = itertools.count()
+
+    def __init__(self, prefix: str) -> None:
+        self.name = f"{prefix}_{next(TempPackage._made)}"  # never another load's modules
+        self.folder = Path(tempfile.mkdtemp(prefix="tracec-"))
+        package = types.ModuleType(self.name)
+        package.__path__ = [str(self.folder)]
+        sys.modules[self.name] = package
+
+    def load(self, stem: str, code: str) -> types.ModuleType:
+        """Write ``code`` as module ``stem`` of the package and import it."""
+        path = self.folder / f"{stem}.py"
+        path.write_text(code, encoding="utf-8")
+        return _exec_file(f"{self.name}.{stem}", path)
+
+
+def _exec_file(module_name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_module_source(code: str, module_name: str) -> types.ModuleType:
+    """Load generated code as a module from a private temporary file."""
+    tmp = Path(tempfile.mkdtemp(prefix="tracec-")) / f"{module_name}.py"
+    tmp.write_text(code, encoding="utf-8")
+    return _exec_file(module_name, tmp)
 
 
 def build_modules(paths: list[Path]) -> list[types.ModuleType]:

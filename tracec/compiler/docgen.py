@@ -58,12 +58,7 @@ def class_doc(cap: IR.CapabilityIR) -> str:
     lines += ["", "## Action Space", ""]
     lines += _wrap("Text: one assistant turn, a reply to the user or tool calls in "
                    "`<tool_call>` JSON blocks.")
-    tools = (_items(cap.shown_tools) if cap.shown_tools is not None else
-             f"every `{cap.domain}` domain tool (`tracec describe {cap.domain}`)")
-    inline = [t.name for t in cap.tools]
-    lines += [""] + _wrap(f"Tools shown: {tools}" + (f"; inline tools {_items(inline)}"
-                                                       if inline else "")
-                          + (" (compact schemas)" if cap.compact_tools else "") + ".")
+    lines += [""] + _tools_shown(cap)
     lines += ["", "## Observation Space", ""]
     lines += _wrap("Text: the user's request first, then tool results and the simulated "
                    "user's replies.")
@@ -76,4 +71,37 @@ def class_doc(cap: IR.CapabilityIR) -> str:
     lines += _wrap("Terminated when the agent writes `###STOP###`, calls a tool that ends the "
                    "conversation, or the simulated user has nothing left to say; truncated "
                    f"after {cap.max_turns} turns.")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _tools_shown(cap: IR.CapabilityIR) -> list[str]:
+    """``Tools shown: ...`` of an env, wrapped."""
+    tools = (_items(cap.shown_tools) if cap.shown_tools is not None else
+             f"every `{cap.domain}` domain tool (`tracec describe {cap.domain}`)")
+    inline = [t.name for t in cap.tools]
+    return _wrap(f"Tools shown: {tools}" + (f"; inline tools {_items(inline)}" if inline else "")
+                 + (" (compact schemas)" if cap.compact_tools else "") + ".")
+
+
+def _policy_shown(cap: IR.CapabilityIR) -> list[str]:
+    """``Policy: ...`` of an env, wrapped."""
+    if cap.policy is not None:
+        return _wrap("Policy: the spec's own text (its `policy`).")
+    if cap.policy_sections is not None:
+        return _wrap(f"Policy: the sections {_items(cap.policy_sections)} of the "
+                     f"`{cap.domain}` domain policy.")
+    return _wrap(f"Policy: the `{cap.domain}` domain policy.")
+
+
+def variant_doc(base: IR.CapabilityIR, cap: IR.CapabilityIR, variant: str, line: int,
+                base_class: str) -> str:
+    """The class docstring of a variant's env: its description, what it shares with its base
+    env (class ``base_class``), and what it shows the agent (the only part that differs)."""
+    at = f" (spec line {line})" if line > 0 else ""
+    lines = _wrap(cap.description) + [""]
+    lines += _wrap(f"The `{variant}` variant{at} of the `{base.name}` capability, compiled from "
+                   f"{cap.spec_path} by tracec: the tasks, rewards and episode end of "
+                   f"`{base_class}`, with its own prompt budget.")
+    lines += ["", "## Action Space", ""]
+    lines += _tools_shown(cap) + [""] + _policy_shown(cap)
     return "\n".join(line.rstrip() for line in lines) + "\n"

@@ -1,7 +1,8 @@
 """What a result was measured on: an env's version and the settings that define a run.
 
 Every episode records ``info["env_version"]`` (the env id, the spec's sha256 and the generated
-module's sha256 for a compiled env; the task data's sha256 for a τ² target) and
+module's sha256 for a compiled env, of a variant's module and its base's together; the task
+data's sha256 for a τ² target) and
 ``info["run"]`` (the agent and the settings that change what an episode is). A resume and
 ``tracec compare`` use :func:`changes` to refuse results of a different env or run.
 """
@@ -24,13 +25,42 @@ def _sha256_file(path: str | Path | None) -> str:
         return ""
 
 
+def _module_files(cls: Any) -> list[str]:
+    """The files of the modules that define ``cls`` and the env classes it extends, its own
+    first: a variant's module and its base's (what the variant's episodes run)."""
+    out: list[str] = []
+    for klass in getattr(cls, "__mro__", (cls,)):
+        if getattr(klass, "capability", None) is None:
+            continue
+        module = sys.modules.get(getattr(klass, "__module__", "") or "")
+        path = getattr(module, "__file__", None)
+        if path and path not in out:
+            out.append(path)
+    return out
+
+
+def modules_sha256(cls: Any) -> str:
+    """sha256 of the module file of an env class; for a variant (a subclass of its base's env,
+    in a module of its own) of its module's bytes followed by its base module's; ``""`` when
+    a file cannot be read."""
+    paths = _module_files(cls)
+    if len(paths) == 1:
+        return _sha256_file(paths[0])
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            digest.update(Path(path).read_bytes())
+        except OSError:
+            return ""
+    return digest.hexdigest() if paths else ""
+
+
 def compiled_env_version(env_id: str, cls: Any) -> dict[str, str]:
     """``{env_id, spec_sha256, module_sha256}`` of a compiled env class (empty digests where
-    the class has no spec or module file)."""
+    the class has no spec or module file; a variant's covers its base's module too)."""
     cap = getattr(cls, "capability", None)
-    module = sys.modules.get(getattr(cls, "__module__", "") or "")
     return {"env_id": env_id, "spec_sha256": str(getattr(cap, "spec_sha256", "") or ""),
-            "module_sha256": _sha256_file(getattr(module, "__file__", None))}
+            "module_sha256": modules_sha256(cls)}
 
 
 def tau2_version(env_id: str, tasks: list[dict], policy: str) -> dict[str, str]:

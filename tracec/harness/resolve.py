@@ -123,6 +123,19 @@ def _dotted_name(path: Path) -> str | None:
     return ".".join(parts)
 
 
+def _folder_package(path: Path) -> str:
+    """A private package for the folder of ``path`` (its ``__init__`` not run), so that a
+    module there imports its neighbours relatively, as a variant's module imports its base's
+    (``from . import BASE as base``); one per folder, so a base is imported once."""
+    folder = path.resolve().parent
+    name = f"_tracec_envs_{zlib.crc32(str(folder).encode()):08x}"
+    if name not in sys.modules:
+        package = types.ModuleType(name)
+        package.__path__ = [str(folder)]
+        sys.modules[name] = package
+    return name
+
+
 def import_path(path: Path) -> types.ModuleType:
     """Import a Python file (as its package module when it lies in a package under cwd)."""
     _need_file(path)
@@ -133,8 +146,11 @@ def import_path(path: Path) -> types.ModuleType:
     if dotted:
         return import_user(dotted, str(path), path.resolve().parent)
     try:
-        name = f"_tracec_env_{path.stem}_{zlib.crc32(str(path.resolve()).encode()):08x}"
-        spec = importlib.util.spec_from_file_location(name, path)
+        name = f"{_folder_package(path)}.{path.stem}"
+        loaded = sys.modules.get(name)
+        if loaded is not None and getattr(loaded, "__file__", None) == str(path.resolve()):
+            return loaded  # already imported (a variant's module imports its base's)
+        spec = importlib.util.spec_from_file_location(name, path.resolve())
         if spec is None or spec.loader is None:
             raise LoadError(f"{path}: not an importable Python file")
         module = importlib.util.module_from_spec(spec)

@@ -24,7 +24,7 @@ from tracec.analysis.offline import offline_candidates, offline_run
 from tracec.analysis.propose import domain_tools_text, load_language_reference, propose_one
 from tracec.analysis.report import coverage_plot
 from tracec.analysis.runs import write_run
-from tracec.checks import run_checks
+from tracec.checks.variants import Checked, check_sharing
 from tracec.compiler import build as env_build
 from tracec.compiler.api import compile_file, find_specs
 from tracec.core.seeds import SeedRangeError
@@ -270,8 +270,9 @@ def run_compile(ctx: RunContext, resume: bool) -> dict:
         raise StageError("specs do not compile:\n" + "\n".join(r.rendered for r in bp.results if not r.ok))
     env_build.write(bp, envs_dir)
     checks, envs, rejected = {}, {}, {}
+    shared: Checked = []  # a variant shares its base's check (tracec.checks.variants)
     for r in bp.results:
-        rep = run_checks(r.module, seeds=ctx.cfg.specs.check_seeds)
+        rep = check_sharing(r.module, shared, ctx.cfg.specs.check_seeds, check_env=True)
         checks[r.ir.name] = rep.to_dict()
         if rep.passed:
             envs[r.ir.name] = str(envs_dir / f"{r.ir.name}.py")
