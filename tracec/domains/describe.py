@@ -12,6 +12,7 @@ from typing import Any
 from tracec.core.types import ListT, MapT, ObjT, T
 from tracec.domains.base import Domain
 from tracec.domains.policy import headings as policy_headings
+from tracec.domains.units import UNITS
 
 
 def _json_type(prop: dict) -> str:
@@ -52,6 +53,9 @@ def _fields(domain: Domain, type_name: str, fields: dict[str, T]) -> list[dict[s
         keys = schema.key_enum(type_name, name)
         if keys:
             row["keys"] = list(keys)
+        unit = schema.unit(type_name, name)
+        if unit:
+            row["unit"] = unit
         rows.append(row)
     return rows
 
@@ -77,6 +81,9 @@ def describe(domain: Domain) -> dict[str, Any]:
                 arg["enum"] = list(prop["enum"])
             if isinstance(prop, dict) and prop.get("description"):
                 arg["description"] = prop["description"]
+            unit = domain.schema.arg_units.get(tool.name, {}).get(name)
+            if unit:
+                arg["unit"] = unit
             args.append(arg)
         tools.append({
             "name": tool.name, "description": tool.description, "writes": tool.writes,
@@ -123,6 +130,8 @@ def _field_line(f: dict[str, Any]) -> str:
         line += " one of " + ", ".join(f'"{v}"' for v in f["enum"])
     if "keys" in f:
         line += " keyed by " + ", ".join(f'"{v}"' for v in f["keys"])
+    if "unit" in f:
+        line += f" [{UNITS[f['unit']].text}]"
     return line
 
 
@@ -138,6 +147,7 @@ def describe_text(domain: Domain) -> str:
     for t in d["tools"]:
         args = ", ".join(
             f"{a['name']}: {a['type']}{'' if a['required'] else '?'}"
+            + (f" [{a['unit']}]" if "unit" in a else "")
             + (" in (" + ", ".join(f'"{v}"' for v in a["enum"]) + ")" if "enum" in a else "")
             for a in t["arguments"])
         tags = ["writes" if t["writes"] else "reads"]

@@ -20,6 +20,7 @@ from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
+from tracec.domains.units import units
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
 
 TOOLKIT = "RetailTools"
@@ -93,6 +94,8 @@ SCHEMA = Schema(
         "retail_payment_method": {"source": PAYMENT_SOURCES},
         "order_payment": {"transaction_type": ("payment", "refund")},
     },
+    units={"variant": units(price="dollars"), "order_payment": units(amount="dollars"),
+           "retail_payment_method": units(balance="dollars")},
     preconditions=preconditions(
         (("cancel_pending_order", "modify_pending_order_items"),
          Precondition("order_id", "orders", "order", "status", ("pending",),
