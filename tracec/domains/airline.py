@@ -25,6 +25,7 @@ from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
+from tracec.domains.policy_rules import airline_rules
 from tracec.domains.units import units
 
 TOOLKIT = "AirlineTools"
@@ -121,6 +122,7 @@ SCHEMA = Schema(
         "flight_date": {"status": FLIGHT_STATUSES},
     },
     keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
+    rules=airline_rules(NOW),
     units={
         "flight_date": units(prices="dollars", actual_departure_time_est="datetime",
                              estimated_departure_time_est="datetime",

@@ -92,6 +92,9 @@ def describe(domain: Domain) -> dict[str, Any]:
                 {"argument": p.arg, "kind": p.kind, "field": p.field, "condition": p.condition(),
                  "text": p.text}
                 for p in domain.schema.preconditions.get(tool.name, ())],
+            "policy_rules": [
+                {"name": r.name, "section": r.section, "text": r.text, "argument": r.arg}
+                for r in domain.schema.rules.get(tool.name, ())],
         })
     entities = []
     nested: dict[str, ObjT] = {}
@@ -157,6 +160,8 @@ def describe_text(domain: Domain) -> str:
         out.append(f"- {t['name']}({args}) [{', '.join(tags)}]: {text}")
         for p in t["preconditions"]:
             out.append(f"  - requires {p['text']}: `{p['condition']}` for the `{p['argument']}`")
+        for r in t["policy_rules"]:
+            out.append(f"  - policy (\"{r['section']}\"): {r['text']} [{r['name']}]")
     out += ["", "(`?`: optional argument)", "", "## Entities (seed: NAME = kind[COUNT] { field = expr })", ""]
     for e in d["entities"]:
         ident = f"id `{e['id_field']}`" if e["id_field"] else "singleton"

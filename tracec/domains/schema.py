@@ -102,6 +102,8 @@ class Schema:
     arg_units: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # tool name -> the policy rules (beyond status) a gold call of it must keep
     rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    # tool name -> the policy sections its preconditions come from (beyond its rules')
+    sections: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def unit(self, type_name: str, field_name: str) -> str | None:
         return self.units.get(type_name, {}).get(field_name)
