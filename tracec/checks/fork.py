@@ -1,7 +1,8 @@
 """Probe episodes that share the gold calls' turns (speed: issue 30 item 5).
 
 The oracle, the silent gold calls, the two echoes and the shotgun play the same gold calls,
-one per turn, and differ only in their final message. :class:`GoldFork` plays those tool
+one per turn, and differ only in their final message; the gold calls' tool outputs (which the
+echoes paste and the gold checks read) are those turns' observations. :class:`GoldFork` plays those tool
 turns once per drawn instance through ``env.step`` and keeps the episode's state after them;
 each of these probes then resumes from a copy of that state and plays its own final message
 (and the user's stop), as a fresh episode would. A text turn writes no world, so the world
@@ -15,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracec.checks.probes import Probe, ProbeRun, run_turns
+from tracec.checks.probes import Probe, ProbeRun, gold_results, run_turns
 from tracec.runtime.env import CapabilityEnv
-from tracec.runtime.toolcall import ToolCallParseError, parse_turn
+from tracec.runtime.toolcall import ToolCallParseError, hermes, parse_turn
 from tracec.runtime.user import ScriptedUser
 
 
@@ -72,6 +73,20 @@ class GoldFork:
                 return None
         return _Prefix(turns, env.db, list(env.calls), list(env.texts), list(env.results),
                        list(env.tool_bugs), list(env.messages), env.turn, observations, rewards)
+
+    def gold_results(self) -> list[str]:
+        """The gold calls' tool outputs, from the shared turns when the gold can be played
+        alone (no call that ends the episode, within ``max_turns``), else from a replay."""
+        env = self.env
+        gold = tuple(env.instance.gold)
+        box = env._box
+        if gold and not any(c.name in box.ends for c in gold) \
+                and len(gold) < env.capability.max_turns:
+            turns = tuple(hermes(c.name, c.arguments) for c in gold)
+            self.prefix = self._make_prefix(turns)
+            if self.prefix is not None and len(self.prefix.results) == len(gold):
+                return list(self.prefix.results)
+        return gold_results(env)
 
     def play(self, probe: Probe) -> ProbeRun:
         """``probe`` played on the env's current task from its initial world."""

@@ -18,7 +18,7 @@ from tracec.checks.gold_checks import gold_checks
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.own_words import paid_finding, rungs, shotgun_paid, shotgun_probe
-from tracec.checks.probes import build_probes, expected, gold_results, run_turns
+from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.repeats import repeat_findings
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
@@ -223,7 +223,8 @@ class _ProbeChecks:
         env, inst = self.env, self.env.instance
         self.drawn.add(env, world=False)
         self._hint_leak(inst, task, seed)
-        results = gold_results(env)
+        self.fork = GoldFork(env)  # issue 30 item 5: the gold's turns, played once
+        results = self.fork.gold_results()
         self.meaning.instance(env, seed, results)
         for check in self.extra:
             check.instance(env, seed, results)
@@ -236,7 +237,7 @@ class _ProbeChecks:
             probes.append(shotgun)
         self._forbid_gold(inst, task, seed)
         silent_reward = None
-        self.fork, self.results = GoldFork(env), results  # issue 30 item 5: shared gold work
+        self.results = results  # issue 30 item 5: shared gold work
         for probe in probes:
             if probe.why_not:
                 self.forbid_why.setdefault((task, probe.forbid), f"{probe.why_not} (seed {seed})")
