@@ -7,7 +7,8 @@ The gold is replayed on a copy of the initial world of each drawn instance (the 
 ``MAX_SEEDS`` seeds); before each call, every rule of its tool is read against the world, the
 call's arguments and the user's words (first message and scripted replies). A break is reported
 at the `pick` that drew the record when the record breaks it, at the gold call when its
-arguments do (bags removed, another product), once per task and rule.
+arguments do (bags removed, another product; at the `let` the argument names, if it is one),
+once per task and rule.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import picked
+from tracec.lang import ast as A
 
 MAX_SEEDS = 64
 
@@ -51,8 +53,9 @@ class PolicyRules:
         rid = (call.args or {}).get(rule.arg)
         let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid)
         nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
-        if rule.at == "call" or span is None:  # the call's arguments break it: at the call
-            span = self.where.gold(inst.task, call.name, nth) or span
+        if rule.at == "call" or span is None:  # the call's arguments break it: at the call,
+            span = (self._maker(inst.task, call.name, nth, rule.reads)  # or the let making it
+                    or self.where.gold(inst.task, call.name, nth) or span)
         drawn = f"`let {let}` draws" if let else "the task draws"
         self.log.add(f"C141:{inst.task}:{call.name}:{rule.name}", "error", "C141",
                      f"task `{inst.task}`: {drawn} {rule.kind} {rid!r} at seed {seed}, but the "
@@ -60,6 +63,16 @@ class PolicyRules:
                      f"{rule.text}): {why}", span, task=inst.task, seed=seed,
                      hint="draw only records the policy allows the call on, or make the gold "
                           "refuse (and the task test the refusal)")
+
+    def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
+        """The span of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""
+        ast = self.where.ast
+        t = next((t for t in (ast.tasks if ast is not None else []) if t.name == task), None)
+        calls = [c for c in A.gold_calls(t.gold) if c.name == tool] if t is not None and arg else []
+        if not calls:
+            return None
+        value = next((kw.value for kw in calls[min(nth, len(calls) - 1)].args if kw.name == arg), None)
+        return self.where.let(task, value.id) if isinstance(value, A.Name) else None
 
     def finish(self) -> None:
         """Nothing to fold: every finding is logged as it is found."""

@@ -30,6 +30,7 @@ class PolicyRule:
     kind: str  # that record's entity kind
     check: Check
     at: str = "pick"  # where a break is located: the `pick` of the record, or the gold "call"
+    reads: str = ""  # for "call": the argument that breaks it (placed at the `let` that makes it)
 
 
 def by_tool(*items: tuple[tuple[str, ...], PolicyRule]) -> dict[str, tuple[PolicyRule, ...]]:
@@ -140,10 +141,10 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
             "been flown", rid, kind, cabin_flown)),
         (("update_reservation_baggages",), PolicyRule(
             "bags-only-added", "Modify flight", "checked bags can be added, not removed", rid,
-            kind, bags, at="call")),
+            kind, bags, at="call", reads="total_baggages")),
         (("update_reservation_passengers",), PolicyRule(
             "same-passenger-count", "Modify flight", "the number of passengers cannot change",
-            rid, kind, passengers, at="call")),
+            rid, kind, passengers, at="call", reads="passengers")),
     )
 
 
@@ -174,7 +175,9 @@ def retail_rules() -> dict[str, tuple[PolicyRule, ...]]:
     text = "each new item is a variant of the same product as the item it replaces"
     return by_tool(
         (("modify_pending_order_items",), PolicyRule(
-            "same-product", "Modify items", text, "order_id", "order", same_product, at="call")),
+            "same-product", "Modify items", text, "order_id", "order", same_product, at="call",
+            reads="new_item_ids")),
         (("exchange_delivered_order_items",), PolicyRule(
-            "same-product", "Exchange delivered order", text, "order_id", "order", same_product, at="call")),
+            "same-product", "Exchange delivered order", text, "order_id", "order", same_product, at="call",
+            reads="new_item_ids")),
     )
