@@ -5,7 +5,8 @@ a covered reason; no flight change in basic economy; bags only added; ...).
 
 The gold is replayed on a copy of the initial world of each drawn instance (the first
 ``MAX_SEEDS`` seeds); before each call, every rule of its tool is read against the world, the
-call's arguments and the user's words (first message and scripted replies). A break is reported
+call's arguments and the user's words (first message and scripted replies). A spec with its
+own inline policy text replaces the domain's, and its rules with it. A break is reported
 at the `pick` that drew the record when the record breaks it, at the gold call when its
 arguments do (bags removed, another product; at the `let` the argument names, if it is one),
 once per task and rule.
@@ -27,7 +28,9 @@ class PolicyRules:
 
     def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
         self.cap, self.where, self.log = cap, where, log
-        self.rules = getattr(cap.domain.schema, "rules", {}) or {}
+        # a spec with its own inline policy (`policy """..."""`) replaces the domain's rules
+        inline = getattr(cap, "policy", None) is not None
+        self.rules = {} if inline else (getattr(cap.domain.schema, "rules", {}) or {})
         self.done: set[tuple[str, str, str]] = set()
 
     def instance(self, env: Any, seed: int, results: Any = ()) -> None:

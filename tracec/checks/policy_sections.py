@@ -66,8 +66,8 @@ class PolicySections:
         if inst.task in self.done:
             return
         self.done.add(inst.task)
-        if not self.cap.domain.policy:
-            return
+        if not self.cap.domain.policy or getattr(self.cap, "policy", None) is not None:
+            return  # no domain policy, or the spec's own inline one replaces it
         tools = [c.name for c in inst.gold] + [f.name for f in inst.forbid]
         need = needed_sections(self.schema, tools)
         if not need:
