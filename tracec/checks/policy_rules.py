@@ -8,7 +8,7 @@ The gold is replayed on a copy of the initial world of each drawn instance (the 
 call's arguments and the user's words (first message and scripted replies). A spec with its
 own inline policy text replaces the domain's, and its rules with it. A break is reported
 at the `pick` that drew the record when the record breaks it, at the gold call when its
-arguments do (bags removed, another product; at the `let` the argument names, if it is one),
+arguments do (bags removed, another product; the message names the `let` the argument is),
 once per task and rule.
 """
 
@@ -56,26 +56,29 @@ class PolicyRules:
         rid = (call.args or {}).get(rule.arg)
         let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid)
         nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
-        if rule.at == "call" or span is None:  # the call's arguments break it: at the call,
-            span = (self._maker(inst.task, call.name, nth, rule.reads)  # or the let making it
-                    or self.where.gold(inst.task, call.name, nth) or span)
+        made = ""
+        if rule.at == "call" or span is None:  # the call's arguments break it: at the call
+            span = self.where.gold(inst.task, call.name, nth) or span
+            maker = self._maker(inst.task, call.name, nth, rule.reads)
+            made = f" (`{rule.reads} = {maker[0]}`, the `let` at line {maker[1].line})" \
+                if maker and maker[1] else ""
         drawn = f"`let {let}` draws" if let else "the task draws"
         self.log.add(f"C141:{inst.task}:{call.name}:{rule.name}", "error", "C141",
                      f"task `{inst.task}`: {drawn} {rule.kind} {rid!r} at seed {seed}, but the "
                      f"gold call `{call.name}` breaks the policy (\"{rule.section}\": "
-                     f"{rule.text}): {why}", span, task=inst.task, seed=seed,
+                     f"{rule.text}): {why}{made}", span, task=inst.task, seed=seed,
                      hint="draw only records the policy allows the call on, or make the gold "
                           "refuse (and the task test the refusal)")
 
     def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
-        """The span of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""
+        """(name, span) of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""
         ast = self.where.ast
         t = next((t for t in (ast.tasks if ast is not None else []) if t.name == task), None)
         calls = [c for c in A.gold_calls(t.gold) if c.name == tool] if t is not None and arg else []
         if not calls:
             return None
         value = next((kw.value for kw in calls[min(nth, len(calls) - 1)].args if kw.name == arg), None)
-        return self.where.let(task, value.id) if isinstance(value, A.Name) else None
+        return (value.id, self.where.let(task, value.id)) if isinstance(value, A.Name) else None
 
     def finish(self) -> None:
         """Nothing to fold: every finding is logged as it is found."""

@@ -30,7 +30,7 @@ class PolicyRule:
     kind: str  # that record's entity kind
     check: Check
     at: str = "pick"  # where a break is located: the `pick` of the record, or the gold "call"
-    reads: str = ""  # for "call": the argument that breaks it (placed at the `let` that makes it)
+    reads: str = ""  # for "call": the argument that breaks it (its `let`, if one, is named)
 
 
 def by_tool(*items: tuple[tuple[str, ...], PolicyRule]) -> dict[str, tuple[PolicyRule, ...]]:
