@@ -116,6 +116,7 @@ MUTATIONS: list[Mutation] = [
              "C154", variant=True),
     Mutation("booking_cutoff_as_a_date", MSTC, 'x.created_at >= "2024-05-14T15:00:00"',
              'x.created_at >= "2024-05-14"', "E148", line_of="let rc      = pick("),
+    Mutation("bag_fee_in_cents", SDR, "let fee   = 50 * extra", "let fee   = 5000 * extra", "E149"),
     Mutation("price_difference_in_cents", TCP,
              "let diff   = round(abs(target.price - item.price), 2)",
              "let diff   = round(abs(target.price - item.price) * 100)", "E149"),
@@ -134,8 +135,7 @@ MUTATIONS: list[Mutation] = [
              gap="the later reminder's content is in the tool output too: a wrong but "
                  "available answer"),
     Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
-             "let fee     = 5000 * (extra - room)", "C152",
-             gap="a computed value: no unit in the typed domain yet (issue 30 item 2)"),
+             "let fee     = 5000 * (extra - room)", "E149"),
     Mutation("origin_for_destination", RLC, "communicate r.destination", "communicate r.origin",
              "C341", gap="a wrong field of the right record: only the twin that differs in the "
                          "destination (C341, at the distractor) shows it"),

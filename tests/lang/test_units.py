@@ -34,6 +34,9 @@ CASES = [
     (SDR, "let refund = sum(p.amount for p in r.payment_history)",
      "let refund = sum(p.amount for p in r.payment_history) * 100", "E149",
      "the answer `refund` is in cents, but the user asks in dollars", "refund / 100"),
+    # a price written in cents: 100 x the 50 dollars the policy states
+    (MSTC, "let fee     = 50 * (extra - room)", "let fee     = 5000 * (extra - room)", "E149",
+     "`5000` is 100 times the 50 dollars the policy or the task states", "write `50`"),
     # cents plus dollars
     (SDR, "let refund = sum(p.amount for p in r.payment_history)",
      "let refund = sum(p.amount * 100 for p in r.payment_history) + r.flights[0].price", "E147",

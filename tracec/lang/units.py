@@ -31,6 +31,7 @@ _SAME = {"sum", "min", "max", "abs", "round", "int", "float", "first", "last", "
 _CONVERSIONS = {60, 24, 7, 100, 3600, 86400, 604800}
 _AFTER = re.compile(r"^\s*([A-Za-z]+)\b")
 _WORD = re.compile(r"[A-Za-z]+")
+_DOLLARS = re.compile(r"\$\s?(\d+(?:\.\d+)?)|\b(\d+(?:\.\d+)?)\s*(?:dollars|USD)\b")
 
 
 def _same(a: Unit, b: Unit) -> bool:
@@ -61,7 +62,7 @@ class UnitChecking:
     def _unit_state(self) -> dict[str, dict]:
         state = self.__dict__.get("_units_")
         if state is None:
-            state = self.__dict__["_units_"] = {"attr": {}, "names": {}, "said": {}, "lets": {}}
+            state = self.__dict__["_units_"] = {"attr": {}, "names": {}, "said": {}, "lets": {}, "values": {}}
         return state
 
     def attr_unit(self, e: A.Attr, base: T) -> None:
@@ -102,6 +103,7 @@ class UnitChecking:
 
     def bind_unit(self, scope: Any, name: str, value: Any) -> None:
         """The unit of the `let` ``name``: its value's, else what the user's words say."""
+        self._unit_state["values"][name] = value
         unit = self.unit_of(value, scope)
         said = self._unit_state["said"].get(name)
         if unit is not None and said is not None and said[0] != unit and unit.scale:
@@ -132,7 +134,8 @@ class UnitChecking:
                 elif before.endswith("$"):
                     said.setdefault(part.id, (UNITS["dollars"], "dollars"))
         self._unit_state["said"] = said
-        self._unit_state["lets"] = {}
+        self._unit_state["lets"], self._unit_state["values"] = {}, {}
+        self._unit_state["stated"] = self._stated_dollars(texts)
 
     # --------------------------------------------------------------- checks
     def _binop_unit(self, e: A.BinOp, scope: Any, report: bool) -> Unit | None:
@@ -223,10 +226,48 @@ class UnitChecking:
                    f"`{self.text_of(arg.value)}` is in {_describe(got)}", arg.value.span,
                    _convert_hint(got, want, self.text_of(arg.value)), code="E147")
 
+    def _stated_dollars(self, texts: list[A.Text | None]) -> set[float]:
+        """Dollar amounts the policy, the hints and the task's words state ("50 dollars", "$30")."""
+        parts = [p for t in texts + [getattr(self.cap, "hint", None)] if t is not None
+                 for p in t.parts if isinstance(p, str)]
+        decl = getattr(self.cap, "policy", None)
+        inline = getattr(decl, "text", None)
+        parts.append(inline if inline is not None else getattr(self.domain, "policy", "") or "")
+        found: set[float] = set()
+        for text in parts:
+            for m in _DOLLARS.finditer(text):
+                found.add(float(m.group(1) or m.group(2)))
+        return found
+
+    def _cents_literals(self, e: Any, depth: int = 0) -> list[A.Num]:
+        """Number literals of ``e`` (through the task's lets) that are 100 x a stated dollar
+        amount and not one themselves: a price written in cents."""
+        st = self._unit_state
+        stated = st.get("stated") or set()
+        if not stated or depth > 4 or e is None:
+            return []
+        if isinstance(e, A.Num):
+            v = float(e.value)
+            return [e] if v >= 100 and v not in stated and v / 100 in stated else []
+        if isinstance(e, A.Name):
+            return self._cents_literals(st["values"].get(e.id), depth + 1)
+        out: list[A.Num] = []
+        for key in ("left", "right", "operand", "body", "orelse", "elt"):
+            out += self._cents_literals(getattr(e, key, None), depth)
+        for a in getattr(e, "args", None) or []:
+            out += self._cents_literals(a, depth)
+        return out
+
     def check_communicate_units(self, t: A.Task, scope: Any) -> None:
         """E149: an answer in a unit the user's question does not ask for."""
         if t.user is None:
             return
+        for c in t.communicate:
+            for lit in self._cents_literals(c)[:1]:
+                v = lit.value
+                self.error(f"`{v}` is 100 times the {v / 100:g} dollars the policy or the task "
+                           f"states: the answer `{self.text_of(c)}` would be in cents",
+                           lit.span, f"amounts are in dollars: write `{v / 100:g}`", code="E149")
         words = {WORDS[w.lower()] for p in t.user.parts if isinstance(p, str)
                  for w in _WORD.findall(p) if w.lower() in WORDS}
         for c in t.communicate:
