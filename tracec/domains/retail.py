@@ -21,8 +21,8 @@ from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.policy_rules import retail_rules
-from tracec.domains.units import units
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
+from tracec.domains.units import units
 
 TOOLKIT = "RetailTools"
 

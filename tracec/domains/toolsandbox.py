@@ -47,8 +47,8 @@ from tracec.domains.base import (
     tools_from_data,
 )
 from tracec.domains.jsoncopy import deep_copy
-from tracec.domains.units import units
 from tracec.domains.schema import Ref, Schema, refs
+from tracec.domains.units import units
 
 # --------------------------------------------------------------------------------------------
 # Constants and world access
