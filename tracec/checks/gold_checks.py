@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from tracec.checks.answer_writes import AnswerWrites  # issue 30: answer vs the gold's writes
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
 from tracec.checks.policy_rules import PolicyRules  # issue 30 item 3
@@ -31,7 +32,7 @@ class InstanceCheck(Protocol):
 
 
 GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
-                                                PolicyRules, PolicySections)
+                                                PolicyRules, PolicySections, AnswerWrites)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:
