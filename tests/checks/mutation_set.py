@@ -145,8 +145,9 @@ MUTATIONS: list[Mutation] = [
     Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
              "let fee     = 5000 * (extra - room)", "E149"),
     Mutation("origin_for_destination", RLC, "communicate r.destination", "communicate r.origin",
-             "C341", gap="a wrong field of the right record: only the twin that differs in the "
-                         "destination (C341, at the distractor) shows it"),
+             "C156"),
+    Mutation("flight_type_for_cabin", RLC, "communicate r.cabin", "communicate r.flight_type",
+             "C156"),
     Mutation("sum_over_the_wrong_records", SDR, "let refund = sum(p.amount for p in r.payment_history)",
              "let refund = sum(f.price for f in r.flights)", "C155"),
     Mutation("variant_drops_the_tested_policy_section", PV,

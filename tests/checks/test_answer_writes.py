@@ -1,8 +1,10 @@
-"""C155: a numeric answer is judged against the amounts the gold's own writes append."""
+"""C155: a numeric answer is judged against the amounts the gold's own writes append; C156:
+the fields a hint names."""
 
 from __future__ import annotations
 
 from tracec.checks.answer_writes import _new_amounts, explained
+from tracec.checks.hint_answer import named_fields
 
 
 def test_new_amounts_are_the_appended_records_of_each_list() -> None:
@@ -20,3 +22,9 @@ def test_an_answer_is_explained_by_an_amount_a_total_or_the_payments_or_refunds(
     assert explained(50, lists)  # one amount
     assert not explained(268, lists)  # the flights' prices
     assert explained(45.06, [[45.06]]) and not explained(230.51, [[45.06]])
+
+
+def test_the_hint_names_fields_in_backticks_or_with_an_underscore() -> None:
+    fields = ["origin", "destination", "cabin", "created_at", "status"]
+    hint = "The destination is the reservation's `destination` field; see created_at, status."
+    assert named_fields(hint, fields) == {"destination", "created_at"}

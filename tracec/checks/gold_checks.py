@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from tracec.checks.answer_writes import AnswerWrites  # issue 30: answer vs the gold's writes
+from tracec.checks.hint_answer import HintAnswer  # issue 30: answer vs its hint
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
 from tracec.checks.policy_rules import PolicyRules  # issue 30 item 3
@@ -32,7 +33,7 @@ class InstanceCheck(Protocol):
 
 
 GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
-                                                PolicyRules, PolicySections, AnswerWrites)
+                                                PolicyRules, PolicySections, AnswerWrites, HintAnswer)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:
