@@ -139,9 +139,7 @@ MUTATIONS: list[Mutation] = [
     # ---- a wrong gold value (what the checks cannot judge: the value is the spec's own)
     Mutation("due_first_is_the_later_one", "specs/datetime_reasoning.tracec",
              "let early = a if a.reminder_timestamp < b.reminder_timestamp else b",
-             "let early = a if a.reminder_timestamp > b.reminder_timestamp else b", "C152",
-             gap="the later reminder's content is in the tool output too: a wrong but "
-                 "available answer"),
+             "let early = a if a.reminder_timestamp > b.reminder_timestamp else b", "C157"),
     Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
              "let fee     = 5000 * (extra - room)", "E149"),
     Mutation("origin_for_destination", RLC, "communicate r.destination", "communicate r.origin",

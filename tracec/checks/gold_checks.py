@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from tracec.checks.answer_order import AnswerOrder  # issue 30: answer vs the order asked
 from tracec.checks.answer_writes import AnswerWrites  # issue 30: answer vs the gold's writes
 from tracec.checks.hint_answer import HintAnswer  # issue 30: answer vs its hint
 from tracec.checks.ladder_order import LadderOrder
@@ -33,7 +34,8 @@ class InstanceCheck(Protocol):
 
 
 GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
-                                                PolicyRules, PolicySections, AnswerWrites, HintAnswer)
+                                                PolicyRules, PolicySections, AnswerWrites, HintAnswer,
+                                                AnswerOrder)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:
