@@ -41,6 +41,7 @@ TCP = "specs/tool_calling_precision.tracec"
 RLC = "specs/reservation_lookup_compact.tracec"
 SDR = "specs/structured_data_reasoning.tracec"
 PV = "specs/precondition_verification.tracec"
+DR = "specs/datetime_reasoning.tracec"
 
 MUTATIONS: list[Mutation] = [
     # ---- ladder order
@@ -84,26 +85,72 @@ MUTATIONS: list[Mutation] = [
     Mutation("variant_hides_a_tool_the_hint_names", PV, 'hint "Read the reservation before acting.',
              'hint "Read the reservation and the user\'s profile (get_user_details) before acting.',
              "C153", variant=True),
+    # ---- units and kinds (compile errors)
+    Mutation("hours_written_as_minutes", DR, "+ hrs * 3600", "+ hrs * 60", "E147",
+             line_of="let due    = r.reminder_timestamp"),
+    Mutation("shift_by_minutes_not_hours", DR, "days = d, hours = hrs)", "days = d, minutes = hrs)",
+             "E147", line_of="shift_timestamp(timestamp = r.reminder_timestamp"),
+    Mutation("gap_in_minutes_asked_in_hours", DR, "b.reminder_timestamp) // 3600",
+             "b.reminder_timestamp) // 60", "E149", line_of="let gap   = abs("),
+    Mutation("refund_in_cents", SDR, "let refund = sum(p.amount for p in r.payment_history)",
+             "let refund = sum(p.amount for p in r.payment_history) * 100", "E149"),
+    Mutation("booking_time_as_free_text", MSTC, 'x.created_at >= "2024-05-14T15:00:00"',
+             'x.created_at >= "May 14 15:00"', "E148", line_of="let rc      = pick("),
+    # ---- policy rules beyond status (C141) and the sections a variant must keep (C154)
+    Mutation("cancel_what_the_policy_forbids", SDR,
+             "let r      = pick(x for x in refundable if len(x.payment_history) >= 1)",
+             "let r      = pick(x for x in reservations if x.status != \"cancelled\" and len(x.payment_history) >= 1)",
+             "C141"),
+    Mutation("change_flights_of_basic_economy", PV,
+             'let r     = pick(x for x in trips if x.cabin != "basic_economy")',
+             "let r     = pick(x for x in trips)", "C141"),
+    Mutation("bags_total_is_the_added_count", SDR,
+             "total_baggages = r.total_baggages + extra, nonfree", "total_baggages = extra, nonfree",
+             "C141", line_of="update_reservation_baggages(reservation_id = r.reservation_id, total_baggages = extra"),
+    Mutation("insurance_for_a_reason_it_does_not_cover", PV,
+             "let reason  = pick(covered + plain) if by_rule else pick(covered)",
+             "let reason  = pick(covered + plain)", "C141",
+             line_of="let r       = pick(x for x in trips if x.cabin"),  # at the pick, not here
+    Mutation("variant_drops_the_section_its_writes_follow", SDR,
+             'policy sections ["Modify flight", "Cancel flight"]', 'policy sections ["Cancel flight"]',
+             "C154", variant=True),
+    Mutation("booking_cutoff_as_a_date", MSTC, 'x.created_at >= "2024-05-14T15:00:00"',
+             'x.created_at >= "2024-05-14"', "E148", line_of="let rc      = pick("),
+    Mutation("refund_of_the_first_payment_only", MSTC,
+             "let refund  = sum(p.amount for p in rc.payment_history)",
+             "let refund  = rc.payment_history[0].amount * len(rc.passengers)", "C155"),
+    Mutation("fee_counts_the_free_bags_too", MSTC, "let fee     = 50 * (extra - room)",
+             "let fee     = 50 * extra", "C155"),
+    Mutation("new_price_for_the_difference", TCP,
+             "let diff   = round(abs(target.price - item.price), 2)",
+             "let diff   = round(target.price, 2)", "C155"),
+    Mutation("bag_fee_in_cents", SDR, "let fee   = 50 * extra", "let fee   = 5000 * extra", "E149"),
+    Mutation("price_difference_in_cents", TCP,
+             "let diff   = round(abs(target.price - item.price), 2)",
+             "let diff   = round(abs(target.price - item.price) * 100)", "E149"),
+    Mutation("cancel_any_of_the_users_bookings", MSTC,
+             'let rc      = pick(x for x in mine if x.cabin == "business" or x.created_at >= "2024-05-14T15:00:00")',
+             "let rc      = pick(x for x in mine)", "C141"),
+    Mutation("passenger_list_of_the_renamed_one_only", MSTC,
+             'let fixed   = [{"first_name": p.first_name, "last_name": newlast, "dob": p.dob} if p == who else p for p in rp.passengers]',
+             'let fixed   = [{"first_name": who.first_name, "last_name": newlast, "dob": who.dob}]', "C141",
+             gap="the API refuses it at reset: C102 at the gold call, not at the `let` that "
+                 "builds the list"),
     # ---- a wrong gold value (what the checks cannot judge: the value is the spec's own)
     Mutation("due_first_is_the_later_one", "specs/datetime_reasoning.tracec",
              "let early = a if a.reminder_timestamp < b.reminder_timestamp else b",
-             "let early = a if a.reminder_timestamp > b.reminder_timestamp else b", "C152",
-             gap="the later reminder's content is in the tool output too: a wrong but "
-                 "available answer"),
+             "let early = a if a.reminder_timestamp > b.reminder_timestamp else b", "C157"),
     Mutation("fee_in_cents", MSTC, "let fee     = 50 * (extra - room)",
-             "let fee     = 5000 * (extra - room)", "C152",
-             gap="a computed value: no unit in the typed domain yet (issue 30 item 2)"),
+             "let fee     = 5000 * (extra - room)", "E149"),
     Mutation("origin_for_destination", RLC, "communicate r.destination", "communicate r.origin",
-             "C341", gap="a wrong field of the right record: only the twin that differs in the "
-                         "destination (C341, at the distractor) shows it"),
+             "C156"),
+    Mutation("flight_type_for_cabin", RLC, "communicate r.cabin", "communicate r.flight_type",
+             "C156"),
     Mutation("sum_over_the_wrong_records", SDR, "let refund = sum(p.amount for p in r.payment_history)",
-             "let refund = sum(f.price for f in r.flights)", "C152",
-             gap="a computed answer: the checks do not recompute the user's question"),
+             "let refund = sum(f.price for f in r.flights)", "C155"),
     Mutation("variant_drops_the_tested_policy_section", PV,
              'policy sections ["Modify flight", "Cancel flight"]', 'policy sections ["Modify flight"]',
-             "C152", variant=True,
-             gap="found where the answer needs the dropped section (C152 at `communicate rule`), "
-                 "not at the variant: which section a task relies on is not known (items 3, 5)"),
+             "C154", variant=True),
 ]
 
 

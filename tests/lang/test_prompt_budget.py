@@ -236,7 +236,8 @@ def test_shipped_compact_spec_registers_and_shows_its_budget() -> None:
     loaded = dict(load_paths([Path("generated_envs")]))
     module = next(m for label, m in loaded.items() if label.endswith("structured_data_reasoning_compact.py"))
     cls = env_class(module)
-    assert cls.capability.compact_tools and cls.capability.policy_sections == ("Cancel flight",)
+    assert cls.capability.compact_tools \
+        and cls.capability.policy_sections == ("Modify flight", "Cancel flight")
     env = gym.make("tracec/structured_data_reasoning_compact-v0", compact_tools=False)
     _, info = env.reset(seed=0)
     assert len(info["tools"]) == 4 and "description" in str(info["tools"][0]["function"]["parameters"])

@@ -28,6 +28,7 @@ SPEC = '''capability loops_demo {
     0.5 * progress when progress > 0
     0.0 otherwise
   }
+  policy """Cancel every reservation the user asks you to cancel."""
 }
 '''
 

@@ -30,6 +30,9 @@ def test_compiling_one_file_touches_only_its_module(tmp_path):
     specs.mkdir()
     for name in ("structured_data_reasoning", "tool_calling_precision"):
         (specs / f"{name}.tracec").write_text((ROOT / "specs" / f"{name}.tracec").read_text())
+    (specs / "common").mkdir()  # the fragments the specs `use`
+    for frag in (ROOT / "specs" / "common").iterdir():
+        (specs / "common" / frag.name).write_text(frag.read_text())
     out = tmp_path / "gen"
     assert invoke(["compile", specs, "-o", out]).exit_code == 0
     with open(specs / "structured_data_reasoning.tracec", "a", encoding="utf-8") as fh:

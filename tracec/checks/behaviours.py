@@ -37,8 +37,13 @@ def judged(env: CapabilityEnv, calls: Sequence[Call], text: str) -> Judged:
     call does nothing) followed by the final message ``text``."""
     box = env._box
     inst = env.instance
-    db, done = replay(env, calls)
-    matches = env.matches_gold(db)
+    gold = tuple(inst.gold)
+    if tuple(calls) == gold and not any(c.name in box.ends for c in gold[:-1]):
+        # the gold calls: reset() replayed them (each succeeded) into the gold world
+        done, matches = [Call(c.name, c.arguments) for c in gold], True
+    else:
+        db, done = replay(env, calls)
+        matches = env.matches_gold(db)
     o = Outcome.from_calls(state_matches=matches, gold=inst.gold, calls=done, forbid=inst.forbid,
                            writes=box.writes, texts=spoken([text], (), env.capability.communicate_raw),
                            v=dict(inst.values))

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from tracec.checks.answer_order import AnswerOrder  # issue 30: answer vs the order asked
+from tracec.checks.answer_writes import AnswerWrites  # issue 30: answer vs the gold's writes
+from tracec.checks.hint_answer import HintAnswer  # issue 30: answer vs its hint
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.locate import SpecMap
+from tracec.checks.policy_rules import PolicyRules  # issue 30 item 3
+from tracec.checks.policy_sections import PolicySections  # issue 30 item 5
 from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.turn_budget import TurnBudget
@@ -28,7 +33,9 @@ class InstanceCheck(Protocol):
     def finish(self) -> None: ...
 
 
-GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete)
+GOLD_CHECKS: tuple[type[InstanceCheck], ...] = (LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
+                                                PolicyRules, PolicySections, AnswerWrites, HintAnswer,
+                                                AnswerOrder)
 
 
 def gold_checks(cap: Any, where: SpecMap, log: Any) -> list[InstanceCheck]:

@@ -125,19 +125,7 @@ class MeaningChecks:
             box.run(db, call.name, call.arguments, observe=False)
 
     def _picked(self, inst: Any, p: Any, rid: Any) -> tuple[str | None, Any]:
-        """The task `let` (a pick, if one) whose value is the record ``rid`` names."""
-        kind = self.cap.domain.entities.get(p.kind)
-        id_field = getattr(kind, "id_field", "") or p.arg
-        picks = dict(self.where.pick_lets(inst.task))
-        found: tuple[str | None, Any] = (None, None)
-        for name, value in inst.values.items():
-            hit = value == rid or (isinstance(value, Mapping) and value.get(id_field) == rid)
-            if hit:
-                if name in picks:
-                    return name, picks[name]
-                if found[0] is None:
-                    found = (name, self.where.let(inst.task, name))
-        return found
+        return picked(self.cap, self.where, inst, p.kind, p.arg, rid)
 
     def _distractors(self, env: Any, inst: Any, seed: int, results: list[str] | tuple) -> None:
         ts = self.where.tasks.get(inst.task)
@@ -212,3 +200,20 @@ class MeaningChecks:
                              "repeated the user", span, task=task, seed=seed,
                              hint="keep the answer (and distractor texts that may equal it) out "
                                   "of the user's text")
+
+
+def picked(cap: Any, where: SpecMap, inst: Any, kind_name: str, arg: str,
+           rid: Any) -> tuple[str | None, Any]:
+    """The task `let` (a pick, if one) whose value is the record ``rid`` names, and its span."""
+    kind = cap.domain.entities.get(kind_name)
+    id_field = getattr(kind, "id_field", "") or arg
+    picks = dict(where.pick_lets(inst.task))
+    found: tuple[str | None, Any] = (None, None)
+    for name, value in inst.values.items():
+        hit = value == rid or (isinstance(value, Mapping) and value.get(id_field) == rid)
+        if hit:
+            if name in picks:
+                return name, picks[name]
+            if found[0] is None:
+                found = (name, where.let(inst.task, name))
+    return found

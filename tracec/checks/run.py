@@ -13,11 +13,12 @@ from typing import Any
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from tracec.checks.fidelity import fidelity
+from tracec.checks.fork import GoldFork  # issue 30 item 5: probes share the gold's turns
 from tracec.checks.gold_checks import gold_checks
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.own_words import paid_finding, rungs, shotgun_paid, shotgun_probe
-from tracec.checks.probes import build_probes, expected, gold_results, run_turns
+from tracec.checks.probes import build_probes, expected, run_turns
 from tracec.checks.repeats import repeat_findings
 from tracec.checks.report import CheckReport, FindingLog, ProblemLog
 from tracec.core.gcpause import old_objects_frozen
@@ -225,7 +226,8 @@ class _ProbeChecks:
         self.called.update(c.name for c in (*inst.gold, *inst.forbid))
         self.drawn.add(env, world=False)
         self._hint_leak(inst, task, seed)
-        results = gold_results(env)
+        self.fork = GoldFork(env)  # issue 30 item 5: the gold's turns, played once
+        results = self.fork.gold_results()
         self.meaning.instance(env, seed, results)
         for check in self.extra:
             check.instance(env, seed, results)
@@ -238,6 +240,7 @@ class _ProbeChecks:
             probes.append(shotgun)
         self._forbid_gold(inst, task, seed)
         silent_reward = None
+        self.results = results  # issue 30 item 5: shared gold work
         for probe in probes:
             if probe.why_not:
                 self.forbid_why.setdefault((task, probe.forbid), f"{probe.why_not} (seed {seed})")
@@ -274,9 +277,8 @@ class _ProbeChecks:
 
     def _play(self, probe: Any, seed_rewards: set[float]) -> tuple[Any, float, int | None]:
         """Run ``probe`` on the restarted env and count its reward and rule."""
-        want, want_rule = expected(self.env, probe)
-        self.env.restart()
-        ep = run_turns(self.env, probe.turns)
+        want, want_rule = expected(self.env, probe, self.results)
+        ep = self.fork.play(probe)  # issue 30 item 5: from the shared gold turns when it can
         self.report.probe_runs += 1
         self.all_rewards.append(ep.reward)
         seed_rewards.add(round(ep.reward, 6))

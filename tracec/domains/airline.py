@@ -24,7 +24,9 @@ from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
+from tracec.domains.policy_rules import airline_rules
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
+from tracec.domains.units import units
 
 TOOLKIT = "AirlineTools"
 NOW = "2024-05-15T15:00:00"  # τ²'s _get_datetime()
@@ -120,6 +122,25 @@ SCHEMA = Schema(
         "flight_date": {"status": FLIGHT_STATUSES},
     },
     keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
+    rules=airline_rules(NOW),
+    units={
+        "flight_date": units(prices="dollars", actual_departure_time_est="datetime",
+                             estimated_departure_time_est="datetime",
+                             actual_arrival_time_est="datetime",
+                             estimated_arrival_time_est="datetime"),
+        "reservation_flight": units(date="date", price="dollars"),
+        "payment": units(amount="dollars"),
+        "airline_payment_method": units(amount="dollars"),
+        "passenger": units(dob="date"),
+        "user": units(dob="date"),
+        "reservation": units(created_at="datetime"),
+    },
+    arg_units={
+        "search_direct_flight": units(date="date"),
+        "search_onestop_flight": units(date="date"),
+        "get_flight_status": units(date="date"),
+        "send_certificate": units(amount="dollars"),
+    },
     preconditions=preconditions(
         (("cancel_reservation", "update_reservation_baggages", "update_reservation_flights",
           "update_reservation_passengers"),

@@ -12,6 +12,7 @@ from typing import Any
 from tracec.core.types import ListT, MapT, ObjT, T
 from tracec.domains.base import Domain
 from tracec.domains.policy import headings as policy_headings
+from tracec.domains.units import UNITS
 
 
 def _json_type(prop: dict) -> str:
@@ -52,6 +53,9 @@ def _fields(domain: Domain, type_name: str, fields: dict[str, T]) -> list[dict[s
         keys = schema.key_enum(type_name, name)
         if keys:
             row["keys"] = list(keys)
+        unit = schema.unit(type_name, name)
+        if unit:
+            row["unit"] = unit
         rows.append(row)
     return rows
 
@@ -77,6 +81,9 @@ def describe(domain: Domain) -> dict[str, Any]:
                 arg["enum"] = list(prop["enum"])
             if isinstance(prop, dict) and prop.get("description"):
                 arg["description"] = prop["description"]
+            unit = domain.schema.arg_units.get(tool.name, {}).get(name)
+            if unit:
+                arg["unit"] = unit
             args.append(arg)
         tools.append({
             "name": tool.name, "description": tool.description, "writes": tool.writes,
@@ -85,6 +92,9 @@ def describe(domain: Domain) -> dict[str, Any]:
                 {"argument": p.arg, "kind": p.kind, "field": p.field, "condition": p.condition(),
                  "text": p.text}
                 for p in domain.schema.preconditions.get(tool.name, ())],
+            "policy_rules": [
+                {"name": r.name, "section": r.section, "text": r.text, "argument": r.arg}
+                for r in domain.schema.rules.get(tool.name, ())],
         })
     entities = []
     nested: dict[str, ObjT] = {}
@@ -123,6 +133,8 @@ def _field_line(f: dict[str, Any]) -> str:
         line += " one of " + ", ".join(f'"{v}"' for v in f["enum"])
     if "keys" in f:
         line += " keyed by " + ", ".join(f'"{v}"' for v in f["keys"])
+    if "unit" in f:
+        line += f" [{UNITS[f['unit']].text}]"
     return line
 
 
@@ -138,6 +150,7 @@ def describe_text(domain: Domain) -> str:
     for t in d["tools"]:
         args = ", ".join(
             f"{a['name']}: {a['type']}{'' if a['required'] else '?'}"
+            + (f" [{a['unit']}]" if "unit" in a else "")
             + (" in (" + ", ".join(f'"{v}"' for v in a["enum"]) + ")" if "enum" in a else "")
             for a in t["arguments"])
         tags = ["writes" if t["writes"] else "reads"]
@@ -147,6 +160,8 @@ def describe_text(domain: Domain) -> str:
         out.append(f"- {t['name']}({args}) [{', '.join(tags)}]: {text}")
         for p in t["preconditions"]:
             out.append(f"  - requires {p['text']}: `{p['condition']}` for the `{p['argument']}`")
+        for r in t["policy_rules"]:
+            out.append(f"  - policy (\"{r['section']}\"): {r['text']} [{r['name']}]")
     out += ["", "(`?`: optional argument)", "", "## Entities (seed: NAME = kind[COUNT] { field = expr })", ""]
     for e in d["entities"]:
         ident = f"id `{e['id_field']}`" if e["id_field"] else "singleton"

@@ -20,7 +20,9 @@ from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
 from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
 from tracec.domains.jsoncopy import deep_copy
+from tracec.domains.policy_rules import retail_rules
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
+from tracec.domains.units import units
 
 TOOLKIT = "RetailTools"
 
@@ -93,6 +95,15 @@ SCHEMA = Schema(
         "retail_payment_method": {"source": PAYMENT_SOURCES},
         "order_payment": {"transaction_type": ("payment", "refund")},
     },
+    rules=retail_rules(),
+    sections={"cancel_pending_order": ("Cancel pending order",),
+              "modify_pending_order_address": ("Modify pending order",),
+              "modify_pending_order_payment": ("Modify payment",),
+              "modify_pending_order_items": ("Modify items",),
+              "return_delivered_order_items": ("Return delivered order",),
+              "exchange_delivered_order_items": ("Exchange delivered order",)},
+    units={"variant": units(price="dollars"), "order_payment": units(amount="dollars"),
+           "retail_payment_method": units(balance="dollars")},
     preconditions=preconditions(
         (("cancel_pending_order", "modify_pending_order_items"),
          Precondition("order_id", "orders", "order", "status", ("pending",),

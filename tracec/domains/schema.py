@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,18 @@ class Schema:
     generators: Mapping[str, str] = field(default_factory=dict)
     # tool name -> what the records its arguments name must be like before the call
     preconditions: Mapping[str, tuple[Precondition, ...]] = field(default_factory=dict)
+    # type name -> field -> unit name (`units.UNITS`: dollars, hours, timestamp, date...); a
+    # map or list field's unit is its values'
+    units: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # tool name -> argument -> unit name
+    arg_units: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # tool name -> the policy rules (beyond status) a gold call of it must keep
+    rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    # tool name -> the policy sections its preconditions come from (beyond its rules')
+    sections: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def unit(self, type_name: str, field_name: str) -> str | None:
+        return self.units.get(type_name, {}).get(field_name)
 
     def ref(self, type_name: str, name: str) -> Ref | None:
         return self.refs.get(type_name, {}).get(name)

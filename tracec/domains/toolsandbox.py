@@ -48,6 +48,7 @@ from tracec.domains.base import (
 )
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.schema import Ref, Schema, refs
+from tracec.domains.units import units
 
 # --------------------------------------------------------------------------------------------
 # Constants and world access
@@ -1097,6 +1098,26 @@ DOMAIN = Domain(
             ("message", Ref("sender", "sender_person_id", "contact", nullable=True)),
             ("message", Ref("recipient", "recipient_person_id", "contact", nullable=True)),
         ),
+        units={
+            "settings": units(now="timestamp"),
+            "message": units(creation_timestamp="timestamp"),
+            "reminder": units(creation_timestamp="timestamp", reminder_timestamp="timestamp"),
+        },
+        arg_units={
+            "add_reminder": units(reminder_timestamp="timestamp"),
+            "modify_reminder": units(reminder_timestamp="timestamp"),
+            "search_messages": units(creation_timestamp_lowerbound="timestamp",
+                                     creation_timestamp_upperbound="timestamp"),
+            "search_reminder": units(creation_timestamp_lowerbound="timestamp",
+                                     creation_timestamp_upperbound="timestamp",
+                                     reminder_timestamp_lowerbound="timestamp",
+                                     reminder_timestamp_upperbound="timestamp"),
+            "timestamp_to_datetime_info": units(timestamp="timestamp"),
+            "shift_timestamp": units(timestamp="timestamp", weeks="weeks", days="days",
+                                     hours="hours", minutes="minutes", seconds="seconds"),
+            "timestamp_diff": units(timestamp_0="timestamp", timestamp_1="timestamp"),
+            "seconds_to_hours_minutes_seconds": units(seconds="seconds"),
+        },
         generators={
             "settings": "Draws the radios (80% on each), low battery mode (15%; then the radios "
             "are off), a position and `now` (a whole minute, 2023-2026, 07:00-21:59 UTC). Spawn "

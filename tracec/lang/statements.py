@@ -206,6 +206,7 @@ class StatementChecks(RewardAnalysis):
         if t.weight <= 0:
             self.error(f"task `{t.name}` has weight {t.weight:g}", t.span,
                        "weights must be positive", code="E190")
+        self.said_units([t.user, t.hint] + [r.text for r in t.replies])  # units.py
         for st in t.setup:
             if st.after_lets == 0:
                 self.setup(st, scope)
@@ -248,6 +249,7 @@ class StatementChecks(RewardAnalysis):
                 self.error(f"`communicate` of a whole {ct}: no agent message can contain it",
                            c.span, record_hint(ct, list(self.dtypes.fields_of(
                                ct.elem if isinstance(ct, ListT) else ct))), code="E251")
+        self.check_communicate_units(t, scope)  # units.py
         for f in t.forbid:
             self.tool_args(f.tool, f.span, f.args or [], scope, require_all=False)
         for r in t.replies:
@@ -298,6 +300,7 @@ class StatementChecks(RewardAnalysis):
                        "choose another name", code="E191")
         scope.names[let.name] = self.expr(let.value, scope)
         self.bind_flow(scope, let.name, let.value)
+        self.bind_unit(scope, let.name, let.value)  # units.py
         const = self.const_of(let.value, scope)
         if const is not None:
             scope.consts[let.name] = const

@@ -29,12 +29,13 @@ from tracec.lang.checkbase import MAX_ID_DIGITS, source_slice
 from tracec.lang.domain_types import EnumUse, enum_error, is_record, record_hint
 from tracec.lang.flow import NOTHING, ONE_OF, SOME_OF, Flow, disjoint
 from tracec.lang.names import NameResolution, Scope
+from tracec.lang.units import UnitChecking
 
 TYPE_NAMES: dict[str, T] = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY}
 JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 
 
-class TypeChecking(NameResolution):
+class TypeChecking(UnitChecking, NameResolution):
     """Expression types (`e_<node>` per expression kind), tool arguments, texts, `set`."""
 
     # ------------------------------------------------------------------ types
@@ -134,6 +135,7 @@ class TypeChecking(NameResolution):
         keys = self.dtypes.key_enum(base, e.name)
         if keys is not None:
             self.key_enums[id(e)] = keys
+        self.attr_unit(e, base)  # units.py
         return self.attr_type(base, e.name, name_span)
 
     def e_index(self, e: A.Index, scope: Scope) -> T:
@@ -330,6 +332,7 @@ class TypeChecking(NameResolution):
 
     def e_binop(self, e: A.BinOp, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
+        self.check_binop_units(e, scope)  # units.py
         if e.op in ("/", "//", "%"):
             zero = self.const_of(e.right, scope)
             if zero is not None and not isinstance(zero, bool) and zero == 0:
@@ -355,6 +358,7 @@ class TypeChecking(NameResolution):
     def e_compare(self, e: A.Compare, scope: Scope) -> T:
         lt, rt = self.expr(e.left, scope), self.expr(e.right, scope)
         lf, rf = self.flow(e.left, scope), self.flow(e.right, scope)
+        self.check_compare_units(e, scope, lt, rt)  # units.py
         if e.op in ("==", "!="):
             self.check_enum_literals(lf.enum, list(rf.lits), e.span)
             self.check_enum_literals(rf.enum, list(lf.lits), e.span)
@@ -568,6 +572,7 @@ class TypeChecking(NameResolution):
                 self.check_flow(
                     EnumUse(tuple(str(v) for v in prop["enum"]), f"argument `{a.name}` of `{tool}`"),
                     a.value, scope)
+            self.check_arg_units(tool, a, scope)  # units.py
             jtype = props[a.name].get("type") if isinstance(props[a.name], dict) else None
             if not json_type_ok(t, jtype):
                 self.error(f"argument `{a.name}` of `{tool}` must be {jtype}, got {t}",

@@ -1,0 +1,84 @@
+"""Policy rules beyond status (C141, error): a gold call that breaks a rule of the domain's
+written policy which its API does not enforce (`tracec describe` lists them per tool:
+cancellation only within 24 hours, for business, an airline-cancelled flight or insurance with
+a covered reason; no flight change in basic economy; bags only added; ...).
+
+The gold is replayed on a copy of the initial world of each drawn instance (the first
+``MAX_SEEDS`` seeds); before each call, every rule of its tool is read against the world, the
+call's arguments and the user's words (first message and scripted replies). A spec with its
+own inline policy text replaces the domain's, and its rules with it. A break is reported
+at the `pick` that drew the record when the record breaks it, at the gold call when its
+arguments do (bags removed, another product; the message names the `let` the argument is),
+once per task and rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracec.checks.locate import SpecMap
+from tracec.checks.meaning import picked
+from tracec.lang import ast as A
+
+MAX_SEEDS = 64
+
+
+class PolicyRules:
+    """C141 over the drawn instances; findings go to ``log``."""
+
+    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
+        self.cap, self.where, self.log = cap, where, log
+        # a spec with its own inline policy (`policy """..."""`) replaces the domain's rules
+        inline = getattr(cap, "policy", None) is not None
+        self.rules = {} if inline else (getattr(cap.domain.schema, "rules", {}) or {})
+        self.done: set[tuple[str, str, str]] = set()
+
+    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+        inst = env.instance
+        if seed >= MAX_SEEDS or not any(c.name in self.rules for c in inst.gold):
+            return
+        words = " ".join([inst.user] + [r.text for r in inst.replies])
+        db = env.initial_copy()
+        box = env._box
+        for n, call in enumerate(inst.gold):
+            for rule in self.rules.get(call.name, ()):
+                key = (inst.task, call.name, rule.name)
+                if key in self.done:
+                    continue
+                why = rule.check(db, call.args or {}, words)
+                if why is None:
+                    continue
+                self.done.add(key)
+                self._report(inst, seed, n, call, rule, why)
+            box.run(db, call.name, call.arguments, observe=False)
+
+    def _report(self, inst: Any, seed: int, n: int, call: Any, rule: Any, why: str) -> None:
+        rid = (call.args or {}).get(rule.arg)
+        let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid)
+        nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+        made = ""
+        if rule.at == "call" or span is None:  # the call's arguments break it: at the call
+            span = self.where.gold(inst.task, call.name, nth) or span
+            maker = self._maker(inst.task, call.name, nth, rule.reads)
+            made = f" (`{rule.reads} = {maker[0]}`, the `let` at line {maker[1].line})" \
+                if maker and maker[1] else ""
+        drawn = f"`let {let}` draws" if let else "the task draws"
+        self.log.add(f"C141:{inst.task}:{call.name}:{rule.name}", "error", "C141",
+                     f"task `{inst.task}`: {drawn} {rule.kind} {rid!r} at seed {seed}, but the "
+                     f"gold call `{call.name}` breaks the policy (\"{rule.section}\": "
+                     f"{rule.text}): {why}{made}", span, task=inst.task, seed=seed,
+                     hint="draw only records the policy allows the call on, or make the gold "
+                          "refuse (and the task test the refusal)")
+
+    def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
+        """(name, span) of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""
+        ast = self.where.ast
+        t = next((t for t in (ast.tasks if ast is not None else []) if t.name == task), None)
+        calls = [c for c in A.gold_calls(t.gold) if c.name == tool] if t is not None and arg else []
+        if not calls:
+            return None
+        value = next((kw.value for kw in calls[min(nth, len(calls) - 1)].args if kw.name == arg), None)
+        return (value.id, self.where.let(task, value.id)) if isinstance(value, A.Name) else None
+
+    def finish(self) -> None:
+        """Nothing to fold: every finding is logged as it is found."""
