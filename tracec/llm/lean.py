@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+from transformers.models.llama.modeling_llama import rotate_half
 
 from tracec.llm.split_attention import SplitState, attend
 
@@ -98,8 +98,7 @@ class LeanLlama:
                 block.input_layernorm.variance_epsilon))
         self.norm, self.norm_eps = inner.norm.weight, inner.norm.variance_epsilon
         self.head = model.lm_head.weight
-        self._split = (self.heads * self.head_dim, self.kv_heads * self.head_dim,
-                       self.kv_heads * self.head_dim)
+        self._qk = (self.heads + self.kv_heads) * self.head_dim  # q and k columns of qkv
 
     def current(self) -> bool:
         """Whether the model still uses the fused weights (a rebound parameter would not)."""
@@ -118,15 +117,17 @@ class LeanLlama:
         b, q = ids.shape
         x = F.embedding(ids, self.embed)
         cos, sin = self.rotary(x, pos)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         h_, kv_, d = self.heads, self.kv_heads, self.head_dim
         end = cached + q
         for i, layer in enumerate(self.layers):
-            qs, ks, vs = F.linear(_rms(x, layer.norm_in, layer.eps), layer.qkv).split(self._split, -1)
-            qs, ks = apply_rotary_pos_emb(qs.view(b, q, h_, d).transpose(1, 2),
-                                          ks.view(b, q, kv_, d).transpose(1, 2), cos, sin)
-            keys[i][:, :, cached:end] = ks
-            values[i][:, :, cached:end] = vs.view(b, q, kv_, d).transpose(1, 2)
-            out = attend(state, i, qs, keys[i][:, :, :end], values[i][:, :, :end], self.scale)
+            qkv = F.linear(_rms(x, layer.norm_in, layer.eps), layer.qkv)
+            # RoPE on the queries and keys at once: apply_rotary_pos_emb's ops, element for element
+            qk = qkv[..., :self._qk].view(b, q, h_ + kv_, d).transpose(1, 2)
+            qk = qk * cos + rotate_half(qk) * sin
+            keys[i][:, :, cached:end] = qk[:, h_:]
+            values[i][:, :, cached:end] = qkv[..., self._qk:].view(b, q, kv_, d).transpose(1, 2)
+            out = attend(state, i, qk[:, :h_], keys[i][:, :, :end], values[i][:, :, :end], self.scale)
             x = x + F.linear(out.reshape(b, q, h_ * d), layer.o)
             gate, up = F.linear(_rms(x, layer.norm_post, layer.eps), layer.gate_up).chunk(2, -1)
             x = x + F.linear(F.silu(gate) * up, layer.down)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from transformers import AttentionInterface
