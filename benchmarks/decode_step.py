@@ -53,52 +53,81 @@ def weight_bytes(model) -> int:
     return total
 
 
-def time_bound(buf: torch.Tensor, reps: int) -> float:
-    """Median seconds of one full read of ``buf`` (a sum)."""
+def clock() -> tuple[float, float]:
+    """(wall, this thread's CPU) seconds: CPU time does not count the time the shared machine
+    gives to other processes, so ratios of CPU times are the steadier ones under load."""
+    return time.perf_counter(), time.thread_time()
+
+
+def since(t0: tuple[float, float]) -> tuple[float, float]:
+    w, c = clock()
+    return w - t0[0], c - t0[1]
+
+
+def medians(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def time_bound(buf: torch.Tensor, reps: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of one full read of ``buf`` (a sum)."""
     times = []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = clock()
         buf.sum()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        times.append(since(t0))
+    return medians(times)
 
 
-def time_engine(eng: KVEngine, prompt: list[int], steps: int) -> float:
-    """Mean seconds of the engine's one-row decode steps (its own stats)."""
-    before_s, before_n = eng.stats.decode_seconds, eng.stats.decode_steps
-    eng.complete([prompt], steps + 1)
-    return (eng.stats.decode_seconds - before_s) / max(1, eng.stats.decode_steps - before_n)
+def time_engine(eng: KVEngine, prompt: list[int], steps: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of the engine's one-row decode steps
+    (:meth:`~tracec.llm.executor.Executor.decode`, timed around each call)."""
+    times = []
+    decode = eng.executor.decode
+
+    def timed(requests):
+        t0 = clock()
+        out = decode(requests)
+        times.append(since(t0))
+        return out
+
+    eng.executor.decode = timed
+    try:
+        eng.complete([prompt], steps + 1)
+    finally:
+        del eng.executor.decode
+    return medians(times)
 
 
-def time_transformers(model, kw: str, prompt: list[int], steps: int) -> float:
-    """Median seconds of one-token forwards with a ``DynamicCache`` after ``prompt``."""
+def time_transformers(model, kw: str, prompt: list[int], steps: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of one-token forwards with a ``DynamicCache`` after ``prompt``."""
     cache = DynamicCache()
     with torch.no_grad():
         out = model(input_ids=torch.tensor([prompt]), use_cache=True, logits_to_keep=1, **{kw: cache})
         tok = out.logits[:, -1].argmax(-1, keepdim=True)
         times = []
         for _ in range(steps):
-            t0 = time.perf_counter()
+            t0 = clock()
             out = model(input_ids=tok, use_cache=True, logits_to_keep=1, **{kw: cache})
             tok = out.logits[:, -1].argmax(-1, keepdim=True)
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+            times.append(since(t0))
+    return medians(times)
 
 
-def time_generate(model, prompt: list[int], pad: int, steps: int) -> float:
-    """Seconds per generated token of ``model.generate`` (greedy) after ``prompt``: the time of
-    ``steps + 1`` tokens less the time of one (the prefill), over ``steps``."""
+def time_generate(model, prompt: list[int], pad: int, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per generated token of ``model.generate`` (greedy) after ``prompt``:
+    the time of ``steps + 1`` tokens less the time of one (the prefill), over ``steps``."""
     ids = torch.tensor([prompt])
 
-    def run(n: int) -> float:
-        t0 = time.perf_counter()
+    def run(n: int) -> tuple[float, float]:
+        t0 = clock()
         with torch.no_grad():
             model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
                            min_new_tokens=n, do_sample=False, pad_token_id=pad, temperature=None,
                            top_k=None, top_p=None)
-        return time.perf_counter() - t0
+        return since(t0)
 
-    return (run(steps + 1) - run(1)) / steps
+    (w1, c1), (wn, cn) = run(1), run(steps + 1)
+    return (wn - w1) / steps, (cn - c1) / steps
 
 
 def profile(eng: KVEngine, prompt: list[int], steps: int, top: int = 12) -> list[dict]:
@@ -156,20 +185,20 @@ def main() -> None:
     time_engine(free, prompt, 4)  # warm both sides
     time_transformers(plain, kw, prompt, 4)
     for _ in range(args.rounds):
-        load = os.getloadavg()[0]
-        b = time_bound(buf, 5)
-        e = time_engine(free, prompt, args.steps)
-        t = time_transformers(plain, kw, prompt, args.steps)
-        g = time_generate(plain, prompt, tok.pad_token_id, args.steps)
-        rounds.append({"load": load, "bound_s": b, "engine_step_s": e, "transformers_step_s": t,
-                       "generate_step_s": g, "engine_x_bound": e / b, "transformers_x_bound": t / b,
-                       "generate_x_bound": g / b})
-        print(rounds[-1], flush=True)
-    med = {k: statistics.median(r[k] for r in rounds)
-           for k in ("bound_s", "engine_step_s", "transformers_step_s", "generate_step_s",
-                     "engine_x_bound", "transformers_x_bound", "generate_x_bound")}
+        row: dict = {"load": os.getloadavg()[0]}
+        got = {"bound": time_bound(buf, 5), "engine": time_engine(free, prompt, args.steps),
+               "transformers": time_transformers(plain, kw, prompt, args.steps),
+               "generate": time_generate(plain, prompt, tok.pad_token_id, args.steps)}
+        for i, clock_name in enumerate(("wall", "cpu")):
+            for name, pair in got.items():
+                row[f"{name}_{clock_name}_s"] = pair[i]
+                if name != "bound":
+                    row[f"{name}_x_bound_{clock_name}"] = pair[i] / got["bound"][i]
+        rounds.append(row)
+        print(row, flush=True)
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if k != "load"}
     record = {"model": args.model, "lean_forward": lean, "weight_bytes": nbytes,
-              "bound_gb_per_s": nbytes / med["bound_s"] / 1e9, "context": args.context,
+              "bound_gb_per_s_cpu": nbytes / med["bound_cpu_s"] / 1e9, "context": args.context,
               "steps": args.steps, "rounds": rounds, "median": med,
               "load_start": rounds[0]["load"], "load_end": os.getloadavg()[0]}
     greedy = []
