@@ -55,6 +55,14 @@ def test_lean_logits_equal_transformers_to_rounding_at_prefill_and_decode(frozen
             n += 1
 
 
+def test_engines_over_one_model_share_its_fused_weights(frozen):
+    """A second engine (eval's greedy check, a classifier) must not re-fuse the weights under
+    the first one, which would then fall back to transformers' forward."""
+    one, two = KVEngine(frozen, 0, [3]), KVEngine(frozen, 0, [3])
+    assert one.executor.forward.lean is two.executor.forward.lean
+    assert one.executor.forward.lean.current()
+
+
 def test_only_a_frozen_plain_llama_takes_the_lean_forward(tiny_model_dir, frozen):
     trainable = peaky_model(tiny_model_dir)
     assert not eligible(trainable) and eligible(frozen)

@@ -28,7 +28,7 @@ from transformers.cache_utils import DynamicCache
 
 from tracec.llm.kvbuffer import buffer_cache
 from tracec.llm.kvcache import Entry, PrefixCache
-from tracec.llm.lean import LeanLlama, eligible
+from tracec.llm.lean import LeanLlama, eligible, lean_forward
 from tracec.llm.scheduler import Request
 from tracec.llm.split_attention import SplitState, split_forward, supported
 
@@ -151,12 +151,19 @@ class Forward:
     def __init__(self, model, lean: bool | None = None) -> None:
         self.model = model
         self.kw = cache_kwarg(model)
-        self.lean = LeanLlama(model) if (lean is None or lean) and eligible(model) else None
+        self.lean = lean_forward(model) if (lean is None or lean) and eligible(model) else None
+
+    def _lean(self) -> LeanLlama | None:
+        """The lean forward, fused again if the model's weights were rebound since."""
+        if self.lean is not None and not self.lean.current():
+            self.lean = lean_forward(self.model)
+        return self.lean
 
     def __call__(self, ids: torch.Tensor, pos: torch.Tensor, keys: list[torch.Tensor],
                  values: list[torch.Tensor], cached: int, state: SplitState, split: bool) -> torch.Tensor:
-        if self.lean is not None and self.lean.current():
-            return self.lean.forward(ids, pos, keys, values, cached, state)
+        lean = self._lean()
+        if lean is not None:
+            return lean.forward(ids, pos, keys, values, cached, state)
         kwargs = {self.kw: buffer_cache(keys, values, cached)}
         if not split:
             return self.model(input_ids=ids, attention_mask=state.mask, position_ids=pos,
@@ -171,12 +178,13 @@ class Forward:
         per-layer shapes are the model's)."""
         t = torch.tensor([ids], device=device)
         pos = torch.arange(len(ids), device=device)[None]
-        if self.lean is not None and self.lean.current():
-            layers, heads, dim, dtype = self.lean.kv_layout()
+        lean = self._lean()
+        if lean is not None:
+            layers, heads, dim, dtype = lean.kv_layout()
             keys = [torch.zeros(1, heads, len(ids), dim, dtype=dtype, device=device) for _ in range(layers)]
             values = [torch.zeros_like(k) for k in keys]
             mask = torch.ones(1, len(ids), dtype=torch.long, device=device)
-            return self.lean.forward(t, pos, keys, values, 0, SplitState(mask, [])), keys, values
+            return lean.forward(t, pos, keys, values, 0, SplitState(mask, [])), keys, values
         probe = DynamicCache()
         logits = self.model(input_ids=t, position_ids=pos, use_cache=True, logits_to_keep=1,
                             **{self.kw: probe}).logits[:, -1]

@@ -21,6 +21,7 @@ model's own module, so any RoPE scaling carries over.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,22 @@ def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return weight * h.to(dtype)
 
 
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its LeanLlama
+
+
+def lean_forward(model: Any) -> LeanLlama:
+    """The model's :class:`LeanLlama`, built (and its projections fused) once: every engine over
+    the same model shares it, so a second engine does not re-fuse the weights under the first."""
+    got = _BUILT.get(model)
+    if got is None or not got.current():
+        got = _BUILT[model] = LeanLlama(model)
+    return got
+
+
 class LeanLlama:
     """The forward of a frozen ``LlamaForCausalLM`` over per-layer KV buffers (see the module
-    doc). Building it fuses the model's projections in place (values unchanged)."""
+    doc). Building it fuses the model's projections in place (values unchanged); engines get it
+    through :func:`lean_forward`."""
 
     def __init__(self, model: Any) -> None:
         cfg = model.config
