@@ -144,7 +144,8 @@ class KVEngine:
             self.turns[key] = turn + 1
             gen = None
             if temperature > 0:
-                gen = generator(seeds[i] if seeds is not None else request_seed(self.seed, key, turn))
+                gen = generator(seeds[i] if seeds is not None else request_seed(self.seed, key, turn),
+                                self.device)
             requests.append(Request(i, key, list(seqs[i]), self.executor.computed(key), budgets[i], gen))
         requests.sort(key=lambda r: -len(r.seq))  # similar lengths together
         scheduler = Scheduler(requests, self.max_rows)

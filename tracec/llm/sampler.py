@@ -16,7 +16,7 @@ __all__ = ["draw_seed", "generator", "request_seed", "select"]
 
 
 def generator(seed: int, device: object = "cpu") -> torch.Generator:
-    """A fresh generator for one request."""
+    """A fresh generator for one request, on the device its logits are on."""
     return torch.Generator(device=device).manual_seed(int(seed))
 
 
