@@ -22,7 +22,7 @@ import torch
 from record import emit
 from transformers.cache_utils import DynamicCache
 
-from tracec.llm.engine import cache_kwarg
+from tracec.llm.executor import cache_kwarg
 from tracec.llm.loading import load_model
 
 

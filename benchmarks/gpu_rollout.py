@@ -46,7 +46,7 @@ def sync(device: str) -> None:
 
 
 def limits(model, device: str, prompt: int, rows: int, steps: int = 16) -> dict:
-    from tracec.llm.engine import cache_kwarg as _cache_kwarg
+    from tracec.llm.executor import cache_kwarg as _cache_kwarg
     from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 
     kw = _cache_kwarg(model)

@@ -23,7 +23,7 @@ import torch
 from record import emit
 
 from tracec.harness.resolve import resolve_env
-from tracec.llm.engine import cache_kwarg as _cache_kwarg
+from tracec.llm.executor import cache_kwarg as _cache_kwarg
 from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 from tracec.train import loss_forward as loss_forward_mod
 from tracec.train import trainer as trainer_mod

@@ -29,7 +29,8 @@ from transformers.cache_utils import DynamicCache
 
 from tracec.harness.resolve import resolve_env
 from tracec.llm.chat import ChatRenderer
-from tracec.llm.engine import KVEngine, cache_kwarg
+from tracec.llm.engine import KVEngine
+from tracec.llm.executor import cache_kwarg
 from tracec.llm.kvbuffer import buffer_cache
 from tracec.llm.loading import load_model, stop_token_ids
 from tracec.train.rollout import RolloutStats, run_episodes, start_group

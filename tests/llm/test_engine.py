@@ -13,10 +13,11 @@ from tracec.llm.kvcache import PrefixCache
 from tracec.llm.turns import TurnEngine
 
 
-@pytest.fixture(scope="module")
-def peaky(tiny_model_dir):
-    """The tiny model with larger random weights, so that outputs depend on the context."""
-    return peaky_model(tiny_model_dir)
+@pytest.fixture(scope="module", params=["transformers", "lean"])
+def peaky(tiny_model_dir, request):
+    """The tiny model with larger random weights, so that outputs depend on the context; every
+    test runs through transformers' forward and through the lean forward (frozen weights)."""
+    return peaky_model(tiny_model_dir, frozen=request.param == "lean")
 
 
 def _prompts(vocab: int) -> list[list[int]]:
@@ -92,11 +93,11 @@ def test_a_newcomer_longer_than_the_batch_shifts_the_rows(peaky, monkeypatch):
     """Turn 2 with one row: the longer conversation goes first but holds few own tokens (its
     prompt is the shared entry); the next shares only the first 30 tokens and has a long env
     reply, so the batch moves right to take it. Tokens equal plain generation."""
-    from tracec.llm import engine as engine_mod
+    from tracec.llm.executor import Rows
 
     shifts = []
-    original = engine_mod._Batch._shift_right
-    monkeypatch.setattr(engine_mod._Batch, "_shift_right",
+    original = Rows.shift_right
+    monkeypatch.setattr(Rows, "shift_right",
                         lambda self, by: (shifts.append(by), original(self, by))[1])
     g = torch.Generator().manual_seed(5)
     vocab = peaky.config.vocab_size

@@ -17,9 +17,9 @@ from tracec.llm.kvcache import PrefixCache
 from tracec.llm.split_attention import SplitState, _attend
 
 
-@pytest.fixture(scope="module")
-def peaky(tiny_model_dir):
-    return peaky_model(tiny_model_dir)
+@pytest.fixture(scope="module", params=["transformers", "lean"])
+def peaky(tiny_model_dir, request):
+    return peaky_model(tiny_model_dir, frozen=request.param == "lean")
 
 
 def _cost(lengths, runs, overhead):
@@ -47,19 +47,26 @@ def test_plan_buckets_bounds_a_forward_and_wants_sorted_lengths():
         plan_buckets([1, 2])
 
 
-def _counting(eng):
+def _counting(eng, monkeypatch):
+    """The shapes of the ids of every forward the engine's executor runs."""
     calls = []
-    original = eng._forward
+    forward = eng.executor.forward
+    original, first = forward.__call__, forward.first
 
-    def forward(ids, *rest):
-        calls.append(tuple(ids.shape))
-        return original(ids, *rest)
+    class Counting(type(forward)):
+        def __call__(self, ids, *rest):
+            calls.append(tuple(ids.shape))
+            return original(ids, *rest)
 
-    eng._forward = forward
+        def first(self, ids, device):
+            calls.append((1, len(ids)))
+            return first(ids, device)
+
+    monkeypatch.setattr(forward, "__class__", Counting)
     return calls
 
 
-def test_prompts_started_together_prefill_in_few_forwards_and_generate_the_same(peaky):
+def test_prompts_started_together_prefill_in_few_forwards_and_generate_the_same(peaky, monkeypatch):
     """Two shared prompts (each matched by the rest), tails of 1-12 tokens, a repeated prompt:
     one forward per first prompt, then the tails in padded runs; greedy equals plain."""
     g = torch.Generator().manual_seed(11)
@@ -69,7 +76,7 @@ def test_prompts_started_together_prefill_in_few_forwards_and_generate_the_same(
                for k in range(9)]
     prompts.append(list(prompts[3]))  # a GRPO-style copy
     eng = KVEngine(peaky, 0, [3], max_rows=16, prefix_cache=PrefixCache(min_tokens=8))
-    calls = _counting(eng)
+    calls = _counting(eng, monkeypatch)
     eng.start_many(list(enumerate(prompts)))
     assert len(calls) <= 5, calls  # 2 whole first prompts + a few runs, not one per prompt
     assert eng.states[9].entry is eng.states[3].entry or eng.states[9].cached == eng.states[3].cached
@@ -80,7 +87,7 @@ def test_prompts_started_together_prefill_in_few_forwards_and_generate_the_same(
         assert o == generate_plain(peaky, 0, [p], [3], 6, 0.0)[0]
 
 
-def test_a_later_turn_prefills_env_replies_of_different_lengths_together(peaky):
+def test_a_later_turn_prefills_env_replies_of_different_lengths_together(peaky, monkeypatch):
     g = torch.Generator().manual_seed(12)
     vocab = peaky.config.vocab_size
     head = torch.randint(5, vocab, (40,), generator=g).tolist()
@@ -91,7 +98,7 @@ def test_a_later_turn_prefills_env_replies_of_different_lengths_together(peaky):
     first = eng.generate(keys, prompts, [4] * len(keys), 0.0)
     replies = [torch.randint(5, vocab, (n,), generator=g).tolist() for n in (2, 9, 3, 17, 5, 8)]
     seqs = [p + o + r for p, o, r in zip(prompts, first, replies)]
-    calls = _counting(eng)
+    calls = _counting(eng, monkeypatch)
     second = eng.generate(keys, seqs, [5] * len(keys), 0.0)
     prefills = [c for c in calls if c[1] > 1]
     assert 1 <= len(prefills) < len(keys), calls

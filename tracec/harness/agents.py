@@ -22,6 +22,7 @@ from tracec import files
 from tracec.core.messages import STOP, hermes_text, plain_messages
 from tracec.llm.client import ChatClient
 from tracec.llm.device import CPU, Placement
+from tracec.llm.serving import request_seed
 
 AgentInput = tuple[list[dict], list[dict]]  # (messages so far, OpenAI tool schemas)
 
@@ -73,7 +74,11 @@ class OpenAIAgent:
 
 
 class LocalAgent:
-    """A local transformers model (optionally with a LoRA adapter), batched generation."""
+    """A local transformers model (optionally with a LoRA adapter), batched generation.
+
+    Sampling: call ``c`` samples with the seed ``request_seed(seed, c, 0)`` and the engine gives
+    conversation ``i`` of the call its own generator from it, so successive turns draw fresh
+    streams and a rerun with the same ``seed`` repeats itself; no wrapper has to reseed it."""
 
     def __init__(self, model: str, adapter: str | None = None, max_new_tokens: int = 512,
                  temperature: float = 0.0, seed: int | None = 0, chat_model: Any = None,
@@ -88,6 +93,7 @@ class LocalAgent:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.seed = seed
+        self.calls = 0
 
     def act(self, batch: Sequence[AgentInput], tasks: Sequence[Any] | None = None) -> list[str]:
         # LocalChatModel.generate takes one tool list per call: group conversations by tools
@@ -96,10 +102,12 @@ class LocalAgent:
             groups.setdefault(json.dumps(tools, sort_keys=True), []).append(i)
         out: list[str] = [""] * len(batch)
         for idx in groups.values():
+            seed = None if self.seed is None else request_seed(self.seed, self.calls, 0)
+            self.calls += 1
             texts = self.chat_model.generate(
                 [plain_messages(batch[i][0], args_as_dict=True) for i in idx],
                 tools=batch[idx[0]][1] or None, max_new_tokens=self.max_new_tokens,
-                temperature=self.temperature, seed=self.seed,
+                temperature=self.temperature, seed=seed,
             )
             for i, t in zip(idx, texts):
                 out[i] = t

@@ -34,12 +34,14 @@ class LocalChatModel:
     """A causal LM (optionally with a LoRA adapter) that answers chat batches as raw text.
 
     ``place``: where, in which dtype; ``max_rows``: conversations decoded together (more wait and take a row as one ends);
-    ``cache_bytes``: the prefix cache's bound."""
+    ``cache_bytes``: the prefix cache's bound. The weights are frozen; without an adapter the
+    engine runs the lean fused-projection forward (:mod:`tracec.llm.lean`)."""
 
     def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None,
                  place: Placement = AS_SAVED, max_rows: int = 64,
                  cache_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.model, self.tokenizer, self.path = load_model(model, adapter, place)
+        self.model.requires_grad_(False)  # inference only: the engine may run its lean forward
         self.device = next(self.model.parameters()).device
         self.stop_ids = stop_token_ids(self.tokenizer)
         self.prefix_cache = PrefixCache(max_bytes=cache_bytes)

@@ -6,8 +6,11 @@ layer, attention is computed in two parts and combined exactly (up to float roun
 log-sum-exp: over the group's prefix — one matrix product per group, every row's queries stacked
 against the single prefix copy — and over each row's own tokens (masked: holes, causal order).
 
-Registered as a transformers attention implementation (``tracec_split``), switched on only for
-the engine's forwards (:func:`split_forward`); every other forward runs the model's own. On CPU
+Two callers: the engine's lean Llama forward (:mod:`tracec.llm.lean`) calls :func:`attend`
+with the forward's :class:`SplitState`; other models run it as a transformers attention
+implementation (``tracec_split``), switched on only around the engine's forwards
+(:func:`split_forward`), the state passed as the forward's ``split_state`` keyword. No module
+global holds a forward's state. On CPU
 in float32 both parts run torch's fused attention kernel, which returns the log-sum-exp too;
 elsewhere, eager float32 ops.
 """
@@ -17,7 +20,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from transformers import AttentionInterface
@@ -77,10 +79,6 @@ class SplitState:
         return got
 
 
-_ACTIVE: SplitState | None = None
-_FALLBACK: dict[str, Any] = {}
-
-
 # torch's fused CPU attention that also returns the log-sum-exp (5x the eager ops at prefill)
 _FUSED = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
@@ -105,12 +103,21 @@ def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: t
 def split_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
                     scaling: float | None = None, **kwargs):
     """The attention function (transformers' signature): ``query [B, H, q, D]``, the rows' own
-    ``key``/``value`` ``[B, Hkv, L, D]``; returns ``([B, q, H, D], None)``."""
-    state = _ACTIVE
+    ``key``/``value`` ``[B, Hkv, L, D]``; returns ``([B, q, H, D], None)``. The forward's
+    :class:`SplitState` comes as the model call's ``split_state`` keyword (transformers hands
+    its keywords down to the attention); a forward without one runs torch's SDPA."""
+    state = kwargs.pop("split_state", None)
     if state is None:  # a forward outside the engine: the model's own implementation
-        fallback = _FALLBACK.get("fn")
-        return fallback(module, query, key, value, attention_mask, dropout=dropout,
-                        scaling=scaling, **kwargs)
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    return attend(state, module.layer_idx, query, key, value, scaling), None
+
+
+def attend(state: SplitState, layer: int, query: torch.Tensor, key: torch.Tensor,
+           value: torch.Tensor, scaling: float | None = None) -> torch.Tensor:
+    """Attention of ``query [B, H, q, D]`` over the rows' own ``key``/``value``
+    ``[B, Hkv, L, D]`` (``state.mask``) and their groups' shared prefixes at layer ``layer``:
+    ``[B, q, H, D]``."""
     b, h, q, d = query.shape
     hkv, length = key.shape[1], key.shape[2]
     rep = h // hkv
@@ -118,7 +125,6 @@ def split_attention(module, query, key, value, attention_mask, dropout: float = 
     qv = query.reshape(b, hkv, rep * q, d)  # head kv*rep + r serves kv head kv (repeat_kv order)
     mask = state.own_mask(q, length, rep)  # [B, 1, rep*q, L]
     out, lse = _attend(qv, key, value, mask, scale, state)
-    layer = module.layer_idx
     for g, (rows, pkeys, pvalues, _) in enumerate(state.groups):
         n = len(rows)
         qg = qv[rows].transpose(0, 1).reshape(1, hkv, n * rep * q, d)  # every row's queries stacked
@@ -130,8 +136,7 @@ def split_attention(module, query, key, value, attention_mask, dropout: float = 
         w_own = torch.exp(olse - total).nan_to_num_(0.0).unsqueeze(-1)
         w_pre = torch.exp(plse - total).nan_to_num_(0.0).unsqueeze(-1)
         out[rows] = w_own * out[rows] + w_pre * po
-    out = out.to(query.dtype).reshape(b, h, q, d).transpose(1, 2).contiguous()
-    return out, None
+    return out.to(query.dtype).reshape(b, h, q, d).transpose(1, 2).contiguous()
 
 
 def supported(model) -> bool:
@@ -141,23 +146,16 @@ def supported(model) -> bool:
     return impl in ("sdpa", "eager", NAME)
 
 
-def _register() -> None:
-    if NAME not in AttentionInterface._global_mapping:
-        AttentionInterface.register(NAME, split_attention)
-    _FALLBACK.setdefault("fn", sdpa_attention_forward)
-
-
 @contextlib.contextmanager
-def split_forward(model, state: SplitState) -> Iterator[None]:
-    """Run the forwards inside with shared-prefix attention over ``state``."""
-    global _ACTIVE
-    _register()
-    cfg = model.config
-    previous = cfg._attn_implementation
-    cfg._attn_implementation = NAME
-    _ACTIVE = state
+def split_forward(model) -> Iterator[None]:
+    """Run the transformers forwards inside through :func:`split_attention` (each forward then
+    passes its :class:`SplitState` as ``split_state=``), switched with transformers' public
+    ``set_attn_implementation`` and switched back after."""
+    AttentionInterface.register(NAME, split_attention)  # idempotent
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    previous = base.config._attn_implementation
+    base.set_attn_implementation(NAME)
     try:
         yield
     finally:
-        _ACTIVE = None
-        cfg._attn_implementation = previous
+        base.set_attn_implementation(previous)
