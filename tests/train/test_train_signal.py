@@ -10,6 +10,8 @@ from train_helpers import TOY_ENV
 from tracec.train.cli import train_cmd
 from tracec.train.signal import no_signal_advice, silent_streak
 
+NO_SIGNAL_ENV = TOY_ENV.replace(":ToyToolEnv", ":NoSignalToyEnv")
+
 
 def _row(step: int, kept: int, reward: float) -> dict:
     return {"step": step, "kept_groups": kept, "reward_mean": reward}
@@ -33,8 +35,8 @@ def test_advice_names_the_steps_and_the_knob_for_each_case():
 
 
 def test_train_warns_once_when_no_group_has_reward_variance(tiny_model_dir, tmp_path):
-    """The tiny random model never makes the toy env's call: every group is dropped."""
-    args = [TOY_ENV, "--model", str(tiny_model_dir), "-o", str(tmp_path / "o"), "--steps", "4", "-G", "2",
+    """An env that pays nothing on any seed: every group is dropped, whatever the model samples."""
+    args = [NO_SIGNAL_ENV, "--model", str(tiny_model_dir), "-o", str(tmp_path / "o"), "--steps", "4", "-G", "2",
             "--groups-per-step", "1", "--max-new-tokens", "4", "--lora-rank", "2", "--lora-targets", "q_proj",
             "--json"]
     result = CliRunner().invoke(train_cmd, args)

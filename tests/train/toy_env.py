@@ -103,3 +103,13 @@ class HangingToyEnv(ToyToolEnv):
         if os.environ.get("RANK") == os.environ.get("TRACEC_TEST_HANG_RANK", "-"):
             time.sleep(3600)
         return super().step(action)
+
+
+class NoSignalToyEnv(FlatSeedsToyEnv):
+    """:class:`ToyToolEnv` whose every seed rewards 0: no group ever has reward variance, whatever
+    the policy samples (the no-signal warning's test)."""
+
+    def reset(self, *, seed=None, options=None):
+        out = super().reset(seed=seed, options=options)
+        self.flat = True
+        return out
