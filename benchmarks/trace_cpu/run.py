@@ -1,0 +1,212 @@
+"""TRACE's headline at CPU scale (issue 28): capability-targeted training, then composition,
+against training on the target itself with the same budget.
+
+The target, ``cpu_target``, needs two capabilities in every task: look a reservation up and
+report the exact amount paid (in the agent's own words) AND cancel it. Stages, each a ``tracec``
+command printed before it runs and skipped when its output exists (a killed run resumes):
+
+* ``baseline``  the base model on 20 training seeds of the target (from 7*10^8);
+* ``analyze``   ``tracec analyze`` (offline labeler) on those trajectories: the capabilities the
+  failures lack, mapped to the capability specs in ``specs/`` (``CAPABILITIES``);
+* ``train``     one adapter per capability env, GRPO on the target, one multi-capability
+  adapter (the union env ``multi_capability``): each arm an SFT warm start on oracle demos and
+  GRPO from it, the recipe of benchmarks/learning (Round 7);
+* ``compose``   the token-routed MoE over the frozen capability adapters (gates trained on
+  oracle demos of the capability envs, counted in TRACE's budget) and the paper's classifier
+  routing (no training);
+* ``eval``      every arm greedily on the same 100 held-out target seeds (from 10^9);
+* ``report``    ``results.json`` (arms, budgets, CPU seconds, paired CIs) and, through
+  ``tracec report STUDY``, ``study.png`` and ``study.md``.
+
+Fairness rule: every trained arm gets the same total of oracle demos and the same total of
+GRPO episodes on the training seeds (< 10^9) of the env(s) it trains on. TRACE's total is split
+evenly over its capability adapters and includes the router's demos.
+
+    OMP_NUM_THREADS=1 python benchmarks/trace_cpu/run.py --out runs/trace_cpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+GEN = "benchmarks/trace_cpu/generated"
+TARGET = f"{GEN}/cpu_target.py"
+# offline labeler capability -> the capability env that trains it
+CAPABILITIES = {"grounded_numbers": "grounded_amount", "executes_required_actions": "cancel_request"}
+LORA = ["--lora-rank", "8", "--lora-alpha", "16"]
+SFT = ["--sft-batch", "4", "--sft-lr", "5e-4", "--steps", "0"]
+GRPO = ["-G", "8", "--groups-per-step", "2", "--lr", "1e-4", "--temperature", "0.7",
+        "--hint-share", "0.25", "--max-new-tokens", "64", "--micro-batch", "1",
+        "--checkpoint-every", "1"]
+CAP_SFT_STEPS, CAP_GRPO_STEPS = 16, 4  # per capability adapter: 64 demos + 64 episodes
+ROUTER_DEMOS = 16  # oracle demos per capability env for the token router's gates
+N_CAPS = len(CAPABILITIES)
+# the single-adapter arms trained on one env get TRACE's whole budget
+SOLO_SFT_STEPS = N_CAPS * CAP_SFT_STEPS + N_CAPS * ROUTER_DEMOS // 4  # 160 demos
+SOLO_GRPO_STEPS = N_CAPS * CAP_GRPO_STEPS  # 128 episodes
+BASELINE_SEEDS, ROUTER_SEEDS = 700_000_000, 800_000_000  # training seeds (< 10^9)
+
+
+class Clock:
+    """CPU seconds (user + sys of the children) and wall seconds per arm."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.spent: dict = json.loads(path.read_text()) if path.exists() else {}
+
+    def tracec(self, arm: str, *args: str, log: Path) -> None:
+        cmd = [sys.executable, "-m", "tracec.cli", *args]
+        print("$ tracec " + " ".join(shlex.quote(a) for a in args), flush=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        with open(log, "w") as fh:
+            subprocess.run(cmd, cwd=ROOT, check=True, stdout=fh, stderr=subprocess.STDOUT)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rec = self.spent.setdefault(arm, {"cpu_s": 0.0, "wall_s": 0.0, "commands": []})
+        rec["cpu_s"] = round(rec["cpu_s"] + cpu, 1)
+        rec["wall_s"] = round(rec["wall_s"] + time.perf_counter() - t0, 1)
+        rec["commands"].append("tracec " + " ".join(shlex.quote(a) for a in args))
+        self.path.write_text(json.dumps(self.spent, indent=1) + "\n")
+
+
+def done(path: Path) -> bool:
+    return path.exists()
+
+
+def env_of(name: str) -> str:
+    return f"{GEN}/{name}.py"
+
+
+def train_arm(clock: Clock, out: Path, arm: str, env: str, sft_steps: int, grpo_steps: int,
+              seed: int) -> None:
+    """SFT warm start (``arm``_sft) then GRPO from it (``arm``); both adapters kept."""
+    sft = out / "adapters" / f"{arm}_sft"
+    if not done(sft / "tracec.json"):
+        clock.tracec(arm, "train", env, "--envs-dir", GEN, "--model", "smollm2", "-o", str(sft),
+                     "--warmup-sft", str(sft_steps), *SFT, *LORA, "--seed", str(seed), "--json",
+                     log=out / "logs" / f"{arm}_sft.log")
+    final = out / "adapters" / arm
+    if not done(final / "tracec.json"):
+        clock.tracec(arm, "train", env, "--envs-dir", GEN, "--model", "smollm2", "-o", str(final),
+                     "--init-adapter", str(sft), "--steps", str(grpo_steps), *GRPO, *LORA,
+                     "--seed", str(seed), "--json", log=out / "logs" / f"{arm}.log")
+
+
+def selected(out: Path) -> list[str]:
+    """The capability envs of the capabilities ``analyze`` selected (in CAPABILITIES order)."""
+    caps = json.loads((out / "analyze" / "capabilities.json").read_text())
+    names = {c["skill"] for c in caps}
+    return [env for cap, env in CAPABILITIES.items() if cap in names]
+
+
+def stage_baseline(clock: Clock, out: Path) -> None:
+    if not done(out / "baseline" / "summary.json"):
+        clock.tracec("baseline", "eval", "--agent", "local:smollm2", "--env", TARGET, "--envs-dir", GEN,
+                     "--tasks", "20", "--env-seeds", str(BASELINE_SEEDS), "--batch-size", "20",
+                     "--max-new-tokens", "64", "--out", str(out / "baseline"), "--json",
+                     log=out / "logs" / "baseline.log")
+
+
+def stage_analyze(clock: Clock, out: Path) -> None:
+    if not done(out / "analyze" / "capabilities.json"):
+        clock.tracec("analyze", "analyze", str(out / "baseline" / "trajectories.jsonl"),
+                     "-o", str(out / "analyze"), "--json", log=out / "logs" / "analyze.log")
+
+
+def stage_train(clock: Clock, out: Path, seed: int) -> None:
+    caps = selected(out)
+    for cap in caps:
+        train_arm(clock, out, cap, env_of(cap), CAP_SFT_STEPS, CAP_GRPO_STEPS, seed)
+    train_arm(clock, out, "grpo_target", TARGET, SOLO_SFT_STEPS, SOLO_GRPO_STEPS, seed)
+    train_arm(clock, out, "multi_capability", env_of("multi_capability"), SOLO_SFT_STEPS,
+              SOLO_GRPO_STEPS, seed)
+
+
+def stage_compose(clock: Clock, out: Path) -> None:
+    caps = selected(out)
+    adapters = [str(out / "adapters" / c) for c in caps]
+    data = []
+    for cap in caps:
+        where = out / "router_demos" / cap
+        data += ["--data", str(where / "trajectories.jsonl")]
+        if not done(where / "summary.json"):
+            clock.tracec("composed_token", "eval", "--agent", "oracle", "--env", env_of(cap),
+                         "--envs-dir", GEN, "--tasks", str(ROUTER_DEMOS), "--env-seeds",
+                         str(ROUTER_SEEDS), "--out", str(where), "--json",
+                         log=out / "logs" / f"router_demos_{cap}.log")
+    if not done(out / "composed" / "token" / "moe.json"):
+        clock.tracec("composed_token", "compose", *adapters, *data, "-o", str(out / "composed" / "token"),
+                     "--epochs", "2", "--json", log=out / "logs" / "compose_token.log")
+    if not done(out / "composed" / "classifier" / "moe.json"):
+        clock.tracec("composed_classifier", "compose", *adapters, "--routing", "classifier",
+                     "-o", str(out / "composed" / "classifier"), "--json",
+                     log=out / "logs" / "compose_classifier.log")
+
+
+def agents(out: Path) -> dict[str, str]:
+    """Evaluated arm -> its ``--agent``."""
+    res = {"base": "local:smollm2", "oracle": "oracle"}
+    for arm in [*selected(out), "grpo_target", "multi_capability"]:
+        for name in (f"{arm}_sft", arm):
+            res[name] = f"local:smollm2+adapter:{out / 'adapters' / name}"
+    res["composed_token"] = f"composed:{out / 'composed' / 'token'}"
+    res["composed_classifier"] = f"composed:{out / 'composed' / 'classifier'}"
+    return res
+
+
+EVAL_ORDER = ("composed_token", "grpo_target", "base", "grounded_amount", "cancel_request",
+              "composed_classifier", "multi_capability", "grpo_target_sft", "oracle")
+
+
+def stage_eval(clock: Clock, out: Path, seeds: int, only: list[str] | None) -> None:
+    table = agents(out)
+    for arm in only or EVAL_ORDER:
+        where = out / "eval" / arm
+        if done(where / "summary.json") or arm not in table:
+            continue
+        clock.tracec(f"eval:{arm}", "eval", "--agent", table[arm], "--env", TARGET, "--envs-dir", GEN,
+                     "--tasks", str(seeds), "--batch-size", "50", "--max-new-tokens", "64",
+                     "--out", str(where), "--json", log=out / "logs" / f"eval_{arm}.log")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="runs/trace_cpu", help="work folder (adapters, evals, logs)")
+    ap.add_argument("--stages", default="baseline,analyze,train,compose,eval,report")
+    ap.add_argument("--eval-seeds", type=int, default=100)
+    ap.add_argument("--arms", default="", help="comma-separated arms to evaluate (default: all)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    out = Path(args.out).resolve()
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    clock = Clock(out / "cpu_seconds.json")
+    stages = args.stages.split(",")
+    if "baseline" in stages:
+        stage_baseline(clock, out)
+    if "analyze" in stages:
+        stage_analyze(clock, out)
+    if "train" in stages:
+        stage_train(clock, out, args.seed)
+    if "compose" in stages:
+        stage_compose(clock, out)
+    if "eval" in stages:
+        stage_eval(clock, out, args.eval_seeds, [a for a in args.arms.split(",") if a] or None)
+    if "report" in stages:
+        from benchmarks.trace_cpu.study import write_results
+
+        sys.path.insert(0, str(ROOT))
+        write_results(out, clock.spent)
+
+
+if __name__ == "__main__":
+    main()
