@@ -47,12 +47,16 @@ SFT = ["--sft-batch", "4", "--sft-lr", "5e-4", "--steps", "0"]
 GRPO = ["-G", "8", "--groups-per-step", "2", "--lr", "1e-4", "--temperature", "0.7",
         "--hint-share", "0.25", "--max-new-tokens", "64", "--micro-batch", "1",
         "--checkpoint-every", "1"]
-CAP_SFT_STEPS, CAP_GRPO_STEPS = 16, 4  # per capability adapter: 64 demos + 64 episodes
-ROUTER_DEMOS = 16  # oracle demos per capability env for the token router's gates
+# SFT steps (x 4 oracle demos) per capability adapter: the one-call cancellation gets half the
+# demos of the lookup-and-report skill (the study's CPU budget; chosen before any eval)
+CAP_SFT_STEPS = {"grounded_amount": 16, "cancel_request": 8}
+CAP_GRPO_STEPS = 2  # per capability adapter: 2 x 2 groups x G=8 = 32 episodes
+ROUTER_DEMOS = 8  # oracle demos per capability env for the token router's gates
 N_CAPS = len(CAPABILITIES)
-# the single-adapter arms trained on one env get TRACE's whole budget
-SOLO_SFT_STEPS = N_CAPS * CAP_SFT_STEPS + N_CAPS * ROUTER_DEMOS // 4  # 160 demos
-SOLO_GRPO_STEPS = N_CAPS * CAP_GRPO_STEPS  # 128 episodes
+# the single-adapter arms trained on one env get TRACE's whole budget:
+# 4 x (16 + 8) + 2 x 8 = 112 oracle demos and 2 x 32 = 64 GRPO episodes
+SOLO_SFT_STEPS = sum(CAP_SFT_STEPS.values()) + N_CAPS * ROUTER_DEMOS // 4  # 28 steps, 112 demos
+SOLO_GRPO_STEPS = N_CAPS * CAP_GRPO_STEPS  # 4 steps, 64 episodes
 BASELINE_SEEDS, ROUTER_SEEDS = 700_000_000, 800_000_000  # training seeds (< 10^9)
 
 
@@ -74,7 +78,7 @@ class Clock:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         rec = self.spent.setdefault(arm, {"cpu_s": 0.0, "wall_s": 0.0, "commands": []})
         rec["cpu_s"] = round(rec["cpu_s"] + cpu, 1)
-        rec["wall_s"] = round(rec["wall_s"] + time.perf_counter() - t0, 1)
+        rec["wall_s"] = round((rec["wall_s"] or 0.0) + time.perf_counter() - t0, 1)
         rec["commands"].append("tracec " + " ".join(shlex.quote(a) for a in args))
         self.path.write_text(json.dumps(self.spent, indent=1) + "\n")
 
@@ -123,13 +127,16 @@ def stage_analyze(clock: Clock, out: Path) -> None:
                      "-o", str(out / "analyze"), "--json", log=out / "logs" / "analyze.log")
 
 
-def stage_train(clock: Clock, out: Path, seed: int) -> None:
-    caps = selected(out)
-    for cap in caps:
-        train_arm(clock, out, cap, env_of(cap), CAP_SFT_STEPS, CAP_GRPO_STEPS, seed)
-    train_arm(clock, out, "grpo_target", TARGET, SOLO_SFT_STEPS, SOLO_GRPO_STEPS, seed)
-    train_arm(clock, out, "multi_capability", env_of("multi_capability"), SOLO_SFT_STEPS,
-              SOLO_GRPO_STEPS, seed)
+def stage_train(clock: Clock, out: Path, seed: int, arms: tuple[str, ...]) -> None:
+    """Train ``arms`` (``capabilities``: one adapter per selected capability env;
+    ``grpo_target``; ``multi_capability``) in that order."""
+    for arm in arms:
+        if arm == "capabilities":
+            for cap in selected(out):
+                train_arm(clock, out, cap, env_of(cap), CAP_SFT_STEPS[cap], CAP_GRPO_STEPS, seed)
+        else:
+            env = TARGET if arm == "grpo_target" else env_of(arm)
+            train_arm(clock, out, arm, env, SOLO_SFT_STEPS, SOLO_GRPO_STEPS, seed)
 
 
 def stage_compose(clock: Clock, out: Path) -> None:
@@ -164,15 +171,19 @@ def agents(out: Path) -> dict[str, str]:
     return res
 
 
-EVAL_ORDER = ("composed_token", "grpo_target", "base", "grounded_amount", "cancel_request",
-              "composed_classifier", "multi_capability", "grpo_target_sft", "oracle")
+# the headline comparison first; the rest as CPU time allows
+EVAL_FIRST = ("composed_token", "grpo_target", "base", "grounded_amount", "cancel_request",
+              "composed_classifier")
+EVAL_LATER = ("multi_capability", "grpo_target_sft", "grounded_amount_sft", "cancel_request_sft",
+              "multi_capability_sft", "oracle")
 
 
-def stage_eval(clock: Clock, out: Path, seeds: int, only: list[str] | None) -> None:
+def stage_eval(clock: Clock, out: Path, seeds: int, arms: tuple[str, ...] | list[str]) -> None:
     table = agents(out)
-    for arm in only or EVAL_ORDER:
+    for arm in arms:
         where = out / "eval" / arm
-        if done(where / "summary.json") or arm not in table:
+        if done(where / "summary.json") or arm not in table or (
+                arm not in ("base", "oracle") and not done(Path(table[arm].split(":", 2)[-1]))):
             continue
         clock.tracec(f"eval:{arm}", "eval", "--agent", table[arm], "--env", TARGET, "--envs-dir", GEN,
                      "--tasks", str(seeds), "--batch-size", "50", "--max-new-tokens", "64",
@@ -195,12 +206,21 @@ def main() -> None:
         stage_baseline(clock, out)
     if "analyze" in stages:
         stage_analyze(clock, out)
+    only = [a for a in args.arms.split(",") if a]
+    # the headline arms first (capabilities, composition, GRPO on the target and their evals),
+    # then the multi-capability baseline and the remaining evals
     if "train" in stages:
-        stage_train(clock, out, args.seed)
+        stage_train(clock, out, args.seed, ("capabilities",))
     if "compose" in stages:
         stage_compose(clock, out)
+    if "train" in stages:
+        stage_train(clock, out, args.seed, ("grpo_target",))
     if "eval" in stages:
-        stage_eval(clock, out, args.eval_seeds, [a for a in args.arms.split(",") if a] or None)
+        stage_eval(clock, out, args.eval_seeds, only or EVAL_FIRST)
+    if "train" in stages:
+        stage_train(clock, out, args.seed, ("multi_capability",))
+    if "eval" in stages:
+        stage_eval(clock, out, args.eval_seeds, only or EVAL_LATER)
     if "report" in stages:
         from benchmarks.trace_cpu.study import write_results
 
