@@ -19,8 +19,10 @@ RECORDED = {"title": "toy", "arms": [
     {"name": "sft32", "method": "SFT", "demos": 128, "cpu_seconds": 600, "success": 1.0,
      "ci": [1.0, 1.0]},
     {"name": "rl", "method": "SFT + GRPO", "demos": 64, "rollouts": 64, "cpu_seconds": 520,
-     "success": 0.7, "ci": [0.6, 0.8]}],
-    "pairs": [{"a": "sft32", "b": "rl", "diff": -0.3, "ci": [-0.4, -0.2]}]}
+     "success": 0.7, "ci": [0.6, 0.8]},
+    {"name": "rl_t1", "method": "SFT + GRPO", "demos": 64, "rollouts": 64, "cpu_seconds": 520,
+     "success": 0.7, "ci": [0.6, 0.8]}],  # two arms of one method at the same budget
+    "pairs": [{"a": "sft32", "b": "rl", "diff": -0.3, "ci": [-0.4, -0.2], "gained": 0, "lost": 3}]}
 
 
 def _write(path: Path, data: object) -> Path:
@@ -55,8 +57,8 @@ def test_recorded_study_writes_plot_and_table(tmp_path: Path) -> None:
     assert text.startswith(MD_STAMP)
     # episodes = demos + rollouts when `episodes` is not given
     assert "| rl | SFT + GRPO | 64 | 64 | 128 | 520 | 0.70 [0.60, 0.80] | – |" in text
-    assert "| rl − sft32 | -30.0 [-40.0, -20.0] | – |" in text
-    assert [a["episodes"] for a in out["arms"]] == [0, 64, 128, 128]
+    assert "| rl − sft32 | -30.0 [-40.0, -20.0] | 0 / 3 |" in text
+    assert [a["episodes"] for a in out["arms"]] == [0, 64, 128, 128, 128]
 
 
 def test_eval_folders_give_success_ci_and_paired_difference(tmp_path: Path) -> None:

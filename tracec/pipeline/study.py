@@ -10,7 +10,8 @@ A study file is a JSON object::
                                                       # the study file, or recorded figures:
                "success": 0.42, "ci": [0.32, 0.52], "n": 100}, …],
      "pairs": [{"a": "grpo_target", "b": "composed"},           # B − A from the two eval folders,
-               {"a": "x", "b": "y", "diff": 0.1, "ci": [0.02, 0.18]}]}   # or recorded
+               {"a": "x", "b": "y", "diff": 0.1, "ci": [0.02, 0.18],    # or recorded
+                "gained": 12, "lost": 2}]}                             # (counts optional)
 
 :func:`load_study` validates it (one :class:`StudyError` line per mistake, naming the field);
 :func:`write_study` draws success against episodes and against CPU seconds (one curve per
@@ -154,7 +155,9 @@ def _pair(rec: Any, where: str, arms: dict[str, Arm]) -> Pair:
     if "diff" in rec:
         diff = _number(rec, "diff", where, -1.0, 1.0, required=True)
         assert diff is not None
-        return Pair(a, b, diff, _interval(rec, "ci", where, -1.0, 1.0))
+        moved = [_number(rec, k, where) for k in ("gained", "lost")]
+        gained, lost = (int(m) if m is not None else None for m in moved)
+        return Pair(a, b, diff, _interval(rec, "ci", where, -1.0, 1.0), gained, lost)
     ra, rb = arms[a].eval, arms[b].eval
     if ra is None or rb is None:
         raise StudyError(f"{where}: both arms need an `eval` folder, or give `diff` and `ci`")
@@ -228,17 +231,19 @@ def _plot(study: Study, png: Path) -> None:
     for ax, key, label in ((axes[0], "episodes", "training episodes (oracle demos + rollouts)"),
                            (axes[1], "cpu_seconds", "training CPU seconds")):
         for i, m in enumerate(methods):  # one colour per method in both panels
-            pts = sorted((getattr(a, key), a) for a in study.arms
-                         if a.method == m and getattr(a, key) is not None)
+            pts = sorted(((getattr(a, key), a) for a in study.arms
+                          if a.method == m and getattr(a, key) is not None), key=lambda p: p[0])
             if not pts:
                 continue
             xs = [x for x, _ in pts]
             ys = [a.success for _, a in pts]
             err = [[a.success - a.ci[0] for _, a in pts], [a.ci[1] - a.success for _, a in pts]]
             ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=4, label=m, color=f"C{i % 10}")
-            for x, a in pts:
-                ax.annotate(a.name, (x, a.success), textcoords="offset points", xytext=(4, 4),
-                            fontsize=7)
+            seen: dict[tuple[float, float], int] = {}
+            for x, a in pts:  # arms on one point get their labels one under the other
+                k = seen[(x, a.success)] = seen.get((x, a.success), -1) + 1
+                ax.annotate(a.name, (x, a.success), textcoords="offset points",
+                            xytext=(4, 4 - 10 * k), fontsize=7)
         ax.set_xlabel(label)
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
