@@ -144,18 +144,37 @@ def stage_train(clock: Clock, out: Path, seed: int, arms: tuple[str, ...]) -> No
             train_arm(clock, out, arm, env, SOLO_SFT_STEPS, SOLO_GRPO_STEPS, seed)
 
 
+def router_demos(clock: Clock, cap: str, where: Path) -> None:
+    """``ROUTER_DEMOS`` oracle episodes of ``cap``'s env on training seeds (the pipeline's own
+    ``write_demos``, as ``tracec run``'s compose stage makes them)."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT))
+    from tracec.harness.resolve import env_class
+    from tracec.pipeline.demos import write_demos
+
+    print(f"# oracle demos: {cap} x {ROUTER_DEMOS} from seed {ROUTER_SEEDS} -> {where}", flush=True)
+    spec = importlib.util.spec_from_file_location(f"trace_cpu_{cap}", ROOT / env_of(cap))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    t0 = time.process_time()
+    write_demos({cap: env_class(module)}, ROUTER_DEMOS, ROUTER_SEEDS, where)
+    rec = clock.spent.setdefault("composed_token", {"cpu_s": 0.0, "wall_s": 0.0, "commands": []})
+    rec["cpu_s"] = round(rec["cpu_s"] + time.process_time() - t0, 1)
+    rec["commands"].append(f"write_demos({cap}, {ROUTER_DEMOS}, {ROUTER_SEEDS})")
+    clock.path.write_text(json.dumps(clock.spent, indent=1) + "\n")
+
+
 def stage_compose(clock: Clock, out: Path) -> None:
     caps = selected(out)
     adapters = [str(out / "adapters" / c) for c in caps]
     data = []
-    for cap in caps:
-        where = out / "router_demos" / cap
-        data += ["--data", str(where / "trajectories.jsonl")]
-        if not done(where / "summary.json"):
-            clock.tracec("composed_token", "eval", "--agent", "oracle", "--env", env_of(cap),
-                         "--envs-dir", GEN, "--tasks", str(ROUTER_DEMOS), "--env-seeds",
-                         str(ROUTER_SEEDS), "--out", str(where), "--json",
-                         log=out / "logs" / f"router_demos_{cap}.log")
+    for cap in caps:  # oracle demos with the env's tools in info.tools (what compose reads)
+        where = out / "router_demos" / f"{cap}.jsonl"
+        data += ["--data", str(where)]
+        if not done(where):
+            router_demos(clock, cap, where)
     if not done(out / "composed" / "token" / "moe.json"):
         clock.tracec("composed_token", "compose", *adapters, *data, "-o", str(out / "composed" / "token"),
                      "--epochs", "2", "--json", log=out / "logs" / "compose_token.log")
