@@ -47,16 +47,20 @@ SFT = ["--sft-batch", "4", "--sft-lr", "5e-4", "--steps", "0"]
 GRPO = ["-G", "8", "--groups-per-step", "2", "--lr", "1e-4", "--temperature", "0.7",
         "--hint-share", "0.25", "--max-new-tokens", "64", "--micro-batch", "1",
         "--checkpoint-every", "1"]
-# SFT steps (x 4 oracle demos) per capability adapter: the one-call cancellation gets half the
-# demos of the lookup-and-report skill (the study's CPU budget; chosen before any eval)
-CAP_SFT_STEPS = {"grounded_amount": 16, "cancel_request": 8}
-CAP_GRPO_STEPS = 1  # per capability adapter: 1 x 2 groups x G=8 = 16 episodes
-ROUTER_DEMOS = 8  # oracle demos per capability env for the token router's gates
+# SFT steps (x 4 oracle demos) per capability adapter: the one-call cancellation gets a quarter
+# of the demos of the lookup-and-report skill. Sized to the CPU this round had (a shared box at
+# load 4-8, ~100 s a step), chosen before any eval.
+CAP_SFT_STEPS = {"grounded_amount": 16, "cancel_request": 4}
+# GRPO steps per capability adapter (x 2 groups x G=8 episodes). 0 this round: at that load
+# a GRPO step costs ~4 min of wall time, and Round 7 measured that 4 steps from an SFT start
+# move no held-out seed; every arm is then an SFT warm start alone, at equal demos.
+CAP_GRPO_STEPS = 0
+ROUTER_DEMOS = 4  # oracle demos per capability env for the token router's gates
 N_CAPS = len(CAPABILITIES)
 # the single-adapter arms trained on one env get TRACE's whole budget:
-# 4 x (16 + 8) + 2 x 8 = 112 oracle demos and 2 x 16 = 32 GRPO episodes
-SOLO_SFT_STEPS = sum(CAP_SFT_STEPS.values()) + N_CAPS * ROUTER_DEMOS // 4  # 28 steps, 112 demos
-SOLO_GRPO_STEPS = N_CAPS * CAP_GRPO_STEPS  # 2 steps, 32 episodes
+# 4 x (16 + 4) + 2 x 4 = 88 oracle demos and 2 x 16 x CAP_GRPO_STEPS GRPO episodes
+SOLO_SFT_STEPS = sum(CAP_SFT_STEPS.values()) + N_CAPS * ROUTER_DEMOS // 4  # 22 steps, 88 demos
+SOLO_GRPO_STEPS = N_CAPS * CAP_GRPO_STEPS
 BASELINE_SEEDS, ROUTER_SEEDS = 700_000_000, 800_000_000  # training seeds (< 10^9)
 
 
@@ -105,10 +109,15 @@ def train_arm(clock: Clock, out: Path, arm: str, env: str, sft_steps: int, grpo_
                      "--warmup-sft", str(sft_steps), *SFT, *LORA, "--seed", str(seed), "--json",
                      log=out / "logs" / f"{arm}_sft.log")
     final = out / "adapters" / arm
-    if not done(final / "tracec.json"):
+    if grpo_steps > 0 and not done(final / "tracec.json"):
         clock.tracec(arm, "train", env, "--envs-dir", GEN, "--model", "smollm2", "-o", str(final),
                      "--init-adapter", str(sft), "--steps", str(grpo_steps), *GRPO, *LORA,
                      "--seed", str(seed), "--json", log=out / "logs" / f"{arm}.log")
+
+
+def adapter_dir(out: Path, arm: str) -> Path:
+    """An arm's final adapter: its GRPO run, or its SFT warm start when GRPO has 0 steps."""
+    return out / "adapters" / (arm if CAP_GRPO_STEPS > 0 or arm.endswith("_sft") else f"{arm}_sft")
 
 
 def selected(out: Path) -> list[str]:
@@ -168,7 +177,7 @@ def router_demos(clock: Clock, cap: str, where: Path) -> None:
 
 def stage_compose(clock: Clock, out: Path) -> None:
     caps = selected(out)
-    adapters = [str(out / "adapters" / c) for c in caps]
+    adapters = [str(adapter_dir(out, c)) for c in caps]
     data = []
     for cap in caps:  # oracle demos with the env's tools in info.tools (what compose reads)
         where = out / "router_demos" / f"{cap}.jsonl"
@@ -188,8 +197,8 @@ def agents(out: Path) -> dict[str, str]:
     """Evaluated arm -> its ``--agent``."""
     res = {"base": "local:smollm2", "oracle": "oracle"}
     for arm in [*selected(out), "grpo_target", "multi_capability"]:
-        for name in (f"{arm}_sft", arm):
-            res[name] = f"local:smollm2+adapter:{out / 'adapters' / name}"
+        for name in (f"{arm}_sft", arm) if CAP_GRPO_STEPS > 0 else (arm,):
+            res[name] = f"local:smollm2+adapter:{adapter_dir(out, name)}"
     res["composed_token"] = f"composed:{out / 'composed' / 'token'}"
     res["composed_classifier"] = f"composed:{out / 'composed' / 'classifier'}"
     return res
@@ -210,7 +219,7 @@ def stage_eval(clock: Clock, out: Path, seeds: int, arms: tuple[str, ...] | list
                 arm not in ("base", "oracle") and not done(Path(table[arm].split(":", 2)[-1]))):
             continue
         clock.tracec(f"eval:{arm}", "eval", "--agent", table[arm], "--env", TARGET, "--envs-dir", GEN,
-                     "--tasks", str(seeds), "--batch-size", "50", "--max-new-tokens", "64",
+                     "--tasks", str(seeds), "--batch-size", "100", "--max-new-tokens", "64",
                      "--out", str(where), "--json", log=out / "logs" / f"eval_{arm}.log")
 
 
@@ -222,16 +231,18 @@ def budgets(caps: list[str]) -> dict[str, tuple[str, int, int, list[str]]]:
     solo = (4 * SOLO_SFT_STEPS, 2 * 8 * SOLO_GRPO_STEPS)
     res = {"base": ("base model", 0, 0, [])}
     for c in caps:
-        res[f"{c}_sft"] = ("one capability adapter", demos[c], 0, [f"{c}_sft"])
+        if eps:
+            res[f"{c}_sft"] = ("one capability adapter", demos[c], 0, [f"{c}_sft"])
         res[c] = ("one capability adapter", demos[c], eps, [f"{c}_sft", c])
     trained = [x for c in caps for x in (f"{c}_sft", c)]
     res["composed_token"] = ("TRACE: token-routed MoE", sum(demos.values()) + router,
                              eps * len(caps), [*trained, "composed_token"])
     res["composed_classifier"] = ("TRACE: classifier routing", sum(demos.values()),
                                   eps * len(caps), [*trained, "composed_classifier"])
-    for arm, method in (("grpo_target", "SFT + GRPO on the target"),
+    for arm, method in (("grpo_target", "training on the target" + ("" if eps else " (SFT)")),
                         ("multi_capability", "multi-capability (union env)")):
-        res[f"{arm}_sft"] = (method, solo[0], 0, [f"{arm}_sft"])
+        if eps:
+            res[f"{arm}_sft"] = (method, solo[0], 0, [f"{arm}_sft"])
         res[arm] = (method, *solo, [f"{arm}_sft", arm])
     return res
 
