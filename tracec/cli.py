@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compose": ("tracec.compose.cli:compose_cmd",
                 "Train a token-level router over frozen adapters."),
     "run": ("tracec.pipeline.cli:run_cmd", "Run the whole TRACE loop from one config."),
-    "report": ("tracec.pipeline.cli:report_cmd", "Plots and report of a training or pipeline run."),
+    "report": ("tracec.pipeline.cli:report_cmd", "Plots and report of a training or pipeline run, or of a study file."),
 }
 
 

@@ -15,7 +15,8 @@ Arms (SmolLM2-135M-Instruct, LoRA rank 8 / alpha 16, one CPU thread):
 Every arm is evaluated greedily on 40 training seeds (from 7*10^8; the best SFT is chosen
 there) and on the same 100 held-out seeds (from 10^9). Every stage is a
 ``tracec`` command, printed before it runs, and skipped when its output exists (a killed run
-resumes). ``--stages report`` writes ``own_words.json`` and ``own_words.png`` here.
+resumes). ``--stages report`` writes ``own_words.json`` here and, through ``tracec report``,
+``own_words_study.png`` / ``own_words_study.md``.
 
     OMP_NUM_THREADS=1 python benchmarks/learning/own_words.py --out runs/own_words
 """
@@ -122,36 +123,31 @@ def report(out: Path) -> dict:
     return res
 
 
+# training CPU seconds of each arm as measured in round 7 (README "Round 7" table; one thread,
+# load 1-3); a GRPO arm's figure includes its sft16 warm start (304 s)
+TRAIN_CPU = {"sft8": 170, "sft16": 304, "sft32": 600, "sft40": 674,
+             f"{GRPO_FROM}_grpo4": 304 + 218, f"{GRPO_FROM}_grpo4_t1h50": 304 + 380}
+
+
 def _plot(res: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for kind, style in (("sft", "o-"), ("grpo", "s")):
-        arms = [(a, r) for a, r in res["arms"].items()
-                if r["budget"] and (("grpo" in a) == (kind == "grpo"))]
-        arms.sort(key=lambda x: x[1]["budget"])
-        if not arms:
+    """``own_words_study.json`` from the figures, then ``tracec report`` draws
+    ``own_words_study.png`` (success vs episodes and vs CPU seconds) and ``own_words_study.md``."""
+    arms = []
+    for arm, r in res["arms"].items():
+        if r.get("budget") is None:
             continue
-        xs = [r["budget"] + (3 * i if kind == "grpo" else 0) for i, (_, r) in enumerate(arms)]
-        ys = [r["success"] for _, r in arms]
-        err = [[y - r["success_ci"][0] for y, (_, r) in zip(ys, arms)],
-               [r["success_ci"][1] - y for y, (_, r) in zip(ys, arms)]]
-        ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=4,
-                    label="SFT only (demos)" if kind == "sft" else "SFT16 + GRPO (demos + episodes)")
-        for i, (x, y, (a, _)) in enumerate(zip(xs, ys, arms)):  # same-budget arms side by side
-            ax.annotate(a, (x, y), textcoords="offset points", xytext=(4, -12 - 10 * i * (kind == "grpo")),
-                        fontsize=7)
-    ax.set_xlabel("environment episodes used (oracle demos + GRPO rollouts)")
-    ax.set_ylabel("held-out success (100 seeds, 95 % CI)")
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_title("flight_status_compact, own-words reward", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(HERE / "own_words.png", dpi=100)
-    plt.close(fig)
+        grpo = "grpo" in arm
+        arms.append({"name": arm, "method": "SFT16 + GRPO" if grpo else "SFT only",
+                     "demos": 4 * 16 if grpo else r["budget"], "rollouts": 64 if grpo else 0,
+                     "cpu_seconds": TRAIN_CPU.get(arm), "success": r["success"],
+                     "ci": r["success_ci"], "n": r["episodes"]})
+    pairs = [{"a": k.split(" - ")[1], "b": k.split(" - ")[0], "diff": v["pass_diff"],
+              "ci": v["pass_ci"], "gained": len(v["gained"]), "lost": len(v["lost"])}
+             for k, v in res["pairs"].items()]
+    study = HERE / "own_words_study.json"
+    study.write_text(json.dumps({"title": "flight_status_compact, own-words reward: 100 held-out "
+                                          "seeds", "arms": arms, "pairs": pairs}, indent=1) + "\n")
+    tracec("report", str(study), "-o", str(HERE / "own_words_study.png"))
 
 
 def main() -> None:

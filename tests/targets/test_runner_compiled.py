@@ -39,3 +39,20 @@ def test_multi_turn_episode_keeps_tools_and_scores() -> None:
     ep = episodes[0]
     assert agent.turn >= 2
     assert ep.reward == max(r.level for r in env.capability.rules)
+
+
+def test_compiled_env_episode_carries_gold_for_the_offline_labeler() -> None:
+    """`tracec analyze` labels eval trajectories of a compiled env without a tasks file: each
+    episode records the drawn gold calls and the values to communicate."""
+    from tracec.analysis.importers import from_jsonl_record
+    from tracec.analysis.offline import label_trajectory
+
+    env = TinyOrdersEnv()
+    ep = run_jobs([Job(env="tiny", task_id="t", trial=0, seed=3)], lambda _: env, GoldThenReport(env))[0]
+    inst = env.instance
+    assert ep.info["gold_actions"] == [{"name": c.name, "arguments": c.arguments} for c in inst.gold]
+    assert ep.info["communicate_info"] == [str(v) for v in inst.communicate.values()]
+    traj = from_jsonl_record(json.loads(ep.model_dump_json()), "test", "x", None)
+    assert traj.gold_actions() is not None
+    labels = label_trajectory(traj)
+    assert any(v != "NA" for v in labels.values())

@@ -14,6 +14,7 @@ from typing import Any
 
 from tracec.harness.agents import Agent
 from tracec.harness.results import Episode, EpisodeWriter, now
+from tracec.runtime.lib import fmt
 from tracec.runtime.oracle import oracle_turns
 
 
@@ -53,6 +54,17 @@ def task_of(env: Any, info: dict) -> Any:
         return task
 
     return {"name": task, "oracle_turns": list(oracle_turns(inner))}
+
+
+def gold_info(env: Any) -> dict[str, Any]:
+    """A compiled env's drawn gold calls and values to communicate, in the trajectory format
+    ``tracec analyze`` reads (``gold_actions``, ``communicate_info``); ``{}`` for other envs."""
+    inner = getattr(env, "unwrapped", env)
+    inst = getattr(inner, "instance", None)
+    if inst is None or getattr(inner, "capability", None) is None:
+        return {}
+    return {"gold_actions": [{"name": c.name, "arguments": dict(c.arguments)} for c in inst.gold],
+            "communicate_info": [fmt(v) for v in inst.communicate.values()]}
 
 
 def episode_id(job: Job) -> str:
@@ -147,6 +159,7 @@ def _episode(slot: _Slot, reward: float, info: dict, agent: Agent,
         "duration": round(time.perf_counter() - slot.started, 4),
         "turns": sum(1 for m in info["messages"] if m.get("role") == "assistant"),
     }
+    meta.update(gold_info(slot.env))
     if extra_info is not None:
         meta.update(extra_info(slot.env, info))
     record = getattr(agent, "episode_info", None)  # e.g. the adapters a router chose

@@ -78,13 +78,42 @@ def run_cmd(config: Path, run_dir: Path, from_stage: str | None, until: str | No
 
 
 @click.command("report")
-@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.argument("run_dir", metavar="RUN_DIR|STUDY.json", type=click.Path())
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
-              help="PNG path (default RUN_DIR/training_curves.png).")
-@click.option("--json", "as_json", is_flag=True)
+              help="PNG path (default RUN_DIR/training_curves.png; for a study STUDY.png, "
+                   "with the markdown table beside it as .md).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def report_cmd(run_dir: str, out: str | None, as_json: bool) -> None:
-    """Regenerate the report of a `tracec run` folder, or draw the reward and kept-group
-    curves of a `tracec train` run."""
+    """Regenerate the report of a `tracec run` folder, draw the reward and kept-group
+    curves of a `tracec train` run, or plot a study file.
+
+    \b
+    Examples:
+      tracec report runs/demo                      # a tracec run folder: report.md
+      tracec report adapters/x                     # a tracec train folder: training_curves.png
+      tracec report benchmarks/trace_cpu/results.json -o study.png
+
+    A study file (JSON) lists arms, each with a name, a method, its training budget
+    (`demos`, `rollouts` or `episodes`, optional `cpu_seconds`) and either a `tracec eval`
+    folder (`eval`) or recorded `success` and `ci`; optional `pairs` ({a, b}) give paired
+    differences B − A. The PNG shows success against episodes and against CPU seconds, one
+    curve per method with 95 % CI bars; the markdown table goes beside it.
+    See docs/evaluation.md, "Studies"."""
+    path = Path(run_dir)
+    if path.is_file() or path.suffix == ".json":
+        from tracec.files import InputError
+        from tracec.pipeline.study import write_study
+
+        try:
+            summary = write_study(path, out)
+        except InputError as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            click.echo(json.dumps(summary, indent=1))
+        else:
+            click.echo(f"wrote {summary['png']} and {summary['markdown']} "
+                       f"({len(summary['arms'])} arms, {len(summary['pairs'])} pairs)")
+        return
     if is_run_dir(Path(run_dir)):
         path = write_report(Path(run_dir))
         click.echo(json.dumps({"report": str(path)}) if as_json else f"wrote {path}")
