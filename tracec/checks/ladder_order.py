@@ -79,7 +79,7 @@ class LadderOrder:
         if seed >= MAX_SEEDS or not self.cap.rules:
             return
         inst = env.instance
-        task, box = inst.task, env._box
+        task, box = inst.task, env.toolbox
         gold = tuple(inst.gold)
         report = report_text(inst)
         silent = judged(env, gold, SILENT_TEXT)

@@ -104,7 +104,7 @@ class MeaningChecks:
         if not any(c.name in pre for c in inst.gold):
             return
         db = env.initial_copy()
-        box = env._box
+        box = env.toolbox
         for n, call in enumerate(inst.gold):
             for p in pre.get(call.name, ()):
                 got = p.check(db, call.args or {})

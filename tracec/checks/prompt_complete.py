@@ -30,7 +30,7 @@ class PromptComplete:
         if self.pattern is None or inst.task in self.done:
             return
         self.done.add(inst.task)
-        shown = env._box.tools
+        shown = env.toolbox.tools
         ts = self.where.tasks.get(inst.task)
         for text, span, whose in ((inst.hint, ts.hint if ts else None, f"task `{inst.task}`'s hint"),
                                   (self.cap.hint, self.where.hint, "the capability's hint")):

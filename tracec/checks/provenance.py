@@ -86,7 +86,7 @@ class Provenance:
         pairs = self.args.get(task)
         if pairs is None or seed >= MAX_SEEDS:
             return
-        known = [inst.user, env._box.policy or ""] + [r.text for r in inst.replies]
+        known = [inst.user, env.toolbox.policy or ""] + [r.text for r in inst.replies]
         counts: dict[str, int] = {}
         for n, call in enumerate(inst.gold):
             nth = counts.get(call.name, 0)

@@ -68,7 +68,7 @@ def _check_determinism(cls: EnvClass, seeds: list[int], problems: ProblemLog) ->
             for _ in range(2):
                 env = cls()
                 env.reset(seed=seed)
-                probe = build_probes(env.instance, env._box.writes, env._box.ends)[0]
+                probe = build_probes(env.instance, env.toolbox.writes, env.toolbox.ends)[0]
                 ep = run_turns(env, probe.turns, hash_state=True)
                 runs.append((ep.observations, ep.rewards, ep.final_hash))
             if runs[0] != runs[1]:
@@ -228,7 +228,7 @@ class _ProbeChecks:
             check.instance(env, seed, results)
         for name in inst.distractors:
             self.report.distractors[name] = self.report.distractors.get(name, 0) + 1
-        probes = build_probes(inst, env._box.writes, env._box.ends, env._box.tools,
+        probes = build_probes(inst, env.toolbox.writes, env.toolbox.ends, env.toolbox.tools,
                               rotate=seed, results=results)
         shotgun = shotgun_probe(env)
         if shotgun is not None:

@@ -28,7 +28,7 @@ class TurnBudget:
         self.policy_confirms = bool(_CONFIRMS.search(cap.policy_text() or ""))
 
     def instance(self, env: Any, seed: int, results: Any = ()) -> None:
-        inst, box = env.instance, env._box
+        inst, box = env.instance, env.toolbox
         gold = tuple(inst.gold)
         base = len(gold) + (0 if gold and gold[-1].name in box.ends else 1)  # as turns_of
         if base > self.cap.max_turns:
