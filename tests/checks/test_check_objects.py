@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from tests.runtime import tiny_capability as tc
 from tracec.checks import CHECKS, Check, InstanceContext, RunContext, run_checks
@@ -20,7 +21,7 @@ class Counting(Check):
 
     name = "counting"
     codes = ("C999",)
-    made: list[Counting] = []
+    made: ClassVar[list[Counting]] = []
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
@@ -81,7 +82,7 @@ def test_the_documented_codes_are_the_checks_codes() -> None:
     """docs/checks.md's table of codes lists exactly what the checks, the runner and the
     first-prompt budget of the CLI (C302) report."""
     text = (ROOT / "docs/checks.md").read_text(encoding="utf-8")
-    documented = {code for row in re.findall(r"^\| ([CR]\d{3}(?:, [CR]\d{3})*) \|", text, re.M)
+    documented = {code for row in re.findall(r"^\| ([CR]\d{3}(?:, [CR]\d{3})*) \|", text, re.MULTILINE)
                   for code in row.split(", ")}
     claimed = {code for c in CHECKS for code in c.codes} | set(RUNNER_CODES) | {"C302"}
     assert documented == claimed
