@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracec.checks.check import TOL, Check, InstanceContext, Play, fmt_rule
+from tracec.checks.check import TOL, Check, InstanceContext, Play, RunContext, fmt_rule
 from tracec.checks.own_words import paid_finding, shotgun_paid
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
@@ -42,7 +42,7 @@ class HintLeak(Check):
     name = "hint leak"
     codes = ("C301",)
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         self.leaked: set[str] = set()
 
@@ -97,7 +97,7 @@ class ProbeJudge(Check):
     name = "probes"
     codes = ("C103", "C110", "C111", "C112", "C114", "C120", "C121", "C320", "C321")
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         levels = self.cap.levels
         self.top, self.bottom = max(levels), min(levels)
