@@ -62,8 +62,9 @@ def _run_checks(capability: Any, seeds: int, check_env: bool, progress: Progress
     active = [c(run) for c in checks]
     for check in active:
         check.start()
+    per_instance = [c for c in active if type(c).instance is not Check.instance]
     for seed in range(seeds):
-        _seed(run, active, seed)
+        _seed(run, per_instance, seed)
         if progress:
             progress(1)
     report.probes = run.probes_ok
@@ -76,7 +77,8 @@ def _run_checks(capability: Any, seeds: int, check_env: bool, progress: Progress
 
 
 def _seed(run: RunContext, active: list[Check], seed: int) -> None:
-    """Every task at ``seed``; the seed counts for variance when it gave >= 2 rewards."""
+    """Every task at ``seed`` through the ``active`` checks (those with an ``instance`` step);
+    the seed counts for variance when it gave >= 2 rewards."""
     seed_rewards: set[float] = set()
     distractors = run.report.distractors
     for tdef in run.cap.tasks:
