@@ -39,7 +39,7 @@ def _default_env() -> str:
 def bench_steps(env, steps: int) -> tuple[float, str]:
     """Lookup-call steps per CPU second; restarts are timed separately and subtracted."""
     env.reset(seed=0)
-    writes = env._box.writes
+    writes = env.toolbox.writes
     call = next(c for c in env.instance.gold if c.name not in writes)
     action = hermes(call.name, call.arguments)
     clock = time.process_time  # CPU time: robust to other load on the machine

@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("tracec.compiler.cli:schema_cmd", "Print the JSON Schema of the compiler's IR."),
     "check": ("tracec.checks.cli:check_cmd",
               "Check compiled envs: check_env, determinism, probes, variance."),
-    "diff": ("tracec.checks.diff_cli:diff_cmd",
+    "diff": ("tracec.checks.diff.cli:diff_cmd",
              "What a spec change does (tasks, rewards, behaviour on seeds), as markdown."),
     "play": ("tracec.harness.cli:play_cmd", "Play an environment yourself in the terminal."),
     "eval": ("tracec.targets.cli:eval_cmd", "Run an agent on a target or compiled envs."),

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from tracec.checks.diff import first_difference
-from tracec.checks.diff_markdown import code
-from tracec.checks.diff_source import DiffError, check_rev
+from tracec.checks.diff.markdown import code
+from tracec.checks.diff.source import DiffError, check_rev
 from tracec.cli import cli
 
 SPEC = """capability demo {
@@ -323,7 +323,7 @@ def test_tokenizer_counts_the_first_prompt(old: Path, tmp_path: Path) -> None:
     ],
 )
 def test_ir_text_writes_expressions_back_as_spec_text(expr: str) -> None:
-    from tracec.checks.ir_text import expr_text
+    from tracec.checks.diff.ir_text import expr_text
     from tracec.compiler.api import compile_text
 
     spec = SPEC.replace(

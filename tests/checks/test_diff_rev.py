@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.checks.test_diff import SPEC, _diff, _git, _json, _write
-from tracec.checks.diff_source import DiffError, check_rev
+from tracec.checks.diff.source import DiffError, check_rev
 
 
 def _repo(tmp_path: Path, monkeypatch) -> Path:

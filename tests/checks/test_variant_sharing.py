@@ -104,3 +104,23 @@ def test_a_shared_finding_is_printed_once() -> None:
     out = console.export_text()
     assert out.count("something the base and its variant share") == 1
     assert "x_compact: probes, determinism and meaning checks shared with x" in out
+
+
+def test_a_shared_variant_checks_the_policy_sections_it_shows() -> None:
+    """C154 (a task relies on a policy section the env does not show) depends on the variant's
+    prompt budget: a variant that drops a section is told so though it shares the probes, and
+    the base, which shows it, is not."""
+    spec = ROOT / "specs" / "structured_data_reasoning.tracec"
+    text = spec.read_text().replace('policy sections ["Modify flight", "Cancel flight"]',
+                                    'policy sections ["Cancel flight"]', 1)
+    result = compile_text(text, "specs/structured_data_reasoning.tracec", base_dir=spec.parent)
+    assert result.ok, result.rendered
+    checked: list = []
+    base, variant = (check_sharing(m, checked, SEEDS, False)
+                     for m in (result.module, result.variants[0].module))
+    assert variant.shared_with == base.env
+    c154 = [f for f in variant.findings if f["code"] == "C154"]
+    assert c154 and '"Modify flight"' in c154[0]["message"]
+    assert not [f for f in base.findings if f["code"] == "C154"]
+    full = run_checks(result.variants[0].module, seeds=SEEDS, check_env=False)
+    assert _findings(variant) == _findings(full)

@@ -92,7 +92,7 @@ def test_bare_forbid_is_probed_with_gold_arguments() -> None:
 
     e = env_class(env)()
     e.reset(seed=1)
-    probes = {p.name: p for p in build_probes(e.instance, e._box.writes, e._box.ends, e._box.tools)}
+    probes = {p.name: p for p in build_probes(e.instance, e.toolbox.writes, e.toolbox.ends, e.toolbox.tools)}
     call = probes["forbidden"].calls[-1]
     gold = e.instance.gold[0]
     assert call.name == "cancel_reservation"

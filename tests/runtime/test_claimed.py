@@ -86,7 +86,7 @@ def test_the_issue_shotgun_earns_only_the_calls_rung_in_the_learning_env() -> No
     for seed in range(12):
         env.reset(seed=seed)
         inst = env.instance
-        calls = build_probes(inst, env._box.writes, env._box.ends)[2].turns[:-1]  # silent gold
+        calls = build_probes(inst, env.toolbox.writes, env.toolbox.ends)[2].turns[:-1]  # silent gold
         flights = [c.args["flight_number"] for c in inst.gold]
         report = " and ".join(f"flight {f} is {v}" for f, v in zip(flights, inst.communicate.values()))
         assert run_turns(env, calls + (shotgun,)).reward == 0.3

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import root
 from tracec.domains.units import UNITS
 from tracec.runtime.outcome import mentioned
@@ -26,11 +26,15 @@ _GREATEST = re.compile(r"\b(latest|later|last)\b", re.IGNORECASE)
 _TIME_DIMS = ("instant", "date", "datetime")
 
 
-class AnswerOrder:
+class AnswerOrder(Check):
     """C157 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "answer vs the order asked"
+    codes = ("C157",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        cap, where = self.cap, self.where
         schema = cap.domain.schema
         units = getattr(schema, "units", {}) or {}
         self.kinds = []  # (collection, time fields)
@@ -43,7 +47,8 @@ class AnswerOrder:
             self.roots[t.name] = [root(e) for e in t.communicate]
         self.done: set[str] = set()
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if seed >= MAX_SEEDS or inst.task in self.done or not self.kinds:
             return
@@ -95,9 +100,6 @@ class AnswerOrder:
                      f"is the other end: {why} (seed {seed})", span, task=inst.task, seed=seed,
                      hint="pick the record the question asks for (`min_by` for the first, "
                           "`max_by` for the last; `<` vs `>`)")
-
-    def finish(self) -> None:
-        """Nothing to fold: every finding is logged as it is found."""
 
 
 def _is_time(unit: str) -> bool:

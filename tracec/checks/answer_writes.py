@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.runtime.lib import fmt
 
 MAX_SEEDS = 64
@@ -49,21 +49,26 @@ def explained(answer: float, lists: list[list[float]]) -> bool:
     return any(abs(abs(answer) - abs(c)) < 0.005 for c in cands)
 
 
-class AnswerWrites:
+class AnswerWrites(Check):
     """C155 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "answer vs the gold's writes"
+    codes = ("C155",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        cap = self.cap
         self.ids = {k.id_field: k.collection for k in cap.domain.entities.values() if k.id_field}
         self.done: set[str] = set()
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if seed >= MAX_SEEDS or inst.task in self.done:
             return
         answers = [(k, name, v) for k, (name, v) in enumerate(inst.communicate.items())
                    if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0]
-        writes = [c for c in inst.gold if c.name in env._box.writes]
+        writes = [c for c in inst.gold if c.name in env.toolbox.writes]
         if not answers or not writes:
             return
         lists: list[list[float]] = []
@@ -97,6 +102,3 @@ class AnswerWrites:
         ts = self.where.tasks.get(task)
         return self.where.let(task, name) or (ts.communicate[k] if ts and k < len(ts.communicate)
                                               else self.where.task(task))
-
-    def finish(self) -> None:
-        """Nothing to fold: every finding is logged as it is found."""

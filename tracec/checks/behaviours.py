@@ -35,7 +35,7 @@ class Judged:
 def judged(env: CapabilityEnv, calls: Sequence[Call], text: str) -> Judged:
     """The reward the rules give ``calls`` (replayed on a copy of the initial world; a refused
     call does nothing) followed by the final message ``text``."""
-    box = env._box
+    box = env.toolbox
     inst = env.instance
     gold = tuple(inst.gold)
     if tuple(calls) == gold and not any(c.name in box.ends for c in gold[:-1]):
@@ -86,7 +86,7 @@ def _variants(call: Call, db: Mapping[str, Any]) -> Iterator[Call]:
 def stray_write(env: CapabilityEnv) -> Call | None:
     """A write call that succeeds after the gold calls and leaves a world unlike the gold one
     (None when none is found in a few tries)."""
-    box = env._box
+    box = env.toolbox
     gold = list(env.instance.gold)
     if any(c.name in box.ends for c in gold):
         return None

@@ -79,7 +79,7 @@ class GoldFork:
         alone (no call that ends the episode, within ``max_turns``), else from a replay."""
         env = self.env
         gold = tuple(env.instance.gold)
-        box = env._box
+        box = env.toolbox
         if gold and not any(c.name in box.ends for c in gold) \
                 and len(gold) < env.capability.max_turns:
             turns = tuple(hermes(c.name, c.arguments) for c in gold)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.lang import ast as A
 
 _TICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
@@ -27,18 +26,23 @@ def named_fields(hint: str, fields: list[str]) -> set[str]:
     return {f for f in fields if f in ticked or ("_" in f and f in words)}
 
 
-class HintAnswer:
+class HintAnswer(Check):
     """C156 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "answer vs its hint"
+    codes = ("C156",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        where = self.where
         self.reads: dict[str, list[tuple[int, str, str]]] = {}  # task -> (k, let, field)
         for t in (where.ast.tasks if where.ast is not None else []):
             self.reads[t.name] = [(k, e.obj.id, e.name) for k, e in enumerate(t.communicate)
                                   if isinstance(e, A.Attr) and isinstance(e.obj, A.Name)]
         self.done: set[str] = set()
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if inst.task in self.done:
             return
@@ -60,6 +64,3 @@ class HintAnswer:
                          "hint", span, task=inst.task, seed=seed,
                          hint=f"communicate the field the question asks for (`{let}."
                               f"{min(named)}`?), or fix the hint")
-
-    def finish(self) -> None:
-        """Nothing to fold: every finding is logged as it is found."""

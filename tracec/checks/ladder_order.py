@@ -18,10 +18,8 @@ ladder cannot tell it from the expert), at that rung.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tracec.checks.behaviours import Judged, judged, stray_write, wrong_report
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import is_answer
 from tracec.checks.probes import NOOP_TEXT, SILENT_TEXT, forbid_call
 from tracec.runtime.lib import fmt
@@ -42,12 +40,15 @@ def _show(c: Call) -> str:
     return f"{c.name}({args})"
 
 
-class LadderOrder:
+class LadderOrder(Check):
     """Compares the rewards of ordered behaviours on every instance; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
-        self.top = max(cap.levels) if cap.rules else 0.0
+    name = "ladder order"
+    codes = ("C150", "C151")
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.top = max(self.cap.levels) if self.cap.rules else 0.0
 
     def _rule(self, j: Judged) -> str:
         if j.rule is None:
@@ -75,11 +76,12 @@ class LadderOrder:
                      hint="the top rung must need the exact final state (`state_matches`) and, "
                           "when the task communicates, `communicated()`")
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         if seed >= MAX_SEEDS or not self.cap.rules:
             return
         inst = env.instance
-        task, box = inst.task, env._box
+        task, box = inst.task, env.toolbox
         gold = tuple(inst.gold)
         report = report_text(inst)
         silent = judged(env, gold, SILENT_TEXT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import SpecMap
 from tracec.runtime.lib import fmt
 from tracec.runtime.oracle import report_text, turns_of
@@ -41,17 +42,20 @@ def _decimals(value: Any) -> bool:
     return isinstance(value, float) and abs(round(value, 2) - value) > 1e-9
 
 
-class MeaningChecks:
+class MeaningChecks(Check):
     """Meaning checks over the instances a `tracec check` run draws; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "meaning"
+    codes = ("C130", "C133", "C140", "C330", "C331", "C332", "C334")
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
         self.seen: dict[str, int] = {}
         self.user_leaks: dict[tuple[str, int], list] = {}  # (task, k) -> [count, seed, name, value]
 
-    def instance(self, env: Any, seed: int, results: list[str] | tuple = ()) -> None:
-        """Check the env's drawn task (``results``: the gold calls' tool outputs)."""
-        inst = env.instance
+    def instance(self, ctx: InstanceContext) -> None:
+        """Check the env's drawn task (and the gold calls' tool outputs)."""
+        env, seed, results, inst = ctx.env, ctx.seed, ctx.results, ctx.inst
         task = inst.task
         self.seen[task] = self.seen.get(task, 0) + 1
         ts = self.where.tasks.get(task)
@@ -104,7 +108,7 @@ class MeaningChecks:
         if not any(c.name in pre for c in inst.gold):
             return
         db = env.initial_copy()
-        box = env._box
+        box = env.toolbox
         for n, call in enumerate(inst.gold):
             for p in pre.get(call.name, ()):
                 got = p.check(db, call.args or {})
@@ -172,6 +176,7 @@ class MeaningChecks:
                     return
 
     def finish(self) -> None:
+        """C130 or C330 for the answers the user's first message states."""
         by_task: dict[str, list] = {}
         for (task, k), item in self.user_leaks.items():
             by_task.setdefault(task, []).append((k, item))

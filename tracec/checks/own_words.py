@@ -46,7 +46,7 @@ def shotgun_probe(env: CapabilityEnv, seen: dict[int, str] | None = None) -> Pro
     if text is None:
         return None
     gold = tuple(inst.gold)
-    return Probe("shotgun", gold, text, turns_of(gold, text, env._box.ends, seen))
+    return Probe("shotgun", gold, text, turns_of(gold, text, env.toolbox.ends, seen))
 
 
 def rungs(tally: dict[str, dict[str, int]], probe: str, rule_text: str) -> None:

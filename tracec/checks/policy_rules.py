@@ -16,30 +16,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import picked
 from tracec.lang import ast as A
 
 MAX_SEEDS = 64
 
 
-class PolicyRules:
+class PolicyRules(Check):
     """C141 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "policy rules"
+    codes = ("C141",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        cap = self.cap
         # a spec with its own inline policy (`policy """..."""`) replaces the domain's rules
         inline = getattr(cap, "policy", None) is not None
         self.rules = {} if inline else (getattr(cap.domain.schema, "rules", {}) or {})
         self.done: set[tuple[str, str, str]] = set()
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if seed >= MAX_SEEDS or not any(c.name in self.rules for c in inst.gold):
             return
         words = " ".join([inst.user] + [r.text for r in inst.replies])
         db = env.initial_copy()
-        box = env._box
+        box = env.toolbox
         for n, call in enumerate(inst.gold):
             for rule in self.rules.get(call.name, ()):
                 key = (inst.task, call.name, rule.name)
@@ -79,6 +84,3 @@ class PolicyRules:
             return None
         value = next((kw.value for kw in calls[min(nth, len(calls) - 1)].args if kw.name == arg), None)
         return (value.id, self.where.let(task, value.id)) if isinstance(value, A.Name) else None
-
-    def finish(self) -> None:
-        """Nothing to fold: every finding is logged as it is found."""

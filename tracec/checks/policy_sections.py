@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import SpecMap
 from tracec.core.diagnostics import Span
 from tracec.domains import policy as policy_md
@@ -52,16 +53,21 @@ def sections_line(where: SpecMap, cap: Any) -> Span | None:
     return None
 
 
-class PolicySections:
+class PolicySections(Check):
     """C154 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "policy sections shown"
+    codes = ("C154",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        cap = self.cap
         self.schema = cap.domain.schema
         self.done: set[str] = set()
         self.shown: dict[str, list] | None = None
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if inst.task in self.done:
             return
@@ -73,7 +79,7 @@ class PolicySections:
         if not need:
             return
         if self.shown is None:
-            self.shown = policy_md.index(env._box.policy or "")
+            self.shown = policy_md.index(env.toolbox.policy or "")
         missing = {h: t for h, t in need.items() if not policy_md.find("", h, self.shown)
                    and policy_md.find(self.cap.domain.policy, h)}
         if not missing:
@@ -87,6 +93,3 @@ class PolicySections:
                      task=inst.task, seed=seed,
                      hint="add " + ", ".join(f'"{h}"' for h in missing) + " to `policy sections "
                           "[...]`")
-
-    def finish(self) -> None:
-        """Nothing to fold: every finding is logged as it is found."""

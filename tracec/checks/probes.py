@@ -140,7 +140,7 @@ def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str
 def replay(env: CapabilityEnv, calls: Sequence[Any]) -> tuple[Any, list[Call]]:
     """The world after running ``calls`` on a fresh copy, and the calls that succeeded (up to
     the first that ends the episode)."""
-    box = env._box
+    box = env.toolbox
     db = env.initial_copy()
     done: list[Call] = []
     for c in calls:
@@ -157,7 +157,7 @@ def expected(env: CapabilityEnv, probe: Probe,
     """The reward the rules promise ``probe`` on the env's current task (env just reset;
     ``results``: the gold calls' tool outputs when known, for an echo of the gold calls)."""
     inst = env.instance
-    box = env._box
+    box = env.toolbox
     gold = tuple(inst.gold)
     if not probe.calls:  # nothing runs: the initial world (a lazy copy if any: compares fast)
         done: list[Call] = []
@@ -189,18 +189,18 @@ def expected(env: CapabilityEnv, probe: Probe,
 
 def gold_results(env: CapabilityEnv) -> list[str]:
     """The tool outputs of the gold calls, replayed on a copy of the initial world."""
-    db = env.initial_copy()
+    db, run = env.initial_copy(), env.toolbox.run
     out = []
     for c in env.instance.gold:
-        obs, _, _ = env._box.run(db, c.name, c.arguments)
+        obs, _, _ = run(db, c.name, c.arguments)
         out.append(obs)
     return out
 
 
 def probe_results(env: CapabilityEnv, probe: Probe) -> list[str]:
     """The tool outputs of ``probe``'s calls, replayed on a copy of the initial world."""
-    db = env.initial_copy()
-    return [env._box.run(db, c.name, c.arguments)[0] for c in probe.calls]
+    db, run = env.initial_copy(), env.toolbox.run
+    return [run(db, c.name, c.arguments)[0] for c in probe.calls]
 
 
 @dataclass

@@ -10,27 +10,30 @@ answer depends on, by provenance, C152.)
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 
 
-class PromptComplete:
+class PromptComplete(Check):
     """C153 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "tools the hints name"
+    codes = ("C153",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
         self.done: set[str] = set()
-        names = set(cap.domain.tools) | {t.name for t in cap.tools}
+        names = set(self.cap.domain.tools) | {t.name for t in self.cap.tools}
         self.pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len,
                                                            reverse=True)) + r")\b") if names else None
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         if self.pattern is None or inst.task in self.done:
             return
         self.done.add(inst.task)
-        shown = env._box.tools
+        shown = env.toolbox.tools
         ts = self.where.tasks.get(inst.task)
         for text, span, whose in ((inst.hint, ts.hint if ts else None, f"task `{inst.task}`'s hint"),
                                   (self.cap.hint, self.where.hint, "the capability's hint")):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import is_answer
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
@@ -60,16 +60,19 @@ def _scalar(value: Any) -> bool:
     return is_answer(value) and not isinstance(value, dict)
 
 
-class Provenance:
+class Provenance(Check):
     """C152 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "provenance"
+    codes = ("C152",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
         self.args: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) read directly
         self.comm: dict[str, list[bool]] = {}  # task -> communicate values read directly
         self.roots: dict[str, list[str | None]] = {}  # task -> the let each answer is read from
-        self.id_fields = [k.id_field for k in cap.domain.entities.values() if k.id_field]
-        for t in (where.ast.tasks if where.ast is not None else []):
+        self.id_fields = [k.id_field for k in self.cap.domain.entities.values() if k.id_field]
+        for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             calls = A.gold_calls(t.gold)
             pairs = {(c.name, kw.name) for c in calls for kw in c.args if direct(kw.value, lets)}
@@ -80,13 +83,14 @@ class Provenance:
             self.comm[t.name] = [direct(e, lets) for e in t.communicate]
             self.roots[t.name] = [root(e) if root(e) in lets else None for e in t.communicate]
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed, results = ctx.env, ctx.seed, ctx.results
         inst = env.instance
         task = inst.task
         pairs = self.args.get(task)
         if pairs is None or seed >= MAX_SEEDS:
             return
-        known = [inst.user, env._box.policy or ""] + [r.text for r in inst.replies]
+        known = [inst.user, env.toolbox.policy or ""] + [r.text for r in inst.replies]
         counts: dict[str, int] = {}
         for n, call in enumerate(inst.gold):
             nth = counts.get(call.name, 0)

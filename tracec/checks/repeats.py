@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.runtime.instances import Drawn, draw, estimated_instances
 
 HELDOUT_FROM = 2_141_000_000
@@ -41,3 +42,22 @@ def repeat_findings(cls: Any, drawn: Drawn, log: Any, where_map: Any) -> dict[st
                 hint="widen what the task draws (more values, a wider range, one more random "
                      "field in the question) until no two of the check's seeds draw the same")
     return out
+
+
+class Repeats(Check):
+    """C340: each instance's digest, then :func:`repeat_findings` over the run
+    (``report.instance_repeats``)."""
+
+    name = "repeating instances"
+    codes = ("C340",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.drawn = Drawn()  # each seed's instance digest
+
+    def instance(self, ctx: InstanceContext) -> None:
+        self.drawn.add(ctx.env, world=False)
+
+    def finish(self) -> None:
+        self.run.report.instance_repeats = repeat_findings(self.run.cls, self.drawn, self.log,
+                                                           self.where)

@@ -61,35 +61,6 @@ class CheckReport(BaseModel):
         return {**self.model_dump(), "passed": self.passed}
 
 
-class ProblemLog:
-    """Collects problems, folding repeats of one kind into a count with the first example."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, list] = {}
-
-    def add(self, key: str, message: str) -> None:
-        item = self._items.get(key)
-        if item is None:
-            self._items[key] = [message, 1]
-        else:
-            item[1] += 1
-
-    def messages(self, total: int | None = None) -> list[str]:
-        out = []
-        for message, count in self._items.values():
-            if count > 1:
-                of = f"/{total}" if total else ""
-                message = f"{message} ({count}{of} times)"
-            out.append(message)
-        return out
-
-    def items(self) -> list[tuple[str, tuple[str, int]]]:
-        return [(k, (m, n)) for k, (m, n) in self._items.items()]
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-
 _HEAD = re.compile(r"^(.*?):(\d+):(\d+): (error|warning): (.*)$")
 
 

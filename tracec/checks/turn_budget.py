@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 
 _CONFIRMS = re.compile(r"\bconfirm", re.IGNORECASE)
 
@@ -20,15 +20,19 @@ def _confirmation(reply: Any) -> bool:
     return any(k in ("confirm", "proceed", "yes") or "confirm" in k for k in reply.keywords)
 
 
-class TurnBudget:
+class TurnBudget(Check):
     """C134 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
-        self.policy_confirms = bool(_CONFIRMS.search(cap.policy_text() or ""))
+    name = "turn budget"
+    codes = ("C134",)
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
-        inst, box = env.instance, env._box
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.policy_confirms = bool(_CONFIRMS.search(self.cap.policy_text() or ""))
+
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
+        inst, box = env.instance, env.toolbox
         gold = tuple(inst.gold)
         base = len(gold) + (0 if gold and gold[-1].name in box.ends else 1)  # as turns_of
         if base > self.cap.max_turns:

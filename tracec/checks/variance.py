@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import is_answer
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned, values_equal
@@ -52,16 +52,19 @@ def near_copies(env: Any, inst: Any) -> list[tuple[Mapping, Mapping]]:
     return out
 
 
-class Variance:
+class Variance(Check):
     """C341-C344 over the drawn instances; findings go to ``log``."""
 
-    def __init__(self, cap: Any, where: SpecMap, log: Any) -> None:
-        self.cap, self.where, self.log = cap, where, log
+    name = "variance of the draws"
+    codes = ("C341", "C342", "C343", "C344")
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
         self.answers: dict[tuple[str, int], Counter] = {}
         self.inert: dict[str, list[int]] = {}  # task -> [instances with a near-copy, inert, seed]
-        self._weights()
 
-    def _weights(self) -> None:
+    def start(self) -> None:
+        """C343: a task that the weights starve."""
         total = sum(t.weight for t in self.cap.tasks)
         if len(self.cap.tasks) < 2 or total <= 0:
             return
@@ -82,7 +85,8 @@ class Variance:
                          self.where.task(t.name), task=t.name,
                          hint="check the weights: a typo starves this task")
 
-    def instance(self, env: Any, seed: int, results: Any = ()) -> None:
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
         inst = env.instance
         task = inst.task
         ts = self.where.tasks.get(task)

@@ -6,7 +6,8 @@ the same world generation, tasks and rules. What a check of the base found on th
 for the variant too, so only what the budget can change is checked again:
 
 * what the agent is shown: gymnasium's ``check_env`` on the variant's class, target fidelity
-  of its tools, the prompt size (C302, by the CLI) and hints that name a tool it hides (C153);
+  of its tools, the prompt size (C302, by the CLI), hints that name a tool it hides (C153) and
+  policy sections its tasks rely on that it drops (C154): the checks of :data:`OWN_CHECKS`;
 * the probes (and determinism, meaning, gold checks, repeats) are the base's when every tool
   the base's probes called (its gold and forbidden calls, ``CheckReport.probe_tools``) is the
   same tool in the variant: the episodes are then the same, step for step.
@@ -23,18 +24,24 @@ import sys
 import time
 from typing import Any
 
+from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.env_checks import EnvChecker
 from tracec.checks.fidelity import fidelity
 from tracec.checks.locate import SpecMap
+from tracec.checks.policy_sections import PolicySections
 from tracec.checks.prompt_complete import PromptComplete
-from tracec.checks.report import CheckReport, FindingLog, ProblemLog
-from tracec.checks.run import Progress, _check_env, run_checks
+from tracec.checks.report import CheckReport, FindingLog
+from tracec.checks.run import Progress, run_checks
 from tracec.harness.resolve import env_class
 from tracec.runtime.env import CapabilityEnv
 
 # `Capability` fields a variant sets (its name and prompt budget)
 BUDGET = frozenset({"name", "tool_names", "policy_sections", "policy", "compact_tools"})
+# the checks of what the env shows (hints that name a hidden tool, policy sections the tasks
+# rely on): run again on the variant, on each task's first instance
+OWN_CHECKS: tuple[type[Check], ...] = (PromptComplete, PolicySections)
 # findings that depend on what the env shows: never shared, the variant's own are made
-OWN_CODES = frozenset({"C153", "C302"})
+OWN_CODES = frozenset({"C302"}.union(*(c.codes for c in OWN_CHECKS)))
 # findings of a base that failed at reset: its probes are incomplete, share nothing
 RESET_CODES = frozenset({"C102", "R100"})
 # what a class that only sets its capability has in its namespace
@@ -101,23 +108,24 @@ def _own(finding: dict) -> bool:
 
 def variant_report(cls: type[CapabilityEnv], base: CheckReport, check_env: bool) -> CheckReport:
     """The report of variant ``cls``: ``base``'s shared findings and figures, with its own
-    ``check_env``, fidelity and C153 (what the agent is shown)."""
+    ``check_env``, fidelity and :data:`OWN_CHECKS` (what the agent is shown)."""
     start = time.perf_counter()
     cap = cls.capability
     where = SpecMap(cap, getattr(sys.modules.get(cls.__module__), "__file__", None))
-    log, problems, notes = FindingLog(where), ProblemLog(), []
+    log = FindingLog(where)
     report = base.model_copy(deep=True, update={"env": cap.name, "module": cls.__module__,
-                                                "shared_with": base.env, **_NO_PROMPT})
-    report.check_env = _check_env(cls, problems, notes) if check_env else None
-    if check_env:
-        for key, (message, _) in problems.items():
-            log.add(key, "error", "C101", message)
-    env = cls()
-    hidden = PromptComplete(cap, where, log)
+                                                "shared_with": base.env, "check_env": None,
+                                                **_NO_PROMPT})
+    run = RunContext(cls, where, log, report, report.seeds, 0.0, check_env, cls())
+    EnvChecker(run).start()  # sets report.check_env when it runs
+    own = [c(run) for c in OWN_CHECKS]
     for task in report.tasks:  # the first instance of each task, as the base's check saw it
-        env.reset(seed=0, options={"task": task})
-        hidden.instance(env, 0)
-    report.fidelity = fidelity(env).model_dump()
+        run.env.reset(seed=0, options={"task": task})
+        ctx = InstanceContext(run, 0, set())
+        for check in own:
+            check.instance(ctx)
+    report.fidelity = fidelity(run.env).model_dump()
+    notes = run.notes
     shared = [f for f in base.findings if not _own(f)]
     report.findings = shared + [f.model_dump() for f in log.findings()]
     report.problems = [f["rendered"] for f in report.findings if f["severity"] == "error"]

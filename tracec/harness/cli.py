@@ -108,7 +108,7 @@ def _tools_table(env: CapabilityEnv) -> Table:
     table.add_column("tool")
     table.add_column("arguments (* required)")
     table.add_column("writes")
-    for name, tool in env._box.tools.items():
+    for name, tool in env.toolbox.tools.items():
         params = tool.parameters.get("properties", {})
         required = set(tool.parameters.get("required", []))
         args = ", ".join(f"{k}{'*' if k in required else ''}: {v.get('type', 'any')}" for k, v in params.items())
@@ -180,7 +180,7 @@ def play_cmd(env_ref: str, seed: int, task: str | None, hint: bool, envs_dir: st
             console.print("[red]cannot read that tool call:[/] nested too deeply or not a JSON "
                           "literal; try again (:help)")
             continue
-        hint = mistyped_call_hint(action, list(env._box.tools))
+        hint = mistyped_call_hint(action, list(env.toolbox.tools))
         if hint:
             console.print(f"[yellow]hint:[/] {escape(hint)}")
         obs, reward, terminated, truncated, info = env.step(action)

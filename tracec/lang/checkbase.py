@@ -1,6 +1,7 @@
-"""What every checking pass shares: the spec's limits, the diagnostics list, source slices and
-two tree queries. The passes (`names`, `typecheck`, `rewards`, `statements`) are mixins of one
-`Checker` (`semantics.py`), since a spec is checked in one walk."""
+"""What every checking pass shares: the spec's limits, the :class:`CheckState` (the facts
+gathered so far and the diagnostics), source slices and two tree queries. The passes
+(`names`, `typecheck`, `rewards`, `statements`) are objects over one state, built and run by
+the `Checker` (`semantics.py`)."""
 
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ class TooManyDiagnostics(Exception):
     """The checker found :data:`MAX_DIAGNOSTICS` problems and stopped walking the spec."""
 
 
-class CheckerBase:
-    """The state the passes share while they walk one capability."""
+class CheckState:
+    """The state the passes share while they walk one capability, and where they report."""
 
     def __init__(self, cap: A.Capability, source: str, path: str, domain: Domain | None):
         self.cap = cap
@@ -100,7 +101,3 @@ class CheckerBase:
 
     def text_of(self, node: A.Node) -> str:
         return source_slice(self.source, node.span)
-
-    # implemented by the passes (typecheck.py, names.py)
-    def expr(self, e: Any, scope: Any) -> T:  # pragma: no cover - overridden
-        raise NotImplementedError

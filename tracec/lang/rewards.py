@@ -7,20 +7,24 @@ from typing import Any
 
 from tracec.core.types import ANY, T, is_numeric
 from tracec.lang import ast as A
-from tracec.lang.checkbase import has_call, mentions
+from tracec.lang.checkbase import CheckState, has_call, mentions
 from tracec.lang.checked import RuleFacts
 from tracec.lang.names import Scope
 from tracec.lang.typecheck import TypeChecking
 
 
-class RewardAnalysis(TypeChecking):
-    """The `reward { ... }` block, in a scope of the `let`s every task defines."""
+class RewardAnalysis:
+    """The reward-ladder pass: the `reward { ... }` block, in a scope of the `let`s every task
+    defines; expressions go to the type-checking pass."""
+
+    def __init__(self, state: CheckState, types: TypeChecking) -> None:
+        self.s, self.types = state, types
 
     def reward(self, task_scopes: list[dict[str, T]]) -> list[RuleFacts]:
-        rw = self.cap.reward
+        rw = self.s.cap.reward
         if rw is None or not rw.rules:
-            self.error(f"capability `{self.cap.name}` has no reward rules", self.cap.span,
-                       "add: reward { 1.0 when state_matches  0.0 otherwise }", code="E210")
+            self.s.error(f"capability `{self.s.cap.name}` has no reward rules", self.s.cap.span,
+                         "add: reward { 1.0 when state_matches  0.0 otherwise }", code="E210")
             return []
         scope = Scope("reward")
         if task_scopes:
@@ -30,68 +34,68 @@ class RewardAnalysis(TypeChecking):
             for i, names in enumerate(task_scopes):
                 for n in names:
                     if n not in common:
-                        lacking = [t.name for t, s in zip(self.cap.tasks, task_scopes)
+                        lacking = [t.name for t, s in zip(self.s.cap.tasks, task_scopes)
                                    if n not in s]
-                        self.partial_names[n] = lacking
+                        self.s.partial_names[n] = lacking
             for n in sorted(common):
                 types = {s[n] for s in task_scopes}
                 scope.names[n] = types.pop() if len(types) == 1 else ANY
-                if n in self.zero_lets:
+                if n in self.s.zero_lets:
                     scope.consts[n] = 0
-            self.reward_flows(scope)
+            self.types.reward_flows(scope)
         rules: list[RuleFacts] = []
         seen_conj: list[tuple[frozenset[str], int]] = []
         otherwise_line: int | None = None
         for rule in rw.rules:
             if otherwise_line is not None:
-                self.error("rule after `otherwise` can never apply", rule.span,
-                           f"`otherwise` on line {otherwise_line} catches everything; "
-                           "put it last", code="E211")
-            vt = self.expr(rule.value, scope)
+                self.s.error("rule after `otherwise` can never apply", rule.span,
+                             f"`otherwise` on line {otherwise_line} catches everything; "
+                             "put it last", code="E211")
+            vt = self.types.expr(rule.value, scope)
             if not is_numeric(vt):
-                self.error(f"a reward must be a number, got {vt}", rule.value.span, code="E212")
+                self.s.error(f"a reward must be a number, got {vt}", rule.value.span, code="E212")
             fractional = mentions(rule.value, "progress") or has_call(rule.value, "fraction")
             level = self.max_value(rule.value)
             if level is None:
-                self.error("a reward must be a number, or a number times progress/fraction(...)",
-                           rule.value.span, code="E212")
+                self.s.error("a reward must be a number, or a number times progress/fraction(...)",
+                             rule.value.span, code="E212")
                 level = 0.0
             elif not (0.0 <= level <= 1.0):
-                self.error(f"reward {level:g} is outside 0..1", rule.value.span, code="E213")
+                self.s.error(f"reward {level:g} is outside 0..1", rule.value.span, code="E213")
             if rule.cond is None:
                 otherwise_line = rule.span.line
             else:
-                self.expr(rule.cond, scope)
+                self.types.expr(rule.cond, scope)
                 conj = frozenset(self.conjuncts(rule.cond))
                 for prev, line in seen_conj:
                     if prev <= conj:
-                        self.error("this rule can never apply", rule.span,
-                                   f"the rule on line {line} already matches whenever this one "
-                                   "does; put the more specific rule first", code="E214")
+                        self.s.error("this rule can never apply", rule.span,
+                                     f"the rule on line {line} already matches whenever this one "
+                                     "does; put the more specific rule first", code="E214")
                         break
                 seen_conj.append((conj, rule.span.line))
             rules.append(RuleFacts(rule=rule, level=float(level), fractional=fractional))
         if otherwise_line is None:
-            self.error("reward rules have no `otherwise`", rw.span,
-                       "end with a floor such as `0.0 otherwise`", code="E215")
+            self.s.error("reward rules have no `otherwise`", rw.span,
+                         "end with a floor such as `0.0 otherwise`", code="E215")
         levels = [r.level for r in rules]
         for i, r in enumerate(rules):
             for prev in rules[:i]:
                 if not prev.fractional and not r.fractional and prev.level == r.level \
                         and r.rule.cond is not None and prev.rule.cond is not None:
-                    self.warn(f"reward level {r.level:g} is declared twice", rw.rules[i].span,
-                              code="W210")
+                    self.s.warn(f"reward level {r.level:g} is declared twice", rw.rules[i].span,
+                                code="W210")
                     break
         if len(set(levels)) < 2:
-            self.error("reward rules give only one level", rw.span,
-                       "GRPO learns nothing when every rollout gets the same reward; "
-                       "declare at least two levels", code="E216")
+            self.s.error("reward rules give only one level", rw.span,
+                         "GRPO learns nothing when every rollout gets the same reward; "
+                         "declare at least two levels", code="E216")
         return rules
 
     def conjuncts(self, e: Any) -> list[str]:
         if isinstance(e, A.BoolOp) and e.op == "and":
             return self.conjuncts(e.left) + self.conjuncts(e.right)
-        return [self.text_of(e)]
+        return [self.s.text_of(e)]
 
     def max_value(self, e: Any) -> float | None:
         """The largest value of a reward expression (progress and fraction taken as 1)."""

@@ -18,13 +18,17 @@ after it (``"{hrs} hours"``, ``"${fee}"``) has that unit. The checker reports:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracec.core.types import STR, T
 from tracec.domains.units import UNITS, WORDS, Unit, by_scale, text_kind
 from tracec.lang import ast as A
+from tracec.lang.checkbase import CheckState
 from tracec.lang.domain_types import type_name
 from tracec.lang.names import Scope
+
+if TYPE_CHECKING:
+    from tracec.lang.typecheck import TypeChecking
 
 _SAME = {"sum", "min", "max", "abs", "round", "int", "float", "first", "last", "pick", "sorted",
          "sample", "shuffle", "values"}
@@ -55,20 +59,18 @@ def _convert_hint(src: Unit, dst: Unit, text: str) -> str:
 
 
 class UnitChecking:
-    """Mixed into the type checker: the unit of every expression that has one."""
+    """The units pass: the unit of every expression that has one. The type-checking pass
+    builds it and calls it as ``self.units``; constants come from that pass (``self.types``)."""
 
-    # --------------------------------------------------------------- what is known
-    @property
-    def _unit_state(self) -> dict[str, dict]:
-        state = self.__dict__.get("_units_")
-        if state is None:
-            state = self.__dict__["_units_"] = {"attr": {}, "names": {}, "said": {}, "lets": {}, "values": {}}
-        return state
+    def __init__(self, state: CheckState, types: TypeChecking) -> None:
+        self.s, self.types = state, types
+        self._unit_state: dict[str, Any] = {"attr": {}, "names": {}, "said": {}, "lets": {},
+                                            "values": {}}
 
     def attr_unit(self, e: A.Attr, base: T) -> None:
         """Record the unit of the field ``e`` reads (after typing its base)."""
         tn = type_name(base)
-        name = self.dtypes.schema.unit(tn, e.name) if tn else None
+        name = self.s.dtypes.schema.unit(tn, e.name) if tn else None
         if name is not None:
             self._unit_state["attr"][id(e)] = UNITS[name]
 
@@ -108,9 +110,9 @@ class UnitChecking:
         said = self._unit_state["said"].get(name)
         if unit is not None and said is not None and said[0] != unit and unit.scale:
             u, where = said
-            self.error(f"`{name}` is in {_describe(unit)}, but the task's text says "
-                       f"`{{{name}}} {where}` ({_describe(u)})", value.span,
-                       _convert_hint(unit, u, self.text_of(value)), code="E147")
+            self.s.error(f"`{name}` is in {_describe(unit)}, but the task's text says "
+                         f"`{{{name}}} {where}` ({_describe(u)})", value.span,
+                         _convert_hint(unit, u, self.s.text_of(value)), code="E147")
         if unit is None and said is not None:
             unit = said[0]
         if unit is not None:
@@ -160,9 +162,9 @@ class UnitChecking:
             if report:
                 self._mixed(e, lu, ru, f"`{e.op}`")
             return None
-        const = self.const_of(e.right, scope) if e.op in ("*", "/", "//", "%") else None
+        const = self.types.const_of(e.right, scope) if e.op in ("*", "/", "//", "%") else None
         if e.op == "*" and const is None:
-            const, lu, ru = self.const_of(e.left, scope), ru, lu
+            const, lu, ru = self.types.const_of(e.left, scope), ru, lu
         if not isinstance(const, (int, float)) or isinstance(const, bool) or const <= 0:
             return None
         if lu is None or lu.is_text:
@@ -178,9 +180,9 @@ class UnitChecking:
         return lu if const not in _CONVERSIONS else None
 
     def _mixed(self, e: Any, lu: Unit, ru: Unit, what: str) -> None:
-        left, right = self.text_of(e.left), self.text_of(e.right)
-        self.error(f"{what} mixes units: `{left}` is in {_describe(lu)} and `{right}` in "
-                   f"{_describe(ru)}", e.span, _convert_hint(ru, lu, right), code="E147")
+        left, right = self.s.text_of(e.left), self.s.text_of(e.right)
+        self.s.error(f"{what} mixes units: `{left}` is in {_describe(lu)} and `{right}` in "
+                     f"{_describe(ru)}", e.span, _convert_hint(ru, lu, right), code="E147")
 
     def check_binop_units(self, e: A.BinOp, scope: Any) -> None:
         """E147 for arithmetic over two units that do not add up."""
@@ -198,18 +200,18 @@ class UnitChecking:
                 if isinstance(bnode, A.Str):
                     why = f'"{bnode.value}" is not an ISO {a.name}'
                 elif isinstance(bnode, A.Attr):
-                    why = f"`{self.text_of(bnode)}` is text, not a date"
+                    why = f"`{self.s.text_of(bnode)}` is text, not a date"
                 else:
                     continue
                 example = '"2024-05-15T15:00:00"' if a.name == "datetime" else '"2024-05-15"'
-                self.error(f"comparing a {a.name} held as text with text: {why}", e.span,
-                           f"write it as {example}: text order is time order only between "
-                           f"ISO {a.name}s", code="E148")
+                self.s.error(f"comparing a {a.name} held as text with text: {why}", e.span,
+                             f"write it as {example}: text order is time order only between "
+                             f"ISO {a.name}s", code="E148")
                 return
             if b.is_text and b != a and e.op not in ("==", "!="):
-                self.error(f"comparing a {a.name} with a {b.name} as text: "
-                           f'"2024-05-14" sorts before "2024-05-14T09:00:00"', e.span,
-                           "compare two dates or two date-and-times", code="E148")
+                self.s.error(f"comparing a {a.name} with a {b.name} as text: "
+                             f'"2024-05-14" sorts before "2024-05-14T09:00:00"', e.span,
+                             "compare two dates or two date-and-times", code="E148")
                 return
         if lu is None or ru is None or lu.is_text or ru.is_text or _same(lu, ru):
             return
@@ -217,22 +219,22 @@ class UnitChecking:
 
     def check_arg_units(self, tool: str, arg: A.KwArg, scope: Any) -> None:
         """E147: a tool argument with a unit given a value in another."""
-        name = self.dtypes.schema.arg_units.get(tool, {}).get(arg.name)
+        name = self.s.dtypes.schema.arg_units.get(tool, {}).get(arg.name)
         got = self.unit_of(arg.value, scope)
         if name is None or got is None or _same(UNITS[name], got) or got.is_text:
             return
         want = UNITS[name]
-        self.error(f"argument `{arg.name}` of `{tool}` is in {_describe(want)}, but "
-                   f"`{self.text_of(arg.value)}` is in {_describe(got)}", arg.value.span,
-                   _convert_hint(got, want, self.text_of(arg.value)), code="E147")
+        self.s.error(f"argument `{arg.name}` of `{tool}` is in {_describe(want)}, but "
+                     f"`{self.s.text_of(arg.value)}` is in {_describe(got)}", arg.value.span,
+                     _convert_hint(got, want, self.s.text_of(arg.value)), code="E147")
 
     def _stated_dollars(self, texts: list[A.Text | None]) -> set[float]:
         """Dollar amounts the policy, the hints and the task's words state ("50 dollars", "$30")."""
-        parts = [p for t in texts + [getattr(self.cap, "hint", None)] if t is not None
+        parts = [p for t in texts + [getattr(self.s.cap, "hint", None)] if t is not None
                  for p in t.parts if isinstance(p, str)]
-        decl = getattr(self.cap, "policy", None)
+        decl = getattr(self.s.cap, "policy", None)
         inline = getattr(decl, "text", None)
-        parts.append(inline if inline is not None else getattr(self.domain, "policy", "") or "")
+        parts.append(inline if inline is not None else getattr(self.s.domain, "policy", "") or "")
         found: set[float] = set()
         for text in parts:
             for m in _DOLLARS.finditer(text):
@@ -265,9 +267,9 @@ class UnitChecking:
         for c in t.communicate:
             for lit in self._cents_literals(c)[:1]:
                 v = lit.value
-                self.error(f"`{v}` is 100 times the {v / 100:g} dollars the policy or the task "
-                           f"states: the answer `{self.text_of(c)}` would be in cents",
-                           lit.span, f"amounts are in dollars: write `{v / 100:g}`", code="E149")
+                self.s.error(f"`{v}` is 100 times the {v / 100:g} dollars the policy or the task "
+                             f"states: the answer `{self.s.text_of(c)}` would be in cents",
+                             lit.span, f"amounts are in dollars: write `{v / 100:g}`", code="E149")
         words = {WORDS[w.lower()] for p in t.user.parts if isinstance(p, str)
                  for w in _WORD.findall(p) if w.lower() in WORDS}
         for c in t.communicate:
@@ -281,10 +283,10 @@ class UnitChecking:
                 # where the unit is made: the `let` a bare name is bound by, else the answer
                 made = self._unit_state["lets"].get(c.id) if isinstance(c, A.Name) else None
                 at = f" (communicated at line {c.span.line})" if made is not None else ""
-                self.error(f"the answer `{self.text_of(c)}` is in {_describe(u)}, but the user "
-                           f"asks in {', '.join(asked)}{at}: the agent that answers right is "
-                           "scored wrong", made or c.span,
-                           _convert_hint(u, UNITS[asked[0]], self.text_of(c)), code="E149")
+                self.s.error(f"the answer `{self.s.text_of(c)}` is in {_describe(u)}, but the user "
+                             f"asks in {', '.join(asked)}{at}: the agent that answers right is "
+                             "scored wrong", made or c.span,
+                             _convert_hint(u, UNITS[asked[0]], self.s.text_of(c)), code="E149")
 
 
 def _comp_scope(scope: Any, var: str) -> Any:

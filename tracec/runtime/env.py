@@ -40,6 +40,7 @@ __all__ = [
     "SpecRuntimeError",
     "TaskDef",
     "TaskInstance",
+    "Toolbox",
     "register_capability_envs",
 ]
 
@@ -164,8 +165,15 @@ class Capability:
         return self.domain.policy
 
 
-class _Toolbox:
-    """Tools, validators and schemas of a capability, built once per class."""
+class Toolbox:
+    """A capability's tools as its envs run them, built once per capability (``env.toolbox``).
+
+    Public: ``tools`` (name -> :class:`~tracec.domains.base.Tool`, the inline ones included),
+    ``schemas`` (the OpenAI function schemas the agent sees, compact when the env shows compact
+    tools), ``policy`` (the policy text in the system prompt), ``writes`` (the names of the
+    tools that change the world), ``ends`` (the names of the tools that end an episode) and
+    :meth:`run`. Treat them as read-only: every env of the capability shares them.
+    """
 
     def __init__(self, cap: Capability, compact: bool = False):
         self.tools = cap.all_tools()
@@ -183,7 +191,8 @@ class _Toolbox:
 
     def run(self, db: dict, name: str, args: Mapping[str, Any],
             observe: bool = True) -> tuple[str, bool, str | None]:
-        """(observation, success, domain bug message or None); without ``observe`` (a replay
+        """Call tool ``name`` with ``args`` on ``db`` (changed in place) as the env would:
+        (observation, success, domain bug message or None); without ``observe`` (a replay
         that only needs the world) a success's observation is ``""``, its result not encoded."""
         tool = self.tools.get(name)
         if tool is None:
@@ -214,7 +223,7 @@ class CapabilityEnv(gym.Env[str, str]):
     capability: ClassVar[Capability]
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
     # holds cap, so ids stay unique
-    _toolboxes: ClassVar[dict[tuple[int, bool], tuple[Capability, _Toolbox]]] = {}
+    _toolboxes: ClassVar[dict[tuple[int, bool], tuple[Capability, Toolbox]]] = {}
 
     def __init__(self, render_mode: str | None = None, max_text_length: int = 1 << 20,
                  compact_tools: bool | None = None):
@@ -231,7 +240,7 @@ class CapabilityEnv(gym.Env[str, str]):
         key = (id(cap), self.compact_tools)
         cached = CapabilityEnv._toolboxes.get(key)
         if cached is None:
-            cached = CapabilityEnv._toolboxes[key] = (cap, _Toolbox(cap, self.compact_tools))
+            cached = CapabilityEnv._toolboxes[key] = (cap, Toolbox(cap, self.compact_tools))
         self._box = cached[1]
         self._task_names = [t.name for t in cap.tasks]
         self._done = True
@@ -254,6 +263,12 @@ class CapabilityEnv(gym.Env[str, str]):
             if len(prompts) < 256:  # one per hint text: the spec's and its tasks'
                 prompts[hint] = text
         return text
+
+    @property
+    def toolbox(self) -> Toolbox:
+        """The capability's tools as this env runs them (see :class:`Toolbox`): their names,
+        which write and which end an episode, the policy text, and ``run`` on a world."""
+        return self._box
 
     @property
     def tools(self) -> list[dict]:

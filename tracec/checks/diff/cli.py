@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from tracec.checks.cli import _prompt_counter  # --tokenizer as `tracec check` reads it
-from tracec.checks.diff import DEFAULT_SEEDS, MAX_SEEDS, diff_versions
-from tracec.checks.diff_markdown import render_markdown
-from tracec.checks.diff_source import DiffError, from_file, from_revision
+from tracec.checks.diff.compare import DEFAULT_SEEDS, MAX_SEEDS, diff_versions
+from tracec.checks.diff.markdown import render_markdown
+from tracec.checks.diff.source import DiffError, from_file, from_revision
 from tracec.checks.prompt_size import CHARS_PER_TOKEN
 from tracec.outputs import OutputError, refuse_input, write_atomic
 

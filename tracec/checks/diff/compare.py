@@ -1,4 +1,4 @@
-"""``tracec diff``: what a change to a spec does, for its reviewer.
+"""Two compiled versions of a spec compared for `tracec diff`: what the change does.
 
 Two compiled versions are compared twice over:
 
@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tracec.checks.diff_source import Version
-from tracec.checks.ir_text import forbid_text, gold_texts, text_text
+from tracec.checks.diff.ir_text import forbid_text, gold_texts, text_text
+from tracec.checks.diff.source import Version
 from tracec.checks.probes import build_probes, gold_results, run_turns
 from tracec.checks.prompt_size import Counter, first_prompt_size
 from tracec.compiler import ir as IR
@@ -368,7 +368,7 @@ def snapshot(env: CapabilityEnv, seed: int, tasks: list[str], label: str = "") -
         snap.world[name] = env.initial_db  # the seed's world with the task's setup and distractors
         snap.instance[name] = _instance(inst)
         snap.gold[name] = _calls(inst.gold)
-        box = env._box
+        box = env.toolbox
         probes = build_probes(inst, box.writes, box.ends, box.tools, rotate=seed,
                               results=gold_results(env))  # the echo probes too
         got: dict[str, Any] = {}

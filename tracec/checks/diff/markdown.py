@@ -1,4 +1,4 @@
-"""A :class:`~tracec.checks.diff.DiffReport` as markdown fit for a PR comment.
+"""A :class:`~tracec.checks.diff.compare.DiffReport` as markdown fit for a PR comment.
 
 Every text that comes from a spec is shown inside a code span (`|` escaped for tables), so a
 spec cannot inject markup, mentions or links into the comment.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 
-from tracec.checks.diff import DiffReport, Example, TaskSummary, VersionSummary, short
+from tracec.checks.diff.compare import DiffReport, Example, TaskSummary, VersionSummary, short
 from tracec.checks.prompt_size import CHARS_PER_TOKEN
 
 MAX_TASK_ROWS = 40  # tasks listed per section; the rest are counted

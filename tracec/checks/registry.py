@@ -1,0 +1,44 @@
+"""The checks `tracec check` runs, in order: the one list to extend.
+
+Adding a check: write a :class:`tracec.checks.check.Check` subclass (its ``name``, the
+``codes`` it reports, and any of ``start``, ``instance`` and ``finish``), list it here, and
+document its codes in docs/checks.md. The order is the order of the report: findings keep the
+order of their first report, and every step (start, each instance, finish) runs the checks in
+this order.
+"""
+
+from __future__ import annotations
+
+from tracec.checks.answer_order import AnswerOrder
+from tracec.checks.answer_writes import AnswerWrites
+from tracec.checks.check import Check
+from tracec.checks.env_checks import Determinism, EnvChecker
+from tracec.checks.hint_answer import HintAnswer
+from tracec.checks.ladder_order import LadderOrder
+from tracec.checks.meaning import MeaningChecks
+from tracec.checks.policy_rules import PolicyRules
+from tracec.checks.policy_sections import PolicySections
+from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
+from tracec.checks.prompt_complete import PromptComplete
+from tracec.checks.provenance import Provenance
+from tracec.checks.repeats import Repeats
+from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
+from tracec.checks.turn_budget import TurnBudget
+from tracec.checks.variance import Variance
+
+CHECKS: tuple[type[Check], ...] = (
+    # the capability: gymnasium's checker, determinism
+    EnvChecker, Determinism,
+    # each instance as drawn: its hint, meaning, repeats, then the gold (issue 30)
+    HintLeak, MeaningChecks, Repeats, LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
+    # ... the gold against the domain's policy and the answers (issue 30)
+    PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
+    # each instance played: forbids against the gold, every probe's episode judged
+    ForbidGold, ProbeJudge,
+    # the run's rewards
+    RewardVariance, UnreachedLevels,
+)
+
+# codes that the runner itself reports, not a check: no task (C100), a reset that fails (C102,
+# R100); and `tracec check`'s first-prompt budget (C302, tracec.checks.cli)
+RUNNER_CODES = ("C100", "C102", "R100")
