@@ -118,3 +118,19 @@ def test_cpu_demo_specs_compile_and_pass_their_checks(name):
     report = run_checks(result.module.CAPABILITY, seeds=8)
     assert report.passed, report.problems
     assert result.module.CAPABILITY.domain.name == "airline"
+
+
+def test_a_run_evaluates_its_local_and_composed_agents_on_its_device(monkeypatch):
+    """`device = "cuda"` reaches the eval's local model (it used to load on the CPU)."""
+    from types import SimpleNamespace
+
+    from tracec.pipeline import stages
+
+    seen = []
+    monkeypatch.setattr(stages, "make_agent", lambda spec, **opts: seen.append((spec, opts)))
+    ctx = SimpleNamespace(cfg=parse_config({"device": "cuda"}))
+    stages.make_agent_for(ctx, "local:smollm2")
+    stages.make_agent_for(ctx, "composed:runs/x")
+    stages.make_agent_for(ctx, "oracle")
+    assert [o["place"].target for _, o in seen[:2]] == ["cuda", "cuda"]
+    assert "place" not in seen[2][1]

@@ -79,11 +79,13 @@ def agent_for(ctx: RunContext, spec: str) -> Any:
 
 
 def make_agent_for(ctx: RunContext, spec: str) -> Any:
-    """An agent from a spec, with the run's generation settings."""
+    """An agent from a spec, with the run's generation settings; a local or composed model on the
+    run's device (``device = "cuda"`` evaluates on the GPU, not on the CPU)."""
     kind, _ = parse_agent_spec(spec)
     m = ctx.cfg.model
     if kind in ("local", "composed"):
-        return make_agent(spec, max_new_tokens=m.max_new_tokens, temperature=m.temperature)
+        return make_agent(spec, max_new_tokens=m.max_new_tokens, temperature=m.temperature,
+                          place=ctx.cfg.placement)
     if kind == "openai":
         return make_agent(spec, max_tokens=m.max_new_tokens, temperature=m.temperature)
     return make_agent(spec)
