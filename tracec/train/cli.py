@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,15 @@ def _accelerator(mode: str, collective_timeout: float = 300.0):
             f"(accelerate sees {acc.num_processes}, distributed type {kind}): they would be {world} "
             f"unrelated runs writing one -o. On CPU: {CPU_RECIPE}; on GPUs: one visible GPU per process")
     return acc
+
+
+def _leave_process_group() -> None:
+    """Destroy this process's process group, if it joined one, once its runs are done: a gloo
+    group left open until the interpreter exits can abort the process there ("terminate called
+    without an active exception") after a run that succeeded."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 TRAIN_OUTPUTS = (".lock", "checkpoints", "sft", "serving", "metrics.jsonl", "sft_metrics.jsonl",
@@ -332,6 +342,7 @@ def train_cmd(env: str | None, all_dir: str | None, out: str | None, as_json: bo
         results = [_train_one(env, target, opts, as_json)]
     else:
         raise click.ClickException("missing ENV (or --all generated_envs/)")
+    _leave_process_group()
     if _launched_rank() != 0:
         return  # rank 0 reports the run (the metrics are global)
     if as_json:
