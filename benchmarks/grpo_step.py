@@ -23,6 +23,7 @@ import torch
 from record import emit
 
 from tracec.harness.resolve import resolve_env
+from tracec.llm import executor as executor_mod
 from tracec.llm.executor import cache_kwarg as _cache_kwarg
 from tracec.llm.kvbuffer import buffer_cache as _buffer_cache
 from tracec.train import loss_forward as loss_forward_mod
@@ -102,6 +103,9 @@ def main() -> None:
     ap.add_argument("--limits", action="store_true", help="also measure prefill rate and decode step")
     ap.add_argument("--update-rows", type=int, default=0,
                     help="also time an update of the first N episodes as if kept (advantages ±1)")
+    ap.add_argument("--no-lean", action="store_true",
+                    help="roll out through transformers' forward (peft's LoRA layers), not the lean "
+                         "fused forward with LoRA (tracec.llm.lean): the A/B of round 9")
     ap.add_argument("--memory-gb", type=float, default=8.0)
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
@@ -114,6 +118,8 @@ def main() -> None:
                       memory_gb=None if args.legacy else args.memory_gb,
                       grad_checkpointing=False if args.legacy else None,
                       loss_forward="rows" if args.legacy else args.loss_forward)
+    if args.no_lean:
+        executor_mod.eligible = lambda _model: False
     if args.legacy:
         loss_forward_mod.token_logprobs = legacy_token_logprobs
         trainer_mod.limit_heap_retention = lambda *_: False
@@ -123,9 +129,11 @@ def main() -> None:
                     "groups": args.groups, "G": args.group_size, "turns": args.turns,
                     "new_tokens": args.new_tokens, "seed": args.seed,
                     "load_seconds": time.perf_counter() - t0}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = tr.train_step()
     record["step_wall_seconds"] = time.perf_counter() - t0
+    record["step_cpu_seconds"] = time.process_time() - c0
+    record["lean_rollouts"] = not args.no_lean
     m = result.metrics
     record.update({k: m[k] for k in ("gen_seconds", "prefill_tokens", "decode_steps",
                                      "decode_row_counts", "update_seconds",

@@ -13,7 +13,6 @@ from tests.runtime import tiny_capability as tc
 from tests.support.openai_server import OpenAIServer
 from tracec.checks.calibrate import (
     Bands,
-    ReseedingAgent,
     build_agent,
     calibrate,
     classify_group,
@@ -102,19 +101,23 @@ def test_bands_judge_each_measure_with_inclusive_bounds():
     assert not strict["all_success"] and not strict["success_rate"] and strict["mean_reward"]
 
 
-def test_reseeding_agent_gives_each_batch_a_new_seed():
-    class Seeded(ScriptedAgent):
-        seed = None
+def test_a_calibrated_local_agent_samples_from_the_seed_it_is_given(tmp_path):
+    """No reseeding wrapper: ``build_agent`` hands ``--seed`` to the local agent, whose every call
+    draws its own streams; the same seed repeats a calibration's samples."""
+    from tracec.llm.tiny import make_tiny_model
 
-        def act(self, batch, tasks=None):
-            seen.append(self.seed)
-            return super().act(batch, tasks)
+    model = make_tiny_model(tmp_path / "model", seed=0)
 
-    seen: list = []
-    agent = ReseedingAgent(Seeded(), base_seed=7)
-    for _ in range(3):
-        agent.act([([], [])])
-    assert seen == [7, 8, 9]
+    def samples(seed: int) -> list[str]:
+        agent = build_agent(f"local:{model}", temperature=1.0, max_new_tokens=8, seed=seed)
+        assert agent.seed == seed
+        convo = [([{"role": "user", "content": "What is the status of my order?"}], [])]
+        return [agent.act(convo)[0] for _ in range(3)]
+
+    first = samples(7)
+    assert len(set(first)) > 1  # successive calls (turns, groups) are not one replayed stream
+    assert samples(7) == first
+    assert samples(8) != first
 
 
 # -- the runner, with an OpenAI-compatible loopback server ---------------------------------------

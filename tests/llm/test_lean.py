@@ -1,7 +1,7 @@
 """The lean Llama forward: fused projections that share the model's storage, logits equal to
 transformers' forward to float32 rounding (within 1e-4 on logits of size ~5: the attention
 kernel sums in another order than SDPA's; greedy tokens equal ``generate``,
-tests/llm/test_engine.py), used only for a frozen plain Llama model."""
+tests/llm/test_engine.py), used only for a frozen plain Llama model, alone or with plain LoRA adapters (peft)."""
 
 from __future__ import annotations
 
@@ -69,8 +69,130 @@ def test_only_a_frozen_plain_llama_takes_the_lean_forward(tiny_model_dir, frozen
     assert KVEngine(trainable, 0, [3]).executor.forward.lean is None
     assert KVEngine(frozen, 0, [3]).executor.forward.lean is not None
     assert KVEngine(frozen, 0, [3], lean=False).executor.forward.lean is None
+
+
+ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def _adapted(model_dir, targets=ALL, dropout=0.0, name="default", into=None, **extra):
+    """peft LoRA on ``targets`` with lora_B drawn at random (peft starts it at 0, which would
+    make every adapter a no-op and the test vacuous)."""
     from peft import LoraConfig, get_peft_model
 
-    adapted = get_peft_model(peaky_model(tiny_model_dir), LoraConfig(r=2, target_modules=["q_proj"]))
-    adapted.requires_grad_(False)
-    assert not eligible(adapted)
+    cfg = LoraConfig(r=4, lora_alpha=8, target_modules=targets, lora_dropout=dropout, **extra)
+    torch.manual_seed(len(name))  # lora_A's init: the same for a model and its reference
+    model = into if into is not None else get_peft_model(peaky_model(model_dir), cfg, adapter_name=name)
+    if into is not None:
+        model.add_adapter(name, cfg)
+    torch.manual_seed(len(name) + 1)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if f"lora_B.{name}." in n:
+                p.normal_(0.0, 0.2)
+    return model.eval()
+
+
+def test_which_lora_models_take_the_lean_forward(tiny_model_dir):
+    assert eligible(_adapted(tiny_model_dir))  # LoRA weights trainable, the base frozen: the GRPO policy
+    assert eligible(_adapted(tiny_model_dir, targets=["q_proj", "down_proj"]))
+    assert not eligible(_adapted(tiny_model_dir, targets=["q_proj", "lm_head"]))
+    assert not eligible(_adapted(tiny_model_dir, targets=["q_proj"], use_dora=True))
+    assert not eligible(_adapted(tiny_model_dir, targets=["q_proj"], modules_to_save=["lm_head"]))
+    unfrozen = _adapted(tiny_model_dir, targets=["q_proj"])
+    unfrozen.get_base_model().model.norm.weight.requires_grad_(True)
+    assert not eligible(unfrozen)
+
+
+def _greedy(model, prompt, steps, lean):
+    """Greedy tokens and the logits of each step through the engine's executor forward."""
+    return KVEngine(model, 0, [], lean=lean).complete([prompt], steps, 0.0, 0)[0]
+
+
+def _lean_vs_peft(lean_model, ref_model, steps=6):
+    g = torch.Generator().manual_seed(3)
+    prompt = torch.randint(5, ref_model.config.vocab_size, (1, 25), generator=g)
+    lean = LeanLlama(lean_model)
+    layers, heads, dim, _ = lean.kv_layout()
+    keys = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
+    values = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
+    mask = torch.ones(1, 40, dtype=torch.long)
+    cache = DynamicCache()
+    with torch.no_grad():
+        got = lean.forward(prompt, torch.arange(25)[None], keys, values, 0, SplitState(mask[:, :25], []))
+        want = ref_model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+        n = 25
+        for _ in range(steps):
+            tok = want.argmax(-1, keepdim=True)
+            got = lean.forward(tok, torch.tensor([[n]]), keys, values, n, SplitState(mask[:, :n + 1], []))
+            want = ref_model(input_ids=tok, past_key_values=cache, use_cache=True).logits[:, -1]
+            torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+            n += 1
+    return lean
+
+
+def test_lean_lora_logits_equal_peft_and_follow_the_adapters_state(tiny_model_dir):
+    """Each adapted projection adds B(A(x))·scaling to its slice of the fused output, read at
+    every forward: an optimiser step, another active adapter, ``disable_adapter`` all show."""
+    model = _adapted(tiny_model_dir)
+    ref = _adapted(tiny_model_dir)  # the same weights, unfused, peft's forward
+    with torch.no_grad():
+        adapted_logits = ref(input_ids=torch.tensor([[5, 6, 7]])).logits
+        with ref.disable_adapter():
+            base_logits = ref(input_ids=torch.tensor([[5, 6, 7]])).logits
+    assert not torch.allclose(base_logits, adapted_logits, atol=1e-3)  # the adapter matters
+    _lean_vs_peft(model, ref)
+    with torch.no_grad():  # an optimiser step on both
+        for m in (model, ref):
+            for n, p in m.named_parameters():
+                if "lora_A" in n:
+                    p.mul_(1.5)
+    _lean_vs_peft(model, ref)
+    with model.disable_adapter(), ref.disable_adapter():
+        _lean_vs_peft(model, ref)
+    for m in (model, ref):
+        _adapted(tiny_model_dir, targets=["v_proj", "up_proj"], name="second", into=m)
+        m.set_adapter("second")
+    _lean_vs_peft(model, ref)
+
+
+def test_engine_greedy_tokens_with_lora_equal_transformers_forward(tiny_model_dir):
+    model = _adapted(tiny_model_dir)
+    prompt = list(range(5, 40))
+    fast = KVEngine(model, 0, [])
+    assert fast.executor.forward.lean is not None
+    assert fast.complete([prompt], 12, 0.0, 0) == KVEngine(model, 0, [], lean=False).complete([prompt], 12, 0.0, 0)
+
+
+def test_lora_dropout_in_training_mode_takes_transformers_forward(tiny_model_dir):
+    model = _adapted(tiny_model_dir, dropout=0.1)
+    forward = KVEngine(model, 0, []).executor.forward
+    assert forward._lean() is not None  # eval mode: dropout is the identity
+    model.train()
+    assert forward._lean() is None
+
+
+def test_a_hooked_model_takes_transformers_forward(tiny_model_dir):
+    """A composed model routes through hooks on the LoRA layers: the lean forward would skip
+    them, so neither a hooked model nor one hooked after its engine was built uses it."""
+    model = _adapted(tiny_model_dir)
+    forward = KVEngine(model, 0, []).executor.forward
+    layer = model.get_base_model().model.layers[0].self_attn.q_proj
+    handle = layer.register_forward_hook(lambda _m, _a, out: out * 2)
+    assert forward._lean() is None and not eligible(model)
+    handle.remove()
+    assert forward._lean() is not None and eligible(model)
+
+
+def test_gradient_checkpointing_leaves_the_lean_forward_on(tiny_model_dir):
+    """Turning checkpointing on for an update leaves a hook on the input embedding (transformers'
+    ``enable_input_require_grads``); the lean forward calls that module, so the GRPO policy's
+    rollouts keep it, with the same logits."""
+    from tracec.train.grpo import set_checkpointing
+
+    model, ref = _adapted(tiny_model_dir), _adapted(tiny_model_dir)
+    set_checkpointing(model, True)
+    set_checkpointing(model, False)
+    assert model.get_base_model().model.embed_tokens._forward_hooks  # the hook stays
+    assert eligible(model)
+    _lean_vs_peft(model, ref)

@@ -190,26 +190,6 @@ class CalibrationReport(BaseModel):
         return {**self.model_dump(mode="json"), "passed": self.passed}
 
 
-class ReseedingAgent:
-    """Wraps an agent with a ``seed`` (local models): a fresh sampling seed for every batch.
-
-    Within a batch each row draws its own tokens; reseeding per call keeps turns of one episode
-    from replaying the same random stream while the whole run stays reproducible.
-    """
-
-    def __init__(self, agent: Any, base_seed: int = 0) -> None:
-        self.agent = agent
-        self.name = getattr(agent, "name", type(agent).__name__)
-        self.base_seed = base_seed
-        self.calls = 0
-
-    def act(self, batch: Sequence[Any], tasks: Sequence[Any] | None = None) -> list[str]:
-        if hasattr(self.agent, "seed"):
-            self.agent.seed = self.base_seed + self.calls
-        self.calls += 1
-        return self.agent.act(batch, tasks=tasks)
-
-
 def calibrate(
     capability: Any,
     agent: Any,
@@ -236,7 +216,6 @@ def calibrate(
     report = CalibrationReport(env=cap.name, model=getattr(agent, "name", ""), seeds=seeds,
                                samples=samples, temperature=temperature)
     jobs = [Job(name, str(s), g, s) for s in range(first_seed, first_seed + seeds) for g in range(samples)]
-    agent = agent if hasattr(agent, "base_seed") else ReseedingAgent(agent)
     episodes = run_jobs(jobs, lambda _: cls(), agent, batch_size=batch_size or samples,
                         on_episode=(lambda _: progress(1)) if progress else None)
     by_seed: dict[str, dict[int, float]] = {}
@@ -261,8 +240,8 @@ def build_agent(spec: str, temperature: float = 0.7, max_new_tokens: int = 512,
         opts: dict[str, Any] = {"temperature": temperature, "max_tokens": max_new_tokens,
                                 "concurrency": concurrency}
     elif kind in ("local", "composed"):
-        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens,
+        opts = {"temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "place": Placement.parse(device, dtype)}
     else:  # oracle / scripted: deterministic test agents
         opts = {}
-    return ReseedingAgent(make_agent(spec, **opts), base_seed=seed)
+    return make_agent(spec, **opts)

@@ -154,10 +154,11 @@ class Forward:
         self.lean = lean_forward(model) if (lean is None or lean) and eligible(model) else None
 
     def _lean(self) -> LeanLlama | None:
-        """The lean forward, fused again if the model's weights were rebound since."""
+        """The lean forward, fused again if the model's weights were rebound since; None while
+        it does not compute the model's (LoRA dropout in training mode)."""
         if self.lean is not None and not self.lean.current():
             self.lean = lean_forward(self.model)
-        return self.lean
+        return self.lean if self.lean is not None and self.lean.applies() else None
 
     def __call__(self, ids: torch.Tensor, pos: torch.Tensor, keys: list[torch.Tensor],
                  values: list[torch.Tensor], cached: int, state: SplitState, split: bool) -> torch.Tensor:

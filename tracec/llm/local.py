@@ -34,8 +34,8 @@ class LocalChatModel:
     """A causal LM (optionally with a LoRA adapter) that answers chat batches as raw text.
 
     ``place``: where, in which dtype; ``max_rows``: conversations decoded together (more wait and take a row as one ends);
-    ``cache_bytes``: the prefix cache's bound. The weights are frozen; without an adapter the
-    engine runs the lean fused-projection forward (:mod:`tracec.llm.lean`)."""
+    ``cache_bytes``: the prefix cache's bound. The weights are frozen; the engine runs the lean
+    fused-projection forward (:mod:`tracec.llm.lean`), a plain LoRA adapter included."""
 
     def __init__(self, model: str = DEFAULT_MODEL, adapter: str | None = None,
                  place: Placement = AS_SAVED, max_rows: int = 64,
