@@ -152,10 +152,10 @@ def replay(env: CapabilityEnv, calls: Sequence[Any]) -> tuple[Any, list[Call]]:
     return db, done
 
 
-# replay_matches by (initial world, gold world, toolbox, call objects): the probes'
-# expectations and the ladder checks judge the same call lists on one drawn instance
-_REPLAYS: dict[tuple, tuple] = {}
-_REPLAYS_MAX = 256
+# replay_matches of the drawn instance judged last: (initial world, gold world, toolbox, {call
+# objects' ids: (calls, matches, done)}); the probes' expectations and the ladder checks judge
+# the same call lists on one instance (only the last one is kept: its worlds stay alive)
+_REPLAYS: list = [None, None, None, {}]
 
 
 def replay_matches(env: CapabilityEnv, calls: Sequence[Call]) -> tuple[bool, list[Call]]:
@@ -163,15 +163,16 @@ def replay_matches(env: CapabilityEnv, calls: Sequence[Call]) -> tuple[bool, lis
     succeeded), computed once per drawn instance and list of call objects."""
     calls = tuple(calls)
     world, gold_db, box = env.initial_db, env.gold_db, env.toolbox
-    key = (id(world), id(gold_db), id(box), tuple(map(id, calls)))
-    hit = _REPLAYS.get(key)
-    if hit is not None and hit[0] is world and hit[1] is gold_db and hit[2] is box:
-        return hit[4], list(hit[5])  # hit[3] keeps the calls alive: their ids stay theirs
+    if _REPLAYS[0] is not world or _REPLAYS[1] is not gold_db or _REPLAYS[2] is not box:
+        _REPLAYS[:] = [world, gold_db, box, {}]
+    memo = _REPLAYS[3]
+    key = tuple(map(id, calls))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1], list(hit[2])  # hit[0] keeps the calls alive: their ids stay theirs
     db, done = replay(env, calls)
     matches = env.matches_gold(db)
-    if len(_REPLAYS) >= _REPLAYS_MAX:
-        _REPLAYS.clear()
-    _REPLAYS[key] = (world, gold_db, box, calls, matches, tuple(done))
+    memo[key] = (calls, matches, tuple(done))
     return matches, done
 
 

@@ -111,7 +111,7 @@ def _apart_tables(world: dict, names: list[str], tables: list[str]) -> tuple[lis
 # deserialising its own; nothing ever writes an original (see LazyWorld)
 _PRISTINE: dict[bytes, Any] = {}
 _PRISTINE_BYTES = [0]  # the blobs' total size
-_PRISTINE_MAX = 8 << 20  # forgotten all at once past 8 MB of blobs
+_PRISTINE_MAX = 1 << 18  # forgotten all at once past 256 kB of blobs (a few worlds)
 
 
 def _pristine(blob: bytes) -> Any:
