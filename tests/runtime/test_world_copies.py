@@ -211,3 +211,16 @@ def test_a_reset_that_redraws_its_world_leaves_no_failed_draw_for_the_collector(
     finally:
         gc.enable()
     assert left == []
+
+
+def test_a_table_of_a_dict_subclass_takes_the_part_by_part_walks() -> None:
+    import tracec.runtime.world as world_mod
+
+    class Table(dict):
+        pass
+
+    w = _world()
+    w["flights"] = Table(w["flights"])
+    w["flights"]["F1"]["cards"] = w["users"]["u1"]["cards"]  # shared, inside the subclass
+    assert not world_mod._tree(w)
+    assert world_mod._apart_tables(w, ["flights"], ["users"]) == ([], [])

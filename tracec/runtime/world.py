@@ -48,6 +48,7 @@ class Frozen:
 
 _CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
 _is_container = _CONTAINERS.__contains__
+_CONTAINER_BASES = tuple(_CONTAINERS)
 
 
 def _containers(value: Any) -> set[int]:
@@ -64,7 +65,10 @@ def _containers(value: Any) -> set[int]:
 
 def _tree(world: dict) -> bool:
     """No container is reachable from ``world`` twice (one walk, level by level at C speed):
-    then no table or record shares one with another."""
+    then no table or record shares one with another. False (walk part by part) for a table
+    of a container subclass, which the part-by-part walks enter and this one would not."""
+    if any(isinstance(v, _CONTAINER_BASES) and not _is_container(type(v)) for v in world.values()):
+        return False
     seen = {id(world)}
     frontier = [world]
     while frontier:
