@@ -72,7 +72,10 @@ FRESH: list[Mutation] = [
     Mutation("always_the_first_date", FSC, "let d      = pick(keys(f.dates))",
              "let d      = first(keys(f.dates))", "C344"),
     # the look-alike booking paid the same amount: reading the wrong record gives the right refund
-    Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341"),
+    Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341",
+             gap="on the seeds where the booking has one payment the copy is identical but for "
+                 "its id; the task also cancels, and cancelling the copy is still punished, so "
+                 "C341 counts an identical copy as inert only in read-only tasks"),
     # ---- the gold reads or passes the wrong thing
     # the wrong variable: searches the owner's messages, whose person id no call showed
     Mutation("search_the_owners_messages", DR,
