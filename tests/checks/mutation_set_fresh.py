@@ -11,7 +11,6 @@ mutated line, elsewhere, or passes silently, and the totals.
 from __future__ import annotations
 
 import sys
-
 from pathlib import Path
 
 from tests.checks.mutation_set import Mutation, run

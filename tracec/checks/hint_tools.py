@@ -13,6 +13,7 @@ hint.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 
@@ -67,7 +68,7 @@ class HintTools(Check):
     def _order(self, hint: str, gold: list[str]) -> str | None:
         for sentence in sentences(hint) if len(gold) > 1 else []:
             found = [m for m in self.pattern.finditer(sentence) if m.group(1) in gold]
-            for a, b in zip(found, found[1:]):
+            for a, b in pairwise(found):
                 first, then = a.group(1), b.group(1)
                 between = sentence[a.end():b.start()]
                 if first == then or not _ORDER.search(between) or _AFTER.search(between):
