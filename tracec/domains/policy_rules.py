@@ -31,6 +31,9 @@ class PolicyRule:
     check: Check
     at: str = "pick"  # where a break is located: the `pick` of the record, or the gold "call"
     reads: str = ""  # for "call": the argument that breaks it (its `let`, if one, is named)
+    # words the rule accepts as the user's reason: a break these words mend is the user's words'
+    # (located at the `let` that draws the reason the user gives)
+    words: str = ""
 
 
 def by_tool(*items: tuple[tuple[str, ...], PolicyRule]) -> dict[str, tuple[PolicyRule, ...]]:
@@ -132,7 +135,7 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         (("cancel_reservation",), PolicyRule(
             "cancel-allowed", "Cancel flight", "booked within the last 24 hours, a flight "
             "cancelled by the airline, business class, or travel insurance and a reason it "
-            "covers (health or weather)", rid, kind, cancellable)),
+            "covers (health or weather)", rid, kind, cancellable, words="health or weather")),
         (("update_reservation_flights",), PolicyRule(
             "basic-economy", "Modify flight", "basic economy flights cannot be changed (only "
             "their cabin)", rid, kind, basic_economy)),
