@@ -69,7 +69,9 @@ FRESH: list[Mutation] = [
              "about {round(paid)} dollars", "C330"),
     # `first` for `pick`: always the flight's earliest date, whose status is the same (landed)
     Mutation("always_the_first_date", FSC, "let d      = pick(keys(f.dates))",
-             "let d      = first(keys(f.dates))", "C344"),
+             "let d      = first(keys(f.dates))", "C344",
+             gap="C344 at the `communicate` whose answer is constant; the `first` that makes it "
+                 "so is two `let`s away"),
     # the look-alike booking paid the same amount: reading the wrong record gives the right refund
     Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341",
              gap="on the seeds where the booking has one payment the copy is identical but for "
@@ -91,10 +93,13 @@ FRESH: list[Mutation] = [
              "total_baggages = ra.total_baggages + add_b", "C141"),
     # the refund goes to the gift card the user did not ask for (the forbid's own call)
     Mutation("refund_to_the_gift_card", TCP, "item_ids = ids, payment_method_id = paid)",
-             "item_ids = ids, payment_method_id = gift)", "C113"),
+             "item_ids = ids, payment_method_id = gift)", "C113",
+             gap="a compile error at the forbid the gold call now matches, not at the gold call"),
     # product ids where the API wants item ids (the hint even says so)
     Mutation("product_ids_for_item_ids", TCP, "let ids    = sorted([i.item_id for i in back])",
-             "let ids    = sorted([i.product_id for i in back])", "C102"),
+             "let ids    = sorted([i.product_id for i in back])", "C102",
+             gap="the API refuses the return: C102 at the gold call, not at the `let` that builds"
+                 " the ids"),
     # city and state swapped in the address call
     Mutation("city_and_state_swapped", TCP, "city = a.city, state = a.state",
              "city = a.state, state = a.city", "C158"),
@@ -131,7 +136,9 @@ FRESH: list[Mutation] = [
     # the compact variant hides the only tool that shows the reservations
     Mutation("variant_hides_the_reader", MSTC,
              "tools [get_reservation_details, get_user_details, cancel_reservation,",
-             "tools [get_user_details, cancel_reservation,", "C102", variant=True),
+             "tools [get_user_details, cancel_reservation,", "C102", variant=True,
+             gap="a compile error at each gold call of the hidden tool (its hint names the "
+                 "`tools` line)"),
     # ---- the gold breaks a policy rule the API does not enforce
     # off by one day: "refuse" bookings made within 48 hours, some of which the policy lets cancel
     Mutation("refusal_window_off_by_one_day", PV,
@@ -156,13 +163,17 @@ FRESH: list[Mutation] = [
     # `!=` "pending" for `==` "delivered": returns from orders that were never delivered
     Mutation("return_from_an_undelivered_order", TCP,
              'pick(x for x in orders if x.status == "delivered" and len(x.items) >= 2)',
-             'pick(x for x in orders if x.status != "pending" and len(x.items) >= 2)', "C140"),
+             'pick(x for x in orders if x.status != "pending" and len(x.items) >= 2)', "C140",
+             gap="the API refuses the return of an order not delivered: C102 at the gold call, "
+                 "not at the `pick`"),
     # the bag reservation may be the one the task cancels first
     Mutation("bags_on_the_cancelled_one", MSTC, "let rb      = pick(x for x in mine if x != rc and allow",
              "let rb      = pick(x for x in mine if allow", "C140"),
     # "same cabin" asked, the gold moves every trip to economy
     Mutation("change_downgrades_the_cabin", PV, "cabin = r.cabin, flights = [",
-             'cabin = "economy", flights = [', "C158"),
+             'cabin = "economy", flights = [', "C158",
+             gap="C155 at the fare difference the gold charges (its `let`); a constant argument "
+                 "against the user's \"same cabin\" is not judged"),
     # ---- the answer is wrong
     # "the first bag is free", an assumption the policy does not make
     Mutation("fee_first_bag_free", SDR, "let fee   = 50 * extra", "let fee   = 50 * (extra - 1)",
@@ -174,16 +185,22 @@ FRESH: list[Mutation] = [
     # the total fare for one passenger where the user asks "for all passengers" (the hint says multiply)
     Mutation("total_fare_for_one_passenger", SDR,
              "let total    = sum(f.price for f in r.flights) * len(r.passengers)",
-             "let total    = sum(f.price for f in r.flights)", "C155"),
+             "let total    = sum(f.price for f in r.flights)", "C155",
+             gap="no write records the amount and the hint names no field: a wrong sum that "
+                 "nothing in the gold contradicts"),
     # the weekday of the reminder's old time, not of the pushed one the gold's last call decodes
     Mutation("weekday_of_the_old_time", DR, "let wd     = weekdays[int(due // 86400) % 7]",
              "let wd     = weekdays[int(r.reminder_timestamp // 86400) % 7]", "C161"),
     # "full days ago" rounded instead of floored: one more than timestamp_diff's days on half the seeds
     Mutation("days_ago_rounded", DR, "let ago   = (p.now - m.creation_timestamp) // 86400",
-             "let ago   = round((p.now - m.creation_timestamp) / 86400)", "C161"),
+             "let ago   = round((p.now - m.creation_timestamp) / 86400)", "C161",
+             gap="rounding against flooring is decided by the user's words (\"full days\"), "
+                 "which no check reads"),
     # the refund of every item of the order, not of the returned ones
     Mutation("refund_of_every_item", TCP, "let refund = round(sum(i.price for i in back), 2)",
-             "let refund = round(sum(i.price for i in ord.items), 2)", "C155"),
+             "let refund = round(sum(i.price for i in ord.items), 2)", "C155",
+             gap="the retail return records no refund amount (it is paid when processed), so C155"
+                 " has no write to compare"),
     # minutes written as hours in the reminder's time (the gold's own shift_timestamp says minutes)
     Mutation("minutes_as_hours", PER, "(tens * 10 + units) * 60)", "(tens * 10 + units) * 3600)",
              "C161"),
