@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.checks.mutation_set_fresh import FRESH, Mutation, judge
+from tracec.checks.gold_args import values_of
 from tracec.checks.hint_tools import sentences
 from tracec.checks.provenance import built_text
 from tracec.checks.refusals import asks_for
@@ -82,3 +83,10 @@ def test_built_texts_and_field_reads() -> None:
     lets = {"refund": A.CallGen(func="sum", elt=A.Attr(obj=A.Name(id="p"), name="amount"),
                                 comp=A.Comprehension(var="p", iter=A.Attr(obj=r, name="payment_history")))}
     assert ("r", "payment_history") in field_reads(A.Name(id="refund"), lets)
+
+
+def test_values_of_reads_nested_records() -> None:
+    world = {"reservations": {"R1": {"origin": "JFK", "destination": "LAX"}},
+             "users": {"u": {"address": {"city": "Austin", "state": "TX"}}}}
+    assert values_of(world, "origin") == {"JFK"}
+    assert values_of(world, "city") == {"Austin"}  # "TX", a state, is no city

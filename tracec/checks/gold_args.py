@@ -4,8 +4,9 @@ copied from the line above).
 
 For each gold call keyword `k = x.f` (or `x.y.f`) with `f` not `k`, read on the drawn instances
 (the first ``MAX_SEEDS`` seeds): when the record `x` (or `x.y`) has a field named `k` too and its
-value differs from `x.f`, the gold passes the wrong field. Reported at the gold call, once per
-task and argument.
+value differs from `x.f`, the gold passes the wrong field, unless `x.f`'s value is one that field
+`k` holds somewhere in the world (`origin = r.destination` for the way back is a value of
+`origin`; a state is no city). Reported at the gold call, once per task and argument.
 """
 
 from __future__ import annotations
@@ -27,6 +28,26 @@ def _path(expr: Any) -> tuple[str, tuple[str, ...]] | None:
         names.append(expr.name)
         expr = expr.obj
     return (expr.id, tuple(reversed(names))) if isinstance(expr, A.Name) and names else None
+
+
+def values_of(world: Any, key: str, depth: int = 6) -> set:
+    """Every hashable value ``key`` holds in a record anywhere in the world (nested ones too)."""
+    out: set = set()
+    stack = [(world, 0)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, Mapping):
+            value = node.get(key)
+            if isinstance(value, (str, int, float)):
+                out.add(value)
+            items = node.values()
+        elif isinstance(node, list):
+            items = node
+        else:
+            continue
+        if d < depth:
+            stack.extend((v, d + 1) for v in items if isinstance(v, (Mapping, list)))
+    return out
 
 
 class GoldArgs(Check):
@@ -62,8 +83,9 @@ class GoldArgs(Check):
             for step in path:
                 rec = rec.get(step) if isinstance(rec, Mapping) else None
             if key in self.done or not isinstance(rec, Mapping) or arg not in rec \
-                    or field not in rec or rec[arg] == rec[field]:
-                continue
+                    or field not in rec or rec[arg] == rec[field] \
+                    or rec[field] in values_of(ctx.env.initial_db, arg):
+                continue  # the value is one the field takes (`origin = r.destination` for the way back)
             self.done.add(key)
             read = ".".join((let,) + path + (field,))
             self.log.add(f"C158:{inst.task}:{tool}:{arg}", "error", "C158",

@@ -7,8 +7,8 @@ X)`: the task teaches refusing. When X was booked within 24 hours, or is in busi
 (`tracec describe` lists them) and its domain preconditions hold: the refusal is wrong, and so
 is the lesson. Judged on the first ``MAX_SEEDS`` seeds, only where the forbid names the record
 (every rule of the tool finds it), the user's first message gives the record's id, and the
-user's words ask for the tool's action (its verb, not negated). Reported at the `pick` that drew
-the record, else at the forbid.
+user's words ask for the tool's action (its verb, not negated) as the record's owner (its
+`user_id`, when it has one). Reported at the `pick` that drew the record, else at the forbid.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class Refusals(Check):
                 continue
             args = call.args or {}
             rid = self._record(db, rules, args)
-            if rid is None or str(rid) not in (inst.user or "") or not asks_for(call.name, inst.user):
+            if rid is None or str(rid) not in (inst.user or "") or not asks_for(call.name, inst.user) \
+                    or not self._owner(db, rules[0], rid, inst.user or ""):
                 continue
             if any(rule.check(db, args, words) is not None for rule in rules):
                 continue  # a rule forbids it: the refusal is the policy's
@@ -97,6 +98,13 @@ class Refusals(Check):
                          task=inst.task, seed=seed,
                          hint="draw only records the policy forbids the call on (check the "
                               "comparison, `and`/`or`, and the threshold of the pick)")
+
+    def _owner(self, db: Mapping, rule: Any, rid: Any, user: str) -> bool:
+        """The user speaks as the record's owner (its `user_id` in their words), when it has one:
+        a refusal to a stranger is not the policy rules' to judge."""
+        rec = db[self.tables[rule.kind]][rid]
+        owner = rec.get("user_id") if isinstance(rec, Mapping) else None
+        return not isinstance(owner, str) or owner in user
 
     def _record(self, db: Mapping, rules: Any, args: Mapping) -> Any:
         """The id of the record every rule reads, when the forbid names one that exists."""
