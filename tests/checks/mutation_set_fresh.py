@@ -207,6 +207,49 @@ FRESH: list[Mutation] = [
 ]
 
 
+GC = "benchmarks/trace_cpu/specs/grounded_amount.tracec"
+
+# Written after C158-C161 were added, and never used to change a check: how the new checks
+# generalise to mistakes they were not tuned on.
+LATE: list[Mutation] = [
+    # the date-of-birth fix keeps the old date: the gold's write changes nothing it was asked to
+    Mutation("dob_fix_keeps_the_old_date", MSTC, '"last_name": last2.last_name, "dob": newdob}]',
+             '"last_name": last2.last_name, "dob": last2.dob}]', "C151"),
+    # the new item copied from the old one: the exchange is a no-op the API refuses
+    Mutation("new_item_is_the_old_item", TCP, "new_item_ids = [target.item_id]",
+             "new_item_ids = [item.item_id]", "C102"),
+    # the same reminder twice in timestamp_diff: the gold's tool says 0 apart, the answer does not
+    Mutation("diff_of_a_reminder_with_itself", DR,
+             "timestamp_diff(timestamp_0 = a.reminder_timestamp, timestamp_1 = b.reminder_timestamp)",
+             "timestamp_diff(timestamp_0 = a.reminder_timestamp, timestamp_1 = a.reminder_timestamp)",
+             "C161"),
+    # the hint blames wifi and names the forbidden wifi switch
+    Mutation("hint_blames_wifi", PER,
+             'hint "Text messages need cellular service, not wifi: turn cellular service on and send again."',
+             'hint "Texts go over wifi here: call set_wifi_status, then send_message_with_phone_number again."',
+             "C159"),
+    # non-free bags set to the added count, dropping the ones already paid for
+    Mutation("nonfree_bags_forget_the_old_ones", SDR, "nonfree_baggages = r.nonfree_baggages + extra",
+             "nonfree_baggages = extra", "C155"),
+    # the forbid passes the user id as the reservation id: it never matches a real call
+    Mutation("forbid_with_the_user_id", PV,
+             "forbid cancel_reservation(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
+             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115"),
+    # latitude and longitude swapped in the reminder
+    Mutation("latitude_longitude_swapped", PER, "latitude = p.latitude, longitude = p.longitude)",
+             "latitude = p.longitude, longitude = p.latitude)", "C158"),
+    # the new payment method may be the one the order already has
+    Mutation("payment_switch_to_the_same_method", TCP,
+             "let pm    = pick(k for k in keys(owner.payment_methods) if k != paid and ",
+             "let pm    = pick(k for k in keys(owner.payment_methods) if ", "C102"),
+    # the read-only task's hint tells the agent to cancel
+    Mutation("hint_says_cancel_in_a_lookup", GC,
+             'hint "Call get_reservation_details with the reservation id, then tell the user the amount they paid."',
+             'hint "Call cancel_reservation with the reservation id, then tell the user the amount they paid."',
+             "C159"),
+]
+
+
 def judge(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
     """('line' | 'elsewhere' | 'silent', the findings the mutation adds): 'line' when any finding
     it adds (or the compile error) is at the mutated line, whatever its code (the issue's
@@ -219,15 +262,21 @@ def judge(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
     return how, found
 
 
-def main() -> int:
+def report(name: str, mutations: list[Mutation]) -> None:
+    """Print each mutation's verdict and the totals."""
     counts = {"line": 0, "elsewhere": 0, "silent": 0}
-    for m in FRESH:
+    for m in mutations:
         how, found = judge(m)
         counts[how] += 1
         gap = f"  (gap: {m.gap})" if m.gap else ""
         print(f"{how:9} {m.name}: {[(f['code'], f['line']) for f in found][:4]}{gap}")
-    print(f"{len(FRESH)} mutations: {counts['line']} at the line, {counts['elsewhere']} "
-          f"elsewhere, {counts['silent']} silent")
+    print(f"{name}: {len(mutations)} mutations: {counts['line']} at the line, "
+          f"{counts['elsewhere']} elsewhere, {counts['silent']} silent")
+
+
+def main() -> int:
+    report("fresh", FRESH)
+    report("late", LATE)
     return 0
 
 
