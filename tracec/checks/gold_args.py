@@ -6,7 +6,9 @@ For each gold call keyword `k = x.f` (or `x.y.f`) with `f` not `k`, read on the 
 (the first ``MAX_SEEDS`` seeds): when the record `x` (or `x.y`) has a field named `k` too and its
 value differs from `x.f`, the gold passes the wrong field, unless `x.f`'s value is one that field
 `k` holds somewhere in the world (`origin = r.destination` for the way back is a value of
-`origin`; a state is no city). Reported at the gold call, once per task and argument.
+`origin`; a state is no city). One field read passed as two arguments of a call
+(`timestamp_0 = a.t, timestamp_1 = a.t`) is one too. Reported at the gold call, once per task
+and argument.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ def values_of(world: Any, key: str, depth: int = 6) -> set:
     return out
 
 
+def _text(expr: Any) -> str:
+    """`a.b.c` of a field read."""
+    path = _path(expr)
+    return ".".join((path[0],) + path[1]) if path else ""
+
+
 class GoldArgs(Check):
     """C158 over the drawn instances; findings go to ``log``."""
 
@@ -72,6 +80,30 @@ class GoldArgs(Check):
                         items.append((call.name, nth, kw.name, path[0], path[1][:-1], path[1][-1]))
             self.reads[t.name] = items
         self.done: set[tuple[str, str, str]] = set()
+        # task -> (tool, nth, the two keywords, the read): one field read passed twice
+        self.twice: dict[str, list[tuple[str, int, str, str, str]]] = {}
+        for t in (self.where.ast.tasks if self.where.ast is not None else []):
+            counts = {}
+            for call in A.gold_calls(t.gold):
+                nth = counts.get(call.name, 0)
+                counts[call.name] = nth + 1
+                reads = [(kw.name, _text(kw.value)) for kw in call.args if _path(kw.value)]
+                seen: dict[str, str] = {}
+                for name, read in reads:
+                    if read in seen:
+                        self.twice.setdefault(t.name, []).append(
+                            (call.name, nth, seen[read], name, read))
+                    seen.setdefault(read, name)
+
+    def start(self) -> None:
+        """`timestamp_0 = a.t, timestamp_1 = a.t`: one field read passed as two arguments."""
+        for task, items in self.twice.items():
+            for tool, nth, first, second, read in items:
+                self.log.add(f"C158:{task}:{tool}:{second}", "error", "C158",
+                             f"task `{task}`: the gold call `{tool}` passes `{read}` as both "
+                             f"`{first}` and `{second}`: one of them reads the wrong record or "
+                             "field (copied from the other?)", self.where.gold(task, tool, nth),
+                             task=task, hint=f"pass what `{second}` is for")
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.env.instance, ctx.seed

@@ -1,12 +1,14 @@
 """The task's hint against its own gold and forbids (C159, error): a hint that tells the agent to
-call a tool the task forbids (and the gold never calls), or that orders two gold tools ("call A,
-then B", "A before B") the other way round from every gold call of them.
+call a tool the task forbids (and the gold never calls) or a write tool the gold never calls,
+or that orders two gold tools ("call A, then B", "A before B") the other way round from every
+gold call of them.
 
 GRPO shows the hint to a share of each group: a hint that contradicts the gold teaches the wrong
-action or order, and the rest of the group is judged against the gold. Only the task's hint is
-read (the capability's hint speaks for every task), once per task, on its first drawn instance;
+action or order, and the rest of the group is judged against the gold. The hint shown with the
+task is read (its own, else the capability's), once per task, on its first drawn instance;
 a tool named in a sentence that negates it ("do not call X", "never", "instead of") or makes
-it conditional ("only", "if", "unless", "when") is not a call, and an order is read only from "then" or "before" between two tool names. Reported at the
+it conditional ("only", "if", "unless", "when") is not a call, and an order is read only from
+"then" or "before" between two tool names. Reported at the
 hint.
 """
 
@@ -46,25 +48,30 @@ class HintTools(Check):
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.env.instance, ctx.seed
         ts = self.where.tasks.get(inst.task)
-        if self.pattern is None or inst.task in self.done or ts is None or ts.hint is None:
+        # the task's own hint, else the capability's, which is the one shown with it
+        span = (ts.hint or self.where.hint) if ts is not None else None
+        if self.pattern is None or inst.task in self.done or span is None:
             return
         self.done.add(inst.task)
         hint = inst.hint or ""
         gold = [c.name for c in inst.gold]
         forbidden = {c.name for c in inst.forbid} - set(gold)
-        why = self._forbidden(hint, forbidden) or self._order(hint, gold)
+        # a write the gold never makes is as wrong to call as a forbidden one
+        stray = (set(ctx.env.toolbox.writes) & set(ctx.env.toolbox.tools)) - set(gold) - forbidden
+        why = self._forbidden(hint, forbidden, "which the task forbids") \
+            or self._forbidden(hint, stray, "a write the gold never makes") or self._order(hint, gold)
         if why is None:
             return
         self.log.add(f"C159:{inst.task}", "error", "C159",
                      f"task `{inst.task}`'s hint {why} (seed {seed}): the hint contradicts the "
-                     "gold it is shown with", ts.hint, task=inst.task, seed=seed,
+                     "gold it is shown with", span, task=inst.task, seed=seed,
                      hint="make the hint say the gold's steps, in the gold's order")
 
-    def _forbidden(self, hint: str, forbidden: set[str]) -> str | None:
+    def _forbidden(self, hint: str, forbidden: set[str], what: str) -> str | None:
         for sentence in sentences(hint):
             for m in self.pattern.finditer(sentence):
                 if m.group(1) in forbidden and not _NEGATION.search(sentence):
-                    return f"tells the agent to call `{m.group(1)}`, which the task forbids"
+                    return f"tells the agent to call `{m.group(1)}`, {what}"
         return None
 
     def _order(self, hint: str, gold: list[str]) -> str | None:

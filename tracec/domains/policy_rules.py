@@ -110,7 +110,12 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         if res is None or not isinstance(total, int):
             return None
         had = res.get("total_baggages") or 0
-        return f"it removes checked bags ({had} -> {total})" if total < had else None
+        if total < had:
+            return f"it removes checked bags ({had} -> {total})"
+        paid, nonfree = res.get("nonfree_baggages") or 0, args.get("nonfree_baggages")
+        if isinstance(nonfree, int) and nonfree < paid:  # a paid bag made free is one removed
+            return f"it drops non-free bags already paid for ({paid} -> {nonfree})"
+        return None
 
     def passengers(db: Mapping, args: Mapping, words: str) -> str | None:
         res = _record(db, "reservations", args.get("reservation_id"))
