@@ -209,12 +209,15 @@ FRESH: list[Mutation] = [
 
 GC = "benchmarks/trace_cpu/specs/grounded_amount.tracec"
 
-# Written after C158-C161 were added, and never used to change a check: how the new checks
-# generalise to mistakes they were not tuned on.
+# Written after C158-C161 were added, to measure how they generalise to mistakes they were not
+# tuned on (3 at the line, 2 elsewhere, 4 silent then); C158's repeated read, C159's stray write
+# and C162 came after (6, 3, 0).
 LATE: list[Mutation] = [
     # the date-of-birth fix keeps the old date: the gold's write changes nothing it was asked to
     Mutation("dob_fix_keeps_the_old_date", MSTC, '"last_name": last2.last_name, "dob": newdob}]',
-             '"last_name": last2.last_name, "dob": last2.dob}]', "C151"),
+             '"last_name": last2.last_name, "dob": last2.dob}]', "C162",
+             gap="C162 at the gold call whose write changes nothing, not at the `let` that builds "
+                 "the passenger list"),
     # the new item copied from the old one: the exchange is a no-op the API refuses
     Mutation("new_item_is_the_old_item", TCP, "new_item_ids = [target.item_id]",
              "new_item_ids = [item.item_id]", "C102"),
@@ -228,20 +231,24 @@ LATE: list[Mutation] = [
              'hint "Text messages need cellular service, not wifi: turn cellular service on and send again."',
              'hint "Texts go over wifi here: call set_wifi_status, then send_message_with_phone_number again."',
              "C159"),
-    # non-free bags set to the added count, dropping the ones already paid for
-    Mutation("nonfree_bags_forget_the_old_ones", SDR, "nonfree_baggages = r.nonfree_baggages + extra",
-             "nonfree_baggages = extra", "C155"),
+    # the flight "moved" to the date it already has (the old leg's date copied): the change the
+    # user asked for is never made, and the fare difference is charged for nothing
+    Mutation("move_to_the_old_date", PV, '"date": day}]', '"date": leg.date}]', "C162"),
     # the forbid passes the user id as the reservation id: it never matches a real call
     Mutation("forbid_with_the_user_id", PV,
              "forbid cancel_reservation(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
-             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115"),
+             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115",
+             gap="C115 at the `forbidden_called` rung no probe reaches (it says the forbidden call "
+                 "was refused), not at the forbid"),
     # latitude and longitude swapped in the reminder
     Mutation("latitude_longitude_swapped", PER, "latitude = p.latitude, longitude = p.longitude)",
              "latitude = p.longitude, longitude = p.latitude)", "C158"),
     # the new payment method may be the one the order already has
     Mutation("payment_switch_to_the_same_method", TCP,
              "let pm    = pick(k for k in keys(owner.payment_methods) if k != paid and ",
-             "let pm    = pick(k for k in keys(owner.payment_methods) if ", "C102"),
+             "let pm    = pick(k for k in keys(owner.payment_methods) if ", "C102",
+             gap="the API refuses the switch to the same method: C102 at the gold call, not at "
+                 "the `pick`"),
     # the read-only task's hint tells the agent to cancel
     Mutation("hint_says_cancel_in_a_lookup", GC,
              'hint "Call get_reservation_details with the reservation id, then tell the user the amount they paid."',

@@ -6,24 +6,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checks.mutation_set_fresh import FRESH, Mutation, judge
+from tests.checks.mutation_set_fresh import FRESH, LATE, Mutation, judge
 from tracec.checks.gold_args import values_of
 from tracec.checks.hint_tools import sentences
 from tracec.checks.provenance import built_text
 from tracec.checks.refusals import asks_for
 from tracec.checks.variance import field_reads
+from tracec.domains.policy_rules import airline_rules
 from tracec.lang import ast as A
 
 
 @pytest.mark.parametrize("m", [pytest.param(m, id=m.name, marks=[pytest.mark.xfail(reason=m.gap)]
-                                            if m.gap else []) for m in FRESH])
+                                            if m.gap else []) for m in FRESH + LATE])
 def test_fresh_mutation_is_reported_at_the_mutated_line(m: Mutation) -> None:
     how, found = judge(m)
     assert how == "line", (m.name, [(f["code"], f["line"], f["message"]) for f in found])
 
 
 def _head(name: str, code: str) -> str:
-    m = next(m for m in FRESH if m.name == name)
+    m = next(m for m in FRESH + LATE if m.name == name)
     _, found = judge(m)
     line = m.line(m.text())
     f = next(f for f in found if f["code"] == code)
@@ -62,6 +63,16 @@ def test_the_gold_against_its_time_tools() -> None:
     assert "a time no earlier gold call returned" in minutes
 
 
+def test_a_write_that_changes_nothing() -> None:
+    head = _head("move_to_the_old_date", "C162")
+    assert "task `change_allowed`: the gold call `update_reservation_flights` leaves the record it " \
+           "names as it was on" in head
+    twice = _head("diff_of_a_reminder_with_itself", "C158")
+    assert "passes `a.reminder_timestamp` as both `timestamp_0` and `timestamp_1`" in twice
+    stray = _head("hint_says_cancel_in_a_lookup", "C159")
+    assert "tells the agent to call `cancel_reservation`, a write the gold never makes" in stray
+
+
 def test_asks_for_reads_the_verb_and_its_negation() -> None:
     assert asks_for("cancel_reservation", "Please cancel my reservation ABC123.")
     assert asks_for("update_reservation_flights", "I need to move flight HAT001 to May 20.")
@@ -90,3 +101,13 @@ def test_values_of_reads_nested_records() -> None:
              "users": {"u": {"address": {"city": "Austin", "state": "TX"}}}}
     assert values_of(world, "origin") == {"JFK"}
     assert values_of(world, "city") == {"Austin"}  # "TX", a state, is no city
+
+
+def test_paid_bags_made_free_break_the_bags_rule() -> None:
+    rule = next(r for r in airline_rules("2024-05-15T15:00:00")["update_reservation_baggages"]
+                if r.name == "bags-only-added")
+    db = {"reservations": {"R1": {"total_baggages": 2, "nonfree_baggages": 2}}}
+    dropped = {"reservation_id": "R1", "total_baggages": 3, "nonfree_baggages": 1}
+    assert "drops non-free bags already paid for (2 -> 1)" in (rule.check(db, dropped, "") or "")
+    added = {"reservation_id": "R1", "total_baggages": 3, "nonfree_baggages": 3}
+    assert rule.check(db, added, "") is None

@@ -18,6 +18,7 @@ from tracec.checks.hint_answer import HintAnswer
 from tracec.checks.hint_tools import HintTools
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.meaning import MeaningChecks
+from tracec.checks.noop_writes import NoopWrites
 from tracec.checks.policy_rules import PolicyRules
 from tracec.checks.policy_sections import PolicySections
 from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
@@ -38,7 +39,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
-    GoldArgs, HintTools, Refusals, TimeResults,
+    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
