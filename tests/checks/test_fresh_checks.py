@@ -4,11 +4,13 @@ codes added for it (C158-C161) say what is wrong, at that line."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.checks.mutation_set_fresh import FRESH, LATE, Mutation, judge
 from tracec.checks.gold_args import values_of
-from tracec.checks.hint_tools import sentences
+from tracec.checks.hint_tools import HintTools, sentences
 from tracec.checks.provenance import built_text
 from tracec.checks.refusals import asks_for
 from tracec.checks.variance import field_reads
@@ -111,3 +113,13 @@ def test_paid_bags_made_free_break_the_bags_rule() -> None:
     assert "drops non-free bags already paid for (2 -> 1)" in (rule.check(db, dropped, "") or "")
     added = {"reservation_id": "R1", "total_baggages": 3, "nonfree_baggages": 3}
     assert rule.check(db, added, "") is None
+
+
+def test_a_hint_that_negates_or_conditions_a_tool_does_not_call_it() -> None:
+    check = HintTools.__new__(HintTools)
+    check.pattern = re.compile(r"\b(modify_user_address)\b")
+    tools = {"modify_user_address"}
+    assert check._forbidden("Call modify_user_address with her address.", tools, "x")
+    for hint in ("The account's address (modify_user_address) must stay.",
+                 "Do not call modify_user_address.", "Use modify_user_address only if asked."):
+        assert check._forbidden(hint, tools, "x") is None, hint

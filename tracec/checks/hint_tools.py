@@ -6,10 +6,10 @@ gold call of them.
 GRPO shows the hint to a share of each group: a hint that contradicts the gold teaches the wrong
 action or order, and the rest of the group is judged against the gold. The hint shown with the
 task is read (its own, else the capability's), once per task, on its first drawn instance;
-a tool named in a sentence that negates it ("do not call X", "never", "instead of") or makes
-it conditional ("only", "if", "unless", "when") is not a call, and an order is read only from
-"then" or "before" between two tool names. Reported at the
-hint.
+a tool named in a sentence that negates it ("do not call X", "never", "instead of", "must
+stay", "leave ... alone") or makes it conditional ("only", "if", "unless", "when") is not a
+call, and an order is read only from "then" or "before" between two tool names. Reported at
+the hint.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from tracec.checks.check import Check, InstanceContext, RunContext
 # a sentence with one of these does not tell the agent to call the tool it names (a condition
 # may be the task's other branch)
 _NEGATION = re.compile(r"\b(not|never|don't|do not|avoid|instead of|rather than|without|no|only|"
-                       r"if|unless|when)\b", re.IGNORECASE)
+                       r"if|unless|when|stays?|leave|alone|keep|untouched|wrong|forbidden)\b",
+                       re.IGNORECASE)
 _ORDER = re.compile(r"\b(then|before)\b", re.IGNORECASE)
 _AFTER = re.compile(r"\b(after|once|when)\b", re.IGNORECASE)
 
