@@ -27,6 +27,7 @@ from tracec.checks.prompt_size import (
 from tracec.checks.report import CheckReport
 from tracec.checks.variants import Checked, check_sharing
 from tracec.harness.resolve import LoadError, load_paths
+from tracec.lang.parser import keeping_trees
 from tracec.llm.cli_options import device_option, dtype_option
 
 if TYPE_CHECKING:  # calibration (--model) imports its agents and runners when it runs
@@ -190,7 +191,8 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                   max_constant=max_constant, min_informative=min_informative)
     counter, method = _prompt_counter(tokenizer, model)
     agent = _load_agent(model, temperature, max_new_tokens, samples, device, dtype) if model else None
-    loaded = _load_targets(paths)
+    with keeping_trees():  # the compiler's parse of each spec serves its spans (SpecMap) too
+        loaded = _load_targets(paths)
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     reports: list[CheckReport] = []

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from tracec.core.diagnostics import Diagnostic, Span, SpecError
 from tracec.lang import ast as A
 from tracec.lang import fragments
-from tracec.lang.parser import parse_source
+from tracec.lang.parser import kept_tree, parse_source
 from tracec.runtime.spans import spec_source
 
 Severity = Literal["error", "warning"]
@@ -89,7 +89,9 @@ def _parse_once(text: str) -> A.Capability:
     """``parse_source(text)``, parsed once per text (the tree is shared: read it only)."""
     cap = _PARSED.get(text)
     if cap is None:
-        cap = parse_source(text)
+        cap = kept_tree(text)  # the compiler's parse of this text, if `tracec check` kept it
+        if cap is None:
+            cap = parse_source(text)
         if len(_PARSED) >= _PARSED_MAX:
             del _PARSED[next(iter(_PARSED))]
         _PARSED[text] = cap
