@@ -16,6 +16,12 @@ median CPU seconds of each and the ratio of the minima.
 
     OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 256 --compare /tmp/base --rounds 3
 
+With ``--cli`` each run is the whole command instead, ``python -m tracec.cli check SPEC --seeds
+N`` (imports, compiling, every env of the spec with its variants, the prompt sizes), and the
+figure is its user CPU seconds (what ``/usr/bin/time -f %U`` prints):
+
+    OMP_NUM_THREADS=1 python benchmarks/check_speed.py --seeds 256 --compare /tmp/base --rounds 3 --cli
+
 ``--ablate ROUNDS`` measures, in one process and alternating round by round (so every variant
 sees the same load), the checks as shipped against the checks without each of the speed-ups
 of issue 14 item 9 that can be switched off: records copied on first read
@@ -32,6 +38,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -95,16 +102,24 @@ def ablate(specs: list[Path], seeds: int, rounds: int) -> None:
               f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
-def _one(tree: Path, spec: Path, seeds: int) -> dict:
-    """CPU and wall seconds of ``spec`` in a fresh process running ``tree``'s code."""
+def _one(tree: Path, spec: Path, seeds: int, cli: bool = False) -> dict:
+    """CPU and wall seconds of ``spec`` in a fresh process running ``tree``'s code (``cli``:
+    the whole ``tracec check`` command, its user CPU seconds)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    if cli:
+        before, wall = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime, time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "tracec.cli", "check", f"specs/{spec.name}",
+                               "--seeds", str(seeds)], cwd=tree, env=env, capture_output=True)
+        return {"cpu_s": resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before,
+                "wall_s": time.perf_counter() - wall, "passed": done.returncode == 0,
+                "load": round(os.getloadavg()[0], 1)}
     out = subprocess.run([sys.executable, str(tree / "benchmarks" / "check_speed.py"), "--seeds",
                           str(seeds), "--json", str(tree / "specs" / spec.name)],
                          cwd=tree, env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)[0]
 
 
-def compare(specs: list[Path], seeds: int, base: Path, rounds: int) -> None:
+def compare(specs: list[Path], seeds: int, base: Path, rounds: int, cli: bool = False) -> None:
     here = Path(__file__).resolve().parents[1]
     trees = {"before": base.resolve(), "after": here}
     print(f"{'spec':38s} {'before min':>10s} {'after min':>10s} {'ratio':>6s} "
@@ -117,7 +132,7 @@ def compare(specs: list[Path], seeds: int, base: Path, rounds: int) -> None:
         loads = []
         for r in range(rounds):
             for name in (list(trees) if r % 2 == 0 else list(reversed(trees))):
-                row = _one(trees[name], spec, seeds)
+                row = _one(trees[name], spec, seeds, cli)
                 if not row["passed"]:
                     print(f"  {name}: {spec.stem} did not pass")
                 cpu[name].append(row["cpu_s"])
@@ -137,10 +152,12 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, metavar="DIR",
                     help="also run another checkout's code, alternating, and print both")
     ap.add_argument("--rounds", type=int, default=2, help="runs per tree and spec with --compare")
+    ap.add_argument("--cli", action="store_true",
+                    help="with --compare: time the whole `tracec check` command (user CPU s)")
     args = ap.parse_args()
     specs = args.specs or sorted(Path("specs").glob("*.tracec"))
     if args.compare:
-        compare(specs, args.seeds, args.compare, args.rounds)
+        compare(specs, args.seeds, args.compare, args.rounds, args.cli)
         return
     if args.ablate:
         ablate(specs, args.seeds, args.ablate)

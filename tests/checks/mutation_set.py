@@ -109,8 +109,7 @@ MUTATIONS: list[Mutation] = [
              "C141", line_of="update_reservation_baggages(reservation_id = r.reservation_id, total_baggages = extra"),
     Mutation("insurance_for_a_reason_it_does_not_cover", PV,
              "let reason  = pick(covered + plain) if by_rule else pick(covered)",
-             "let reason  = pick(covered + plain)", "C141",
-             line_of="let r       = pick(x for x in trips if x.cabin"),  # at the pick, not here
+             "let reason  = pick(covered + plain)", "C141"),
     Mutation("variant_drops_the_section_its_writes_follow", SDR,
              'policy sections ["Modify flight", "Cancel flight"]', 'policy sections ["Cancel flight"]',
              "C154", variant=True),

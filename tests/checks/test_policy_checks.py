@@ -12,7 +12,7 @@ from tracec.checks import run_checks
 from tracec.compiler.api import compile_text
 
 DEMO = Path("configs/cpu-demo-specs/cancel_on_request_compact.tracec")
-NEW = {"C141", "C154", "C155", "C156", "C157"}  # issue 30: policy rules and the answer's checks
+NEW = {"C141", "C154", "C155", "C156", "C157", "C158", "C159", "C160", "C161", "C162"}  # issue 30
 
 
 def _codes(text: str) -> set[str]:

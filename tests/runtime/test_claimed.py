@@ -95,3 +95,24 @@ def test_the_issue_shotgun_earns_only_the_calls_rung_in_the_learning_env() -> No
         env.restart()
         seen[inst.task] += 1
     assert all(seen.values())  # both the one- and the two-lookup task were played
+
+
+def test_an_outcome_answers_again_from_what_it_holds_now() -> None:
+    told = ["landed"]
+    o = Outcome(texts=("HAT001 has landed.",), v={"_communicate": told}, rivals=_rivals())
+    assert o.communicated(*told) and o.communicated_all()  # the second answer is remembered
+    o.texts = ("HAT001 is delayed or landed.",)  # other texts: judged again
+    assert not o.communicated(*told) and not o.communicated_all()
+    o.rivals = None  # `communicate raw`: a mention is enough
+    assert o.communicated(*told)
+    assert not Outcome(texts=("it has landed",), v={"_communicate": told}).communicated("delayed")
+
+
+def test_own_words_judged_twice_gives_the_same_text() -> None:
+    from tracec.runtime.outcome import own_words
+
+    results = ['{"status": "landed"}', "landed"]
+    for text in ("landed", 'It is {"status": "landed"} so: landed', "<tool_call>x</tool_call> ok"):
+        first = own_words(text, results)
+        assert own_words(text, list(results)) == first == own_words(text, tuple(results))
+    assert own_words("landed", results) == "" and own_words("landed", ()) == "landed"

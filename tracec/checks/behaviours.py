@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracec.checks.probes import replay
+from tracec.checks.probes import replay_matches
 from tracec.runtime.env import CapabilityEnv
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import Call, Outcome, judge, spoken
@@ -42,8 +42,7 @@ def judged(env: CapabilityEnv, calls: Sequence[Call], text: str) -> Judged:
         # the gold calls: reset() replayed them (each succeeded) into the gold world
         done, matches = [Call(c.name, c.arguments) for c in gold], True
     else:
-        db, done = replay(env, calls)
-        matches = env.matches_gold(db)
+        matches, done = replay_matches(env, calls)
     o = Outcome.from_calls(state_matches=matches, gold=inst.gold, calls=done, forbid=inst.forbid,
                            writes=box.writes, texts=spoken([text], (), env.capability.communicate_raw),
                            v=dict(inst.values))

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tracec.checks.bands import Bands
 from tracec.harness.agents import make_agent, parse_agent_spec
 from tracec.harness.resolve import env_class
 from tracec.harness.runner import Job, run_jobs
@@ -117,18 +118,6 @@ def summarize(groups: Sequence[Sequence[float]], threshold: float, ks: Sequence[
         pass_at={k: sum(pass_at_k(len(g), c, k) for g, c in zip(groups, wins)) / len(groups)
                  for k in ks if k <= n_min},
     )
-
-
-class Bands(BaseModel):
-    """Acceptance bands (defaults: the TRACE reference's)."""
-
-    mean_reward: tuple[float, float] = (0.2, 0.6)
-    success_rate: tuple[float, float] = (0.2, 0.6)
-    min_std: float = 0.05
-    max_all_success: float = 0.2
-    max_all_zero: float = 0.2
-    max_constant: float = 0.5
-    min_informative: float = 0.5
 
 
 class BandResult(BaseModel):

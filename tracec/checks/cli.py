@@ -6,6 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich import box
@@ -14,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tracec.checks.calibrate import Bands, CalibrationReport
+from tracec.checks.bands import Bands
 from tracec.checks.fidelity import Fidelity
 from tracec.checks.own_words import rungs_line
 from tracec.checks.prompt_size import (
@@ -26,7 +27,11 @@ from tracec.checks.prompt_size import (
 from tracec.checks.report import CheckReport
 from tracec.checks.variants import Checked, check_sharing
 from tracec.harness.resolve import LoadError, load_paths
+from tracec.lang.parser import keeping_trees
 from tracec.llm.cli_options import device_option, dtype_option
+
+if TYPE_CHECKING:  # calibration (--model) imports its agents and runners when it runs
+    from tracec.checks.calibrate import CalibrationReport
 
 DEFAULT_PATH = "generated_envs"
 
@@ -186,7 +191,8 @@ def check_cmd(paths: tuple[Path, ...], seeds: int, as_json: bool, no_env_checker
                   max_constant=max_constant, min_informative=min_informative)
     counter, method = _prompt_counter(tokenizer, model)
     agent = _load_agent(model, temperature, max_new_tokens, samples, device, dtype) if model else None
-    loaded = _load_targets(paths)
+    with keeping_trees():  # the compiler's parse of each spec serves its spans (SpecMap) too
+        loaded = _load_targets(paths)
 
     console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     reports: list[CheckReport] = []
@@ -317,7 +323,7 @@ def _calibrate_all(loaded, reports: list[CheckReport], agent, console: Console, 
                    calib_seeds: int, samples: int, success: float | None, bands: Bands,
                    temperature: float) -> dict[str, CalibrationReport]:
     """Calibrate every env that loaded and passed the offline checks; keyed by module."""
-    from tracec.checks.calibrate import calibrate
+    from tracec.checks.calibrate import CalibrationReport, calibrate
     from tracec.llm.client import LLMError
     from tracec.runtime.env import SpecRuntimeError
 

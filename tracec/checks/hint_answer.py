@@ -3,7 +3,8 @@ holds the answer (`` `destination` ``, ``the reservation's cabin_class``) and th
 communicates another field of that record (``communicate r.origin``).
 
 Judged once per task, on its first drawn instance: for each `communicate` value read as a field
-of a `let` record (``r.origin``), the fields of that record the hint names in backticks (or,
+of a `let` record (``r.origin``, or nested, ``r.flights[0].origin``, when `r` has that field
+too), the fields of that record the hint names in backticks (or,
 with an underscore, as a word) must include the one read, when they name any. Reported at the
 `communicate`.
 """
@@ -14,6 +15,7 @@ import re
 from collections.abc import Mapping
 
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.provenance import root
 from tracec.lang import ast as A
 
 _TICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
@@ -37,8 +39,9 @@ class HintAnswer(Check):
         where = self.where
         self.reads: dict[str, list[tuple[int, str, str]]] = {}  # task -> (k, let, field)
         for t in (where.ast.tasks if where.ast is not None else []):
-            self.reads[t.name] = [(k, e.obj.id, e.name) for k, e in enumerate(t.communicate)
-                                  if isinstance(e, A.Attr) and isinstance(e.obj, A.Name)]
+            # `r.origin`, and a nested read `r.flights[0].origin` judged by the fields of `r`
+            self.reads[t.name] = [(k, base, e.name) for k, e in enumerate(t.communicate)
+                                  if isinstance(e, A.Attr) and (base := root(e)) is not None]
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:

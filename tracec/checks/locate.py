@@ -22,10 +22,15 @@ from pydantic import BaseModel
 from tracec.core.diagnostics import Diagnostic, Span, SpecError
 from tracec.lang import ast as A
 from tracec.lang import fragments
-from tracec.lang.parser import parse_source
+from tracec.lang.parser import kept_tree, parse_source
 from tracec.runtime.spans import spec_source
 
 Severity = Literal["error", "warning"]
+
+# the parsed spec by its (expanded) text: a spec and its variants' envs, each with its own
+# SpecMap, parse it once; the trees are shared, read-only
+_PARSED: dict[str, A.Capability] = {}
+_PARSED_MAX = 16
 
 
 class Finding(BaseModel):
@@ -80,6 +85,19 @@ def _literal(expr: Any) -> bool:
     return isinstance(expr, (A.Num, A.Str))
 
 
+def _parse_once(text: str) -> A.Capability:
+    """``parse_source(text)``, parsed once per text (the tree is shared: read it only)."""
+    cap = _PARSED.get(text)
+    if cap is None:
+        cap = kept_tree(text)  # the compiler's parse of this text, if `tracec check` kept it
+        if cap is None:
+            cap = parse_source(text)
+        if len(_PARSED) >= _PARSED_MAX:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[text] = cap
+    return cap
+
+
 class SpecMap:
     """The spans of one capability's spec, or (spec unknown) its generated module's lines."""
 
@@ -87,7 +105,7 @@ class SpecMap:
         self.cap = cap
         self.path, self.source = spec_source(cap)
         self.module_file = module_file
-        self.ast: A.Capability | None = None
+        self.ast: A.Capability | None = None  # shared by the SpecMaps of one spec: read only
         self.origins: list[fragments.Origin] | None = None
         self.tasks: dict[str, TaskSpans] = {}
         self.rules: list[Span] = []
@@ -106,7 +124,7 @@ class SpecMap:
             if expanded.errors:
                 return
             origins = expanded.origins if expanded.used else None
-            cap = parse_source(expanded.text if origins else self.source)
+            cap = _parse_once(expanded.text if origins else self.source)
         except (SpecError, RecursionError, OSError, ValueError):
             return
         self.ast, self.origins = cap, origins

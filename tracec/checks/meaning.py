@@ -17,11 +17,13 @@ is likely:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import SpecMap
+from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.oracle import report_text, turns_of
 from tracec.runtime.outcome import mentioned
@@ -51,7 +53,12 @@ class MeaningChecks(Check):
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         self.seen: dict[str, int] = {}
-        self.user_leaks: dict[tuple[str, int], list] = {}  # (task, k) -> [count, seed, name, value]
+        # (task, k) -> [count, seed, name, value, the `say` distractor that states it, if one]
+        self.user_leaks: dict[tuple[str, int], list] = {}
+        self.says: dict[str, list[tuple[str, re.Pattern]]] = {}  # task -> (distractor, its text)
+        for t in (self.where.ast.tasks if self.where.ast is not None else []):
+            self.says[t.name] = [(d.name, say_pattern(st.text)) for d in t.distractors
+                                 for st in d.stmts if isinstance(st, A.Say)]
 
     def instance(self, ctx: InstanceContext) -> None:
         """Check the env's drawn task (and the gold calls' tool outputs)."""
@@ -65,8 +72,12 @@ class MeaningChecks(Check):
             if not is_answer(value):
                 continue
             if mentioned(value, [inst.user]):
-                item = self.user_leaks.setdefault((task, k), [0, seed, name, value])
+                item = self.user_leaks.setdefault((task, k), [0, seed, name, value, None])
                 item[0] += 1
+                if item[4] is None:  # a distractor's words state it: the finding is there
+                    item[4] = next((d for d, pat in self.says.get(task, [])
+                                    if any(mentioned(value, [m.group(0)])
+                                           for m in pat.finditer(inst.user))), None)
             hint = inst.hint or ""
             literal = ts.hint_literal if ts else ""
             # without the spec, its hint's literal text is unknown: no interpolation to tell
@@ -115,8 +126,9 @@ class MeaningChecks(Check):
                 if got is None or got[0]:
                     continue
                 rid = (call.args or {}).get(p.arg)
-                let, span = self._picked(inst, p, rid)
                 nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+                let, span = picked(self.cap, self.where, inst, p.kind, p.arg, rid,
+                                   arg_let(self.where, inst.task, call.name, nth, p.arg))
                 span = span or self.where.gold(inst.task, call.name, nth)
                 drawn = f"`let {let}` draws" if let else "the task draws"
                 self.log.add(f"C140:{inst.task}:{call.name}:{p.field}", "error", "C140",
@@ -128,20 +140,29 @@ class MeaningChecks(Check):
                                   f"{p.condition().replace(p.kind + '.', 'x.')})`")
             box.run(db, call.name, call.arguments, observe=False)
 
-    def _picked(self, inst: Any, p: Any, rid: Any) -> tuple[str | None, Any]:
-        return picked(self.cap, self.where, inst, p.kind, p.arg, rid)
-
     def _distractors(self, env: Any, inst: Any, seed: int, results: list[str] | tuple) -> None:
         ts = self.where.tasks.get(inst.task)
         if ts is None or not ts.distractors:
             return
         user = " ".join([inst.user] + [r.text for r in inst.replies])
         gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
+        gold_args = {(k, v) for c in inst.gold for k, v in (c.args or {}).items()
+                     if isinstance(v, str)}
         for kind in self.cap.domain.entities.values():
             table = env.initial_db.get(kind.collection)
             if not kind.id_field or not isinstance(table, Mapping):
                 continue
             targets = [r for rid, r in table.items() if rid in gold_ids]
+            # a record the task draws that the gold finds by a field, not by its id
+            # (`search_reminder(content = a.content)`): the argument has the field's name, and
+            # the field is no reference
+            links = {ref.field for ref in (getattr(self.cap.domain.schema, "refs", {}) or {})
+                     .get(kind.name, {}).values()} | {kind.id_field}
+            targets += [r for r in inst.values.values() if isinstance(r, Mapping)
+                        and r.get(kind.id_field) in table and table[r[kind.id_field]] == r
+                        and r[kind.id_field] not in gold_ids
+                        and any(isinstance(r.get(k), str) and len(r[k]) >= 3 and r[k] == v
+                                and k not in links for k, v in gold_args)]
             for target in targets:
                 for rid, other in table.items():
                     if other is target or rid in gold_ids or not isinstance(other, Mapping):
@@ -188,6 +209,7 @@ class MeaningChecks(Check):
             if n_values and len(always) == n_values:  # a parrot is paid on every seed
                 names = ", ".join(f"`{item[2]}`" for item in always)
                 span = ts.communicate[0] if ts.communicate else None
+                span = ts.distractors.get(always[0][4], span) if always[0][4] else span
                 self.log.add(f"C130:{task}", "error", "C130",
                              f"task `{task}`: every answer ({names}) is already in the user's "
                              f"first message on all {total} seeds checked: an agent that repeats "
@@ -196,8 +218,9 @@ class MeaningChecks(Check):
                              hint="communicate something the agent must find out, or leave the "
                                   "values out of the user's text")
                 continue
-            for k, (count, seed, name, value) in leaks:
+            for k, (count, seed, name, value, say) in leaks:
                 span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+                span = ts.distractors.get(say, span) if ts and say else span
                 self.log.add(f"C330:{task}:{name}", "warning", "C330",
                              f"task `{task}`: the answer `{name}` ({fmt(value)!r} at seed {seed}) "
                              f"is already in the user's first message on {count} of {total} "
@@ -207,13 +230,40 @@ class MeaningChecks(Check):
                                   "of the user's text")
 
 
+def say_pattern(text: A.Text) -> re.Pattern:
+    """A pattern of the words a `say` distractor adds to the user's message (its `{...}`
+    parts match anything on one line)."""
+    parts = [re.escape(p) if isinstance(p, str) else ".*?" for p in text.parts]
+    if parts and parts[-1] == ".*?":
+        parts[-1] = ".*"  # a trailing value runs to the end
+    return re.compile("".join(parts), re.IGNORECASE)
+
+
+def arg_let(where: SpecMap, task: str, tool: str, nth: int, arg: str) -> str | None:
+    """The name the ``nth`` gold call of ``tool`` reads its ``arg`` from (`rb` of
+    `reservation_id = rb.reservation_id`), if it is one."""
+    t = next((t for t in (where.ast.tasks if where.ast is not None else []) if t.name == task), None)
+    calls = [c for c in A.gold_calls(t.gold) if c.name == tool] if t is not None else []
+    if not calls:
+        return None
+    expr = next((kw.value for kw in calls[min(nth, len(calls) - 1)].args if kw.name == arg), None)
+    while isinstance(expr, (A.Attr, A.Index)):
+        expr = expr.obj
+    return expr.id if isinstance(expr, A.Name) else None
+
+
 def picked(cap: Any, where: SpecMap, inst: Any, kind_name: str, arg: str,
-           rid: Any) -> tuple[str | None, Any]:
-    """The task `let` (a pick, if one) whose value is the record ``rid`` names, and its span."""
+           rid: Any, prefer: str | None = None) -> tuple[str | None, Any]:
+    """The task `let` (a pick, if one) whose value is the record ``rid`` names, and its span;
+    ``prefer``, the name the call reads the record from, first when two `let`s draw it."""
     kind = cap.domain.entities.get(kind_name)
     id_field = getattr(kind, "id_field", "") or arg
     picks = dict(where.pick_lets(inst.task))
     found: tuple[str | None, Any] = (None, None)
+    value = inst.values.get(prefer) if prefer else None
+    if prefer in picks and (value == rid or (isinstance(value, Mapping)
+                                             and value.get(id_field) == rid)):
+        return prefer, picks[prefer]
     for name, value in inst.values.items():
         hit = value == rid or (isinstance(value, Mapping) and value.get(id_field) == rid)
         if hit:

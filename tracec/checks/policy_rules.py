@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.meaning import picked
+from tracec.checks.meaning import arg_let, picked
 from tracec.lang import ast as A
 
 MAX_SEEDS = 64
@@ -54,14 +54,22 @@ class PolicyRules(Check):
                 if why is None:
                     continue
                 self.done.add(key)
-                self._report(inst, seed, n, call, rule, why)
+                said = bool(rule.words) and rule.check(db, call.args or {},
+                                                       f"{words} {rule.words}") is None
+                self._report(inst, seed, n, call, rule, why, said)
             box.run(db, call.name, call.arguments, observe=False)
 
-    def _report(self, inst: Any, seed: int, n: int, call: Any, rule: Any, why: str) -> None:
+    def _report(self, inst: Any, seed: int, n: int, call: Any, rule: Any, why: str,
+                said: bool = False) -> None:
         rid = (call.args or {}).get(rule.arg)
-        let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid)
         nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+        let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid,
+                           arg_let(self.where, inst.task, call.name, nth, rule.arg))
         made = ""
+        reason = self._reason(inst) if said else None
+        if reason is not None:  # the user's words break it: at the `let` that draws the reason
+            made = f" (the reason is `let {reason[0]}`, at line {reason[1].line})"
+            span = reason[1]
         if rule.at == "call" or span is None:  # the call's arguments break it: at the call
             span = self.where.gold(inst.task, call.name, nth) or span
             maker = self._maker(inst.task, call.name, nth, rule.reads)
@@ -74,6 +82,15 @@ class PolicyRules(Check):
                      f"{rule.text}): {why}{made}", span, task=inst.task, seed=seed,
                      hint="draw only records the policy allows the call on, or make the gold "
                           "refuse (and the task test the refusal)")
+
+    def _reason(self, inst: Any) -> tuple[str, Any] | None:
+        """(name, span) of the drawn phrase (words, not an id) the user's first message gives:
+        the reason."""
+        for name, span in self.where.pick_lets(inst.task):
+            value = inst.values.get(name)
+            if isinstance(value, str) and " " in value.strip() and value in (inst.user or ""):
+                return name, span
+        return None
 
     def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
         """(name, span) of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""

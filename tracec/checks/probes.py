@@ -152,6 +152,30 @@ def replay(env: CapabilityEnv, calls: Sequence[Any]) -> tuple[Any, list[Call]]:
     return db, done
 
 
+# replay_matches of the drawn instance judged last: (initial world, gold world, toolbox, {call
+# objects' ids: (calls, matches, done)}); the probes' expectations and the ladder checks judge
+# the same call lists on one instance (only the last one is kept: its worlds stay alive)
+_REPLAYS: list = [None, None, None, {}]
+
+
+def replay_matches(env: CapabilityEnv, calls: Sequence[Call]) -> tuple[bool, list[Call]]:
+    """(the world after :func:`replay` of ``calls`` equals the gold world, the calls that
+    succeeded), computed once per drawn instance and list of call objects."""
+    calls = tuple(calls)
+    world, gold_db, box = env.initial_db, env.gold_db, env.toolbox
+    if _REPLAYS[0] is not world or _REPLAYS[1] is not gold_db or _REPLAYS[2] is not box:
+        _REPLAYS[:] = [world, gold_db, box, {}]
+    memo = _REPLAYS[3]
+    key = tuple(map(id, calls))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1], list(hit[2])  # hit[0] keeps the calls alive: their ids stay theirs
+    db, done = replay(env, calls)
+    matches = env.matches_gold(db)
+    memo[key] = (calls, matches, tuple(done))
+    return matches, done
+
+
 def expected(env: CapabilityEnv, probe: Probe,
              results: Sequence[str] | None = None) -> tuple[float, int | None]:
     """The reward the rules promise ``probe`` on the env's current task (env just reset;
@@ -167,8 +191,7 @@ def expected(env: CapabilityEnv, probe: Probe,
         done = [Call(c.name, c.arguments) for c in gold]
         matches = True
     else:
-        db, done = replay(env, probe.calls)
-        matches = env.matches_gold(db)
+        matches, done = replay_matches(env, probe.calls)
     if not probe.name.startswith("echo"):
         results = ()
     elif results is None or probe.calls != gold:

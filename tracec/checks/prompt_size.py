@@ -62,22 +62,33 @@ class PromptSize:
 def first_prompt_size(env: Any, count: Counter | None = None, seeds: int = SIZE_SEEDS,
                       method: str = "estimate") -> PromptSize:
     """Reset ``env`` on seeds 0..seeds-1 (no hint) and size the largest first prompt."""
+    return first_prompt_sizes(env, [None], count, seeds, method)[0]
+
+
+def first_prompt_sizes(env: Any, schemas: list[list[dict] | None], count: Counter | None = None,
+                       seeds: int = SIZE_SEEDS, method: str = "estimate") -> list[PromptSize]:
+    """:func:`first_prompt_size` of ``env`` showing each of ``schemas`` (None: its own tools),
+    each seed reset once for all of them (the first messages do not depend on the schemas)."""
     count = count or estimate_counter
-    best = (0, 0)
-    tools: list[dict] = []
+    best = [(0, 0)] * len(schemas)
+    shown: list[list[dict]] = [[] for _ in schemas]
     for seed in range(seeds):
         _, info = env.reset(seed=seed)
-        messages, tools = info["messages"], info.get("tools") or []
-        total = count(messages, tools)
-        if total > best[0]:
-            best = (total, total - count(messages, None))
-    return PromptSize(tokens=best[0], tool_tokens=best[1], tools=len(tools), method=method)
+        messages = info["messages"]
+        for i, tools in enumerate(schemas):
+            tools = shown[i] = (info.get("tools") if tools is None else tools) or []
+            total = count(messages, tools)
+            if total > best[i][0]:
+                best[i] = (total, total - count(messages, None))
+    return [PromptSize(tokens=b[0], tool_tokens=b[1], tools=len(t), method=method)
+            for b, t in zip(best, shown)]
 
 
 def measure_report(report: Any, cls: Any, count: Counter | None, method: str, budget: int) -> None:
     """Fill ``report``'s prompt fields for env class ``cls``; warn when above ``budget``."""
-    sizes = {flag: first_prompt_size(cls(compact_tools=flag), count, method=method)
-             for flag in (False, True)}
+    full = cls(compact_tools=False)
+    sizes = dict(zip((False, True), first_prompt_sizes(
+        full, [None, cls(compact_tools=True).tools], count, method=method)))
     shown = sizes[bool(cls.capability.compact_tools)]
     report.prompt_tokens = shown.tokens
     report.prompt_tool_tokens = shown.tool_tokens

@@ -2,7 +2,8 @@
 
 A gold argument, or a `communicate` value, that the spec reads straight from the world (a
 record's field, a drawn value, a constant written in the spec; not a computation such as a
-sum or a date shift) must be in what the agent has seen when it needs it: the user's first
+sum or a date shift; a text built from parts, `"Hi " + c.name`, is judged too, since the agent
+types it) must be in what the agent has seen when it needs it: the user's first
 message or a scripted reply, the policy it is shown, or the output of a gold call made before
 it (for a `communicate` value: of any gold call). The check plays the gold on every drawn
 instance (the first ``MAX_SEEDS`` seeds) and reports the first value with no source, at its
@@ -47,6 +48,19 @@ def direct(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) 
     return False
 
 
+def built_text(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+    """The expression builds a text from parts (`"Hi " + c.name`, `"{a} {b}"`): the agent must
+    type it exactly, so it must have seen it whole."""
+    if isinstance(expr, A.Name) and expr.id in lets and expr.id not in seen:
+        return built_text(lets[expr.id], lets, seen | {expr.id})
+    if isinstance(expr, A.Text):
+        return any(not isinstance(p, str) for p in expr.parts)
+    if isinstance(expr, A.BinOp) and expr.op == "+":
+        sides = (expr.left, expr.right)
+        return any(isinstance(e, (A.Str, A.Text)) or built_text(e, lets, seen) for e in sides)
+    return False
+
+
 def root(expr: Any) -> str | None:
     """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
     while isinstance(expr, (A.Attr, A.Index)):
@@ -79,7 +93,9 @@ class Provenance(Check):
             # an argument computed in one call of the tool and read in another: not judged
             computed = {(c.name, kw.name) for c in calls for kw in c.args
                         if not direct(kw.value, lets)}
-            self.args[t.name] = pairs - computed
+            # a text built from parts (C152 too: it is typed, not computed)
+            built = {(c.name, kw.name) for c in calls for kw in c.args if built_text(kw.value, lets)}
+            self.args[t.name] = (pairs - computed) | built
             self.comm[t.name] = [direct(e, lets) for e in t.communicate]
             self.roots[t.name] = [root(e) if root(e) in lets else None for e in t.communicate]
 

@@ -13,16 +13,21 @@ from tracec.checks.answer_order import AnswerOrder
 from tracec.checks.answer_writes import AnswerWrites
 from tracec.checks.check import Check
 from tracec.checks.env_checks import Determinism, EnvChecker
+from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hint_answer import HintAnswer
+from tracec.checks.hint_tools import HintTools
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.meaning import MeaningChecks
+from tracec.checks.noop_writes import NoopWrites
 from tracec.checks.policy_rules import PolicyRules
 from tracec.checks.policy_sections import PolicySections
 from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
 from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
+from tracec.checks.refusals import Refusals
 from tracec.checks.repeats import Repeats
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
+from tracec.checks.time_results import TimeResults
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.variance import Variance
 
@@ -33,6 +38,8 @@ CHECKS: tuple[type[Check], ...] = (
     HintLeak, MeaningChecks, Repeats, LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
+    # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
+    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards

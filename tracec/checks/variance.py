@@ -17,6 +17,7 @@ from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import is_answer
+from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned, values_equal
 
@@ -32,9 +33,10 @@ def _key(value: Any) -> str:
     return fmt(value)
 
 
-def near_copies(env: Any, inst: Any) -> list[tuple[Mapping, Mapping]]:
+def near_copies(env: Any, inst: Any, same: bool = False) -> list[tuple[Mapping, Mapping]]:
     """(target, copy) pairs: a record the gold calls name and a record of the same table with
-    the same fields differing from it in one or two of them (not the id)."""
+    the same fields differing from it in one or two of them (not the id); with ``same``, a copy
+    identical but for its id too."""
     gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
     out = []
     for kind in env.capability.domain.entities.values():
@@ -47,8 +49,26 @@ def near_copies(env: Any, inst: Any) -> list[tuple[Mapping, Mapping]]:
                 if oid in gold_ids or not isinstance(other, Mapping) or set(other) != set(target):
                     continue
                 diff = [k for k in target if k != kind.id_field and other.get(k) != target[k]]
-                if 0 < len(diff) <= 2:
+                if (same or diff) and len(diff) <= 2:
                     out.append((target, other))
+    return out
+
+
+def field_reads(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[tuple[str, str]]:
+    """(`r`, `payment_history`) for every field read `r.f` the expression makes, through the
+    `let`s it names (`refund` = `sum(p.amount for p in r.payment_history)`)."""
+    out: set[tuple[str, str]] = set()
+    if isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name):
+        out.add((expr.obj.id, expr.name))
+    if isinstance(expr, A.Name) and expr.id in lets and expr.id not in seen:
+        return field_reads(lets[expr.id], lets, seen | {expr.id})
+    if isinstance(expr, A.Node):
+        for v in expr.__dict__.values():
+            if isinstance(v, (A.Node, list)):
+                out |= field_reads(v, lets, seen)
+    elif isinstance(expr, list):
+        for v in expr:
+            out |= field_reads(v, lets, seen)
     return out
 
 
@@ -62,6 +82,11 @@ class Variance(Check):
         super().__init__(run)
         self.answers: dict[tuple[str, int], Counter] = {}
         self.inert: dict[str, list[int]] = {}  # task -> [instances with a near-copy, inert, seed]
+        self.reads: dict[str, set[tuple[str, str]]] = {}  # task -> the fields its answers read
+        for t in (self.where.ast.tasks if self.where.ast is not None else []):
+            lets = {let.name: let.value for let in t.lets}
+            self.reads[t.name] = {r for e in t.communicate for r in field_reads(e, lets)
+                                  if r[0] in lets}
 
     def start(self) -> None:
         """C343: a task that the weights starve."""
@@ -104,14 +129,18 @@ class Variance(Check):
                                  hint="keep the answer out of the user's replies")
         if ts is None or not ts.distractors or not answers or seed >= MAX_DISTRACTOR_SEEDS:
             return
-        pairs = near_copies(env, inst)
+        # an identical copy is inert where the task only reads (a write still tells them apart)
+        pairs = near_copies(env, inst, same=not any(c.name in env.toolbox.writes for c in inst.gold))
         if not pairs:
             return
         item = self.inert.setdefault(task, [0, 0, seed])
         item[0] += 1
         scalar = [v for _, _, v in answers if not isinstance(v, (list, dict))]
+        reads = self.reads.get(task, set())
         for target, other in pairs:
             asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar)]
+            # the fields the answer is computed from, on the record it reads them from
+            asked += [f for n, f in reads if inst.values.get(n) is target and f in target]
             if asked and all(values_equal(other.get(f), target[f]) for f in asked):
                 if item[1] == 0:
                     item[2] = seed

@@ -31,6 +31,9 @@ class PolicyRule:
     check: Check
     at: str = "pick"  # where a break is located: the `pick` of the record, or the gold "call"
     reads: str = ""  # for "call": the argument that breaks it (its `let`, if one, is named)
+    # words the rule accepts as the user's reason: a break these words mend is the user's words'
+    # (located at the `let` that draws the reason the user gives)
+    words: str = ""
 
 
 def by_tool(*items: tuple[tuple[str, ...], PolicyRule]) -> dict[str, tuple[PolicyRule, ...]]:
@@ -107,7 +110,12 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         if res is None or not isinstance(total, int):
             return None
         had = res.get("total_baggages") or 0
-        return f"it removes checked bags ({had} -> {total})" if total < had else None
+        if total < had:
+            return f"it removes checked bags ({had} -> {total})"
+        paid, nonfree = res.get("nonfree_baggages") or 0, args.get("nonfree_baggages")
+        if isinstance(nonfree, int) and nonfree < paid:  # a paid bag made free is one removed
+            return f"it drops non-free bags already paid for ({paid} -> {nonfree})"
+        return None
 
     def passengers(db: Mapping, args: Mapping, words: str) -> str | None:
         res = _record(db, "reservations", args.get("reservation_id"))
@@ -132,7 +140,7 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         (("cancel_reservation",), PolicyRule(
             "cancel-allowed", "Cancel flight", "booked within the last 24 hours, a flight "
             "cancelled by the airline, business class, or travel insurance and a reason it "
-            "covers (health or weather)", rid, kind, cancellable)),
+            "covers (health or weather)", rid, kind, cancellable, words="health or weather")),
         (("update_reservation_flights",), PolicyRule(
             "basic-economy", "Modify flight", "basic economy flights cannot be changed (only "
             "their cabin)", rid, kind, basic_economy)),

@@ -463,7 +463,17 @@ CATALOG: dict[str, tuple[dict[str, tuple[str, ...]], tuple[float, float]]] = {
 
 
 def _digits(rng: random.Random, n: int) -> str:
-    return str(rng.randint(10 ** (n - 1), 10**n - 1))
+    """``str(rng.randint(10 ** (n - 1), 10**n - 1))``, drawn as ``randint`` draws (fastrand)."""
+    lo = 10 ** (n - 1)
+    if not fastrand.fast(rng):
+        return str(rng.randint(lo, 10**n - 1))
+    width = 10**n - lo
+    k = width.bit_length()
+    getbits = rng.getrandbits
+    r = getbits(k)
+    while r >= width:
+        r = getbits(k)
+    return str(lo + r)
 
 
 def _all_item_ids(db: dict) -> set[str]:
@@ -520,12 +530,12 @@ def generate_user(rng: random.Random, db: dict, overrides: Mapping[str, Any]) ->
 
 def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
     used = {p["name"] for p in db.get("products", {}).values()}
-    name = overrides.get("name") or rng.choice(sorted(set(CATALOG) - used) or sorted(CATALOG))
-    options, (lo, hi) = CATALOG.get(name, rng.choice(list(CATALOG.values())))
-    combos: dict[tuple, dict] = {}
     pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    name = overrides.get("name") or pick(sorted(set(CATALOG) - used) or sorted(CATALOG))
+    options, (lo, hi) = CATALOG.get(name, pick(list(CATALOG.values())))
+    combos: dict[tuple, dict] = {}
     items = list(options.items())
-    for _ in range(rng.randint(3, 10)):
+    for _ in range(fastrand.randint(rng)(3, 10)):
         combo = tuple([(k, pick(v)) for k, v in items])
         combos.setdefault(combo, dict(combo))
     taken = set(db.get("products", {})) | _all_item_ids(db)
@@ -564,9 +574,10 @@ def _items(rng: random.Random, db: dict) -> list[dict]:
     while len(products) < 2:
         PRODUCT.add(db, generate_product(rng, db, {}))
     items = []
-    for _ in range(rng.randint(1, 5)):
-        product = products[rng.choice(sorted(products))]
-        variant = product["variants"][rng.choice(sorted(product["variants"]))]
+    pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    for _ in range(fastrand.randint(rng)(1, 5)):
+        product = products[pick(sorted(products))]
+        variant = product["variants"][pick(sorted(product["variants"]))]
         items.append(
             {
                 "name": product["name"],

@@ -196,29 +196,17 @@ def _plan(t: T, layout: Layout) -> Callable[[Any], Any]:
 
 def _build_plan(t: T, layout: Layout) -> Callable[[Any], Any]:
     if isinstance(t, ObjT):
-        nullable = layout.nullable.get(t.name, frozenset())
-        steps = [(name, _plan(ft, layout), name in nullable) for name, ft in t.fields]
-        null_names = [name for name, _ in t.fields if name in nullable]
-
-        def obj(value: Any) -> Any:
-            if not isinstance(value, dict):
-                return value
-            out = {}
-            found = 0
-            for name, sub, null in steps:
-                if name in value:
-                    found += 1
-                    v = value[name]
-                    out[name] = None if v is None and null else sub(v)
-                elif null:
-                    out[name] = None
-            if found < len(value):
-                out.update({k: v for k, v in value.items() if k not in out})
-            return out
-
-        return obj if t.fields or null_names else _generic(t, layout)
+        if not t.fields and not layout.nullable.get(t.name):
+            return _generic(t, layout)
+        return _obj_plan(t, layout)
     if isinstance(t, MapT):
         sub = _plan(t.value, layout)
+        if sub is _identity:  # a copy of the mapping, at C speed
+
+            def mapping_copy(value: Any) -> Any:
+                return dict(value.items()) if isinstance(value, dict) else value
+
+            return mapping_copy
 
         def mapping(value: Any) -> Any:
             if isinstance(value, dict):
@@ -228,6 +216,12 @@ def _build_plan(t: T, layout: Layout) -> Callable[[Any], Any]:
         return mapping
     if isinstance(t, ListT):
         sub = _plan(t.elem, layout)
+        if sub is _identity:
+
+            def seq_copy(value: Any) -> Any:
+                return list(value) if isinstance(value, list) else value
+
+            return seq_copy
 
         def seq(value: Any) -> Any:
             if isinstance(value, list):
@@ -236,6 +230,34 @@ def _build_plan(t: T, layout: Layout) -> Callable[[Any], Any]:
 
         return seq
     return _to_float if t == FLOAT else _identity
+
+
+def _obj_plan(t: ObjT, layout: Layout) -> Callable[[Any], Any]:
+    """The plan of an object type as one generated function: each declared field in order
+    (a leaf that stays as it is copied without a call), null defaults, then the undeclared
+    keys; what :func:`conform_plain` does, without its per-field calls (world generation
+    conforms every record)."""
+    nullable = layout.nullable.get(t.name, frozenset())
+    names: dict[str, Any] = {}
+    body = ["def obj(value):", "    if not isinstance(value, dict):", "        return value",
+            "    out = {}", "    found = 0"]
+    for i, (name, ft) in enumerate(t.fields):
+        sub, key, null = _plan(ft, layout), repr(name), name in nullable
+        body += [f"    if {key} in value:", "        found += 1"]
+        if sub is _identity:  # None stays None, a null default or not
+            body.append(f"        out[{key}] = value[{key}]")
+        else:
+            names[f"sub{i}"] = sub
+            body += [f"        v = value[{key}]",
+                     f"        out[{key}] = None if v is None else sub{i}(v)" if null
+                     else f"        out[{key}] = sub{i}(v)"]
+        if null:
+            body += ["    else:", f"        out[{key}] = None"]
+    body += ["    if found < len(value):",
+             "        out.update({k: v for k, v in value.items() if k not in out})",
+             "    return out"]
+    exec("\n".join(body), names)  # code built here from the field names, each repr()
+    return names["obj"]
 
 
 def _generic(t: T, layout: Layout) -> Callable[[Any], Any]:

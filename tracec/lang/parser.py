@@ -8,7 +8,10 @@ parameterised task.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,8 @@ from tracec.lang.strings import Segment, decode_string
 from tracec.lang.to_ast import MAX_NUMBER_CHARS, MAX_TASK_INSTANCES, ToAst, span_of
 
 __all__ = ["GRAMMAR_PATH", "MAX_NESTING", "MAX_NUMBER_CHARS", "MAX_SOURCE_BYTES",
-           "MAX_TASK_INSTANCES", "decode_string", "parse_expr", "parse_source"]
+           "MAX_TASK_INSTANCES", "decode_string", "keeping_trees", "kept_tree", "parse_expr",
+           "parse_source"]
 
 GRAMMAR_PATH = Path(__file__).resolve().parent / "tracec.lark"  # package data (the only copy)
 MAX_SOURCE_BYTES = 1_000_000
@@ -150,12 +154,46 @@ def parse_source(source: str) -> A.Capability:
     try:
         cap = _to_ast(_parser().parse(source, start="start"))
         _check_depth(cap)
+        if _keeping:
+            _keep(source, cap)
         return cap
     except UnexpectedInput as err:
         raise SpecError([_syntax_diagnostic(err, source)]) from None
     except RecursionError:
         raise SpecError([Diagnostic(message="spec is nested too deeply", span=Span(),
                                     code="E005")]) from None
+
+
+# Trees parsed while `keeping_trees()` is on, pickled as parsed (the compiler later annotates its
+# own tree in place: `Field.ref`), for `kept_tree` to hand a second reader of the same text
+# (`tracec check`'s spans) instead of parsing it again: a pickle round trip costs ~1/4 of a parse.
+_KEPT: dict[str, bytes] = {}
+_KEPT_MAX = 8
+_keeping = False
+
+
+def _keep(source: str, cap: A.Capability) -> None:
+    if len(_KEPT) >= _KEPT_MAX:
+        del _KEPT[next(iter(_KEPT))]
+    _KEPT[source] = pickle.dumps(cap, pickle.HIGHEST_PROTOCOL)
+
+
+@contextlib.contextmanager
+def keeping_trees() -> Iterator[None]:
+    """While on, `parse_source` keeps a copy of each whole spec it parses for `kept_tree`."""
+    global _keeping
+    before, _keeping = _keeping, True
+    try:
+        yield
+    finally:
+        _keeping = before
+
+
+def kept_tree(source: str) -> A.Capability | None:
+    """The tree `parse_source(source)` returned while `keeping_trees()` was on, as parsed (a
+    fresh copy, handed out once), or None."""
+    blob = _KEPT.pop(source, None)
+    return None if blob is None else pickle.loads(blob)
 
 
 def parse_expr(source: str, line: int = 1, column: int = 1) -> A.Expr:

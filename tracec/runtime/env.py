@@ -310,6 +310,9 @@ class CapabilityEnv(gym.Env[str, str]):
                     located(cap, exc, f"{cap.name}: {stage}", where)
                     or f"{cap.name}: task `{tdef.name}` failed at {where}: {type(exc).__name__}: {exc}"
                 ) from exc
+            # an earlier draw's exception: its traceback holds this frame, which holds it (a
+            # cycle that kept the failed worlds alive until the garbage collector ran)
+            last = None
             return db, inst
         unsat = f"{cap.name}: task `{tdef.name}` is unsatisfiable"
         at = located(cap, last, unsat, where, message=(

@@ -154,10 +154,20 @@ def _affirmed(needle: str, text: str) -> bool:
     return any(not _NEGATION.search(text[max(0, i - 40):i]) for i in _occurrences(needle, text))
 
 
+_WORD_OF: dict[str, re.Pattern[str]] = {}  # a rival as a word of its own, compiled once
+
+
 def _names(rival: str, text: str) -> bool:
     """``text`` names ``rival`` as a word of its own, not negated."""
+    if rival not in text:  # the pattern needs the rival's text: no search without it
+        return False
+    pattern = _WORD_OF.get(rival)
+    if pattern is None:
+        pattern = re.compile(rf"(?<!\w){re.escape(rival)}(?!\w)")
+        if len(_WORD_OF) < 4096:
+            _WORD_OF[rival] = pattern
     return any(not _NEGATION.search(text[max(0, m.start() - 40):m.start()])
-               for m in re.finditer(rf"(?<!\w){re.escape(rival)}(?!\w)", text))
+               for m in pattern.finditer(text))
 
 
 def claimed(value: Any, texts: Sequence[str], rivals: Any = NO_RIVALS,
@@ -206,12 +216,26 @@ def _structured(result: str) -> bool:
     return len(r) >= 2 and r[0] in "{[" and r[-1] in "}]"
 
 
+_OWN_WORDS: dict[tuple[str, tuple[str, ...]], str] = {}  # own_words by (text, results)
+_OWN_WORDS_MAX = 1024
+
+
 def own_words(text: str, results: Sequence[str] = ()) -> str:
     """What the agent said in its own words in one message: ``<tool_call>``/``<tool_response>``
     markup (with what it holds) removed, every verbatim copy of a structured tool result (a JSON
     object or array the tools returned) removed, and nothing left when what remains is only a
     copy of tool results (``landed`` pasted back from ``get_flight_status``, or two outputs
     one per line; case ignored)."""
+    key = (text, tuple(results))
+    hit = _OWN_WORDS.get(key)
+    if hit is None:  # a pure function of its texts: each probe's message is judged twice
+        if len(_OWN_WORDS) >= _OWN_WORDS_MAX:
+            _OWN_WORDS.clear()
+        hit = _OWN_WORDS[key] = _own_words(text, key[1])
+    return hit
+
+
+def _own_words(text: str, results: Sequence[str]) -> str:
     out = _MARKUP.sub(" ", text)
     for r in results:
         if _structured(r):
@@ -247,14 +271,25 @@ class Outcome:
     calls: Sequence[Call] = ()  # the agent's successful tool calls, in order
     # the other possible values of a value (None: τ²'s rule, a mention is enough: `communicate raw`)
     rivals: Callable[[Any], frozenset[str]] | None = None
+    # communicated() by the values asked (the same values' objects, the same texts, rivals
+    # and task values): the env's reward breakdown and a rule's `communicated()` ask alike
+    _said: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def communicated(self, *vals: Any) -> bool:
         """Every value was told to the user: :func:`mentioned`, and with ``rivals`` as a claim
         (:func:`claimed`: not negated, not beside other possible values of the same field)."""
+        comm = self.v.get("_communicate", ())
+        key = tuple(map(id, vals))
+        hit = self._said.get(key)
+        if hit is not None and hit[1] is self.texts and hit[2] is self.rivals and hit[3] is comm:
+            return hit[4]  # hit[0] keeps the values alive: their ids stay theirs
         if self.rivals is None:
-            return all(mentioned(v, self.texts) for v in vals)
-        told = [*vals, *self.v.get("_communicate", ())]
-        return all(claimed(v, self.texts, self.rivals, told) for v in vals)
+            said = all(mentioned(v, self.texts) for v in vals)
+        else:
+            told = [*vals, *comm]
+            said = all(claimed(v, self.texts, self.rivals, told) for v in vals)
+        self._said[key] = (vals, self.texts, self.rivals, comm, said)
+        return said
 
     def called(self, name: str, args: Mapping[str, Any] | None = None) -> bool:
         """A successful call of ``name`` whose arguments include ``args``."""

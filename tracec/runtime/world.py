@@ -48,6 +48,7 @@ class Frozen:
 
 _CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
 _is_container = _CONTAINERS.__contains__
+_CONTAINER_BASES = tuple(_CONTAINERS)
 
 
 def _containers(value: Any) -> set[int]:
@@ -62,11 +63,31 @@ def _containers(value: Any) -> set[int]:
     return seen
 
 
+def _tree(world: dict) -> bool:
+    """No container is reachable from ``world`` twice (one walk, level by level at C speed):
+    then no table or record shares one with another. False (walk part by part) for a table
+    of a container subclass, which the part-by-part walks enter and this one would not."""
+    if any(isinstance(v, _CONTAINER_BASES) and not _is_container(type(v)) for v in world.values()):
+        return False
+    seen = {id(world)}
+    frontier = [world]
+    while frontier:
+        refs = gc.get_referents(*frontier)
+        frontier = list(itertools.compress(refs, map(_is_container, map(type, refs))))
+        before = len(seen)
+        seen.update(map(id, frontier))
+        if len(seen) != before + len(frontier):  # one reached twice (or again)
+            return False
+    return True
+
+
 def _apart_tables(world: dict, names: list[str], tables: list[str]) -> tuple[list[str], list[str]]:
     """The lazy tables (``names``) and record tables (``tables``) that can be copied on their
     own: no dict or list of such a table (of any one record of a record table) is reachable
     from another table or record. A table that shares one goes back to the rest of the world,
     copied at once with what it shares (keeping the link)."""
+    if _tree(world):  # the usual world: nothing shared, every table apart
+        return list(names), list(tables)
     owner: list[str] = []
     sets: list[set[int]] = []
     for k in names:
@@ -87,6 +108,26 @@ def _apart_tables(world: dict, names: list[str], tables: list[str]) -> tuple[lis
                 shared.add(owner[i])
             seen |= sets[i]
     return [k for k in names if k not in shared], [k for k in tables if k not in shared]
+
+
+# the read-only originals of recent table and record blobs: the next task of the same seed
+# (the same world, its flights and most records untouched) shares them instead of
+# deserialising its own; nothing ever writes an original (see LazyWorld)
+_PRISTINE: dict[bytes, Any] = {}
+_PRISTINE_BYTES = [0]  # the blobs' total size
+_PRISTINE_MAX = 1 << 18  # forgotten all at once past 256 kB of blobs (a few worlds)
+
+
+def _pristine(blob: bytes) -> Any:
+    """The shared read-only original of ``blob``."""
+    value = _PRISTINE.get(blob)
+    if value is None:
+        if _PRISTINE_BYTES[0] > _PRISTINE_MAX:
+            _PRISTINE.clear()
+            _PRISTINE_BYTES[0] = 0
+        value = _PRISTINE[blob] = marshal.loads(blob)
+        _PRISTINE_BYTES[0] += len(blob)
+    return value
 
 
 class FrozenWorld:
@@ -136,9 +177,8 @@ class FrozenWorld:
         except ValueError:
             self._blobs, self._record_blobs, self._whole = {}, {}, Frozen(world)
             return
-        loads = marshal.loads
-        self._pristine = {k: loads(b) for k, b in self._blobs.items()}
-        self._record_pristine = {k: {i: loads(b) for i, b in blobs.items()}
+        self._pristine = {k: _pristine(b) for k, b in self._blobs.items()}
+        self._record_pristine = {k: {i: _pristine(b) for i, b in blobs.items()}
                                  for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
 

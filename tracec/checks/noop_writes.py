@@ -1,0 +1,87 @@
+"""A gold write that changes nothing (C162, error): the record it names is the same before and
+after the call (a passenger list rebuilt with the old date of birth, a flight "moved" to the date
+it has, the old item for the new one).
+
+The user asked for a change; a gold whose write leaves its record as it was teaches a call that
+does nothing, and `state_matches` pays an agent that makes no change at all. The gold is
+replayed on a copy of the initial world of each drawn instance (the first ``MAX_SEEDS`` seeds)
+whose writes name a record; a write call is judged only when an argument names a record of a
+table (its id), by that record's content before and after, and reported when it changes
+nothing on most of the seeds (once, by chance, is the draw's: a last name drawn again).
+Reported at the gold call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from tracec.checks.check import Check, InstanceContext, RunContext
+
+MAX_SEEDS = 32  # a write that changes nothing on most seeds shows on the first ones
+
+
+def _named(db: Mapping, tables: list[str], args: Mapping) -> list[tuple[str, str]]:
+    """(table, id) of every record an argument names by its id."""
+    out = []
+    for value in args.values():
+        if not isinstance(value, str):
+            continue
+        for table in tables:
+            t = db.get(table)
+            if isinstance(t, Mapping) and value in t:
+                out.append((table, value))
+    return out
+
+
+def _dump(db: Mapping, named: list[tuple[str, str]]) -> list[str]:
+    return [json.dumps(db[t].get(rid), sort_keys=True, default=str) for t, rid in named]
+
+
+class NoopWrites(Check):
+    """C162 over the drawn instances; findings go to ``log``."""
+
+    name = "gold writes that change nothing"
+    codes = ("C162",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.tables = [k.collection for k in self.cap.domain.entities.values()
+                       if k.id_field and not k.singleton]
+        # (task, tool, nth) -> [instances judged, writes that changed nothing, first such seed]
+        self.counts: dict[tuple[str, str, int], list[int]] = {}
+
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
+        inst, box = env.instance, env.toolbox
+        if seed >= MAX_SEEDS or not any(c.name in box.writes and _named(env.initial_db, self.tables,
+                                                                        c.args or {})
+                                        for c in inst.gold):
+            return  # no write names a record: nothing to replay
+        db = env.initial_copy()
+        counts: dict[str, int] = {}
+        for call in inst.gold:
+            nth = counts.get(call.name, 0)
+            counts[call.name] = nth + 1
+            named = _named(db, self.tables, call.args or {}) if call.name in box.writes else []
+            before = _dump(db, named)
+            _, ok, _ = box.run(db, call.name, call.arguments, observe=False)
+            if named and ok:
+                item = self.counts.setdefault((inst.task, call.name, nth), [0, 0, -1])
+                item[0] += 1
+                if _dump(db, named) == before:
+                    item[1] += 1
+                    item[2] = seed if item[2] < 0 else item[2]
+
+    def finish(self) -> None:
+        """A write that changes nothing on most seeds (a value that equals the old one by
+        chance, a last name drawn again, is the draw's, not the spec's)."""
+        for (task, tool, nth), (total, same, seed) in self.counts.items():
+            if same * 2 <= total:
+                continue
+            self.log.add(f"C162:{task}:{tool}:{nth}", "error", "C162",
+                         f"task `{task}`: the gold call `{tool}` leaves the record it names as it "
+                         f"was on {same} of {total} seeds (first at seed {seed}): the write "
+                         "changes nothing (the old value passed for the new one?)",
+                         self.where.gold(task, tool, nth), task=task, seed=seed,
+                         hint="pass the value the user asks for, not the record's own")

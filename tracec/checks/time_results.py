@@ -1,0 +1,128 @@
+"""The gold against its own time tools' results (C161, error).
+
+* A gold write's time argument (a unit of the `instant` dimension in the domain's contract,
+  `reminder_timestamp`) that the gold computes in the spec while an earlier gold call computed a
+  number (`shift_timestamp`): the agent is to use that result, so the argument must be in what
+  it has seen (the user's words or an earlier gold output). `hours * 3600` where the tool was
+  asked to shift minutes, or a day counted twice, gives a time no tool returned.
+* A weekday answer ("Friday") when the gold's last call decodes a time (its output has an
+  `isoweekday`): the answer must be that weekday (not the weekday of the time before a shift).
+
+Judged on the first ``MAX_SEEDS`` seeds, from the gold calls' outputs the run already has.
+Reported at the write call, and at the `let` the answer is read from (else the `communicate`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.provenance import direct, root
+from tracec.domains.units import UNITS
+from tracec.lang import ast as A
+from tracec.runtime.lib import fmt
+from tracec.runtime.outcome import mentioned
+
+MAX_SEEDS = 64
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _number(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _instant(unit: str | None) -> bool:
+    u = UNITS.get(unit or "")
+    return u is not None and u.dim == "instant"
+
+
+class TimeResults(Check):
+    """C161 over the drawn instances; findings go to ``log``."""
+
+    name = "gold vs its time tools"
+    codes = ("C161",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
+        self.computed: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) computed
+        self.roots: dict[str, list[str | None]] = {}
+        for t in (self.where.ast.tasks if self.where.ast is not None else []):
+            lets = {let.name: let.value for let in t.lets}
+            self.computed[t.name] = {(c.name, kw.name) for c in A.gold_calls(t.gold)
+                                     for kw in c.args if not direct(kw.value, lets)}
+            self.roots[t.name] = [root(e) for e in t.communicate]
+        self.done: set[str] = set()
+
+    def instance(self, ctx: InstanceContext) -> None:
+        env, seed = ctx.env, ctx.seed
+        inst = env.instance
+        if seed >= MAX_SEEDS or not inst.gold:
+            return
+        results = ctx.results
+        self._writes(ctx, inst, results)
+        self._weekday(inst, seed, results)
+
+    def _writes(self, ctx: InstanceContext, inst: Any, results: list[str]) -> None:
+        writes = ctx.env.toolbox.writes
+        computed = self.computed.get(inst.task, set())
+        known = [inst.user] + [r.text for r in inst.replies]
+        counts: dict[str, int] = {}
+        for n, call in enumerate(inst.gold):
+            nth = counts.get(call.name, 0)
+            counts[call.name] = nth + 1
+            # an earlier gold call computed a number from its arguments (not a plain reading
+            # such as get_current_timestamp)
+            if call.name not in writes or not any(_number(r) and c.args for r, c
+                                                  in zip(results[:n], inst.gold)):
+                continue
+            for arg, value in (call.args or {}).items():
+                key = f"{inst.task}:{call.name}:{arg}"
+                if key in self.done or (call.name, arg) not in computed \
+                        or not _instant((self.arg_units.get(call.name) or {}).get(arg)) \
+                        or not isinstance(value, (int, float)) \
+                        or mentioned(value, known + list(results[:n])):
+                    continue
+                self.done.add(key)
+                self.log.add(f"C161:{key}", "error", "C161",
+                             f"task `{inst.task}`: the gold call `{call.name}` passes `{arg}` = "
+                             f"{fmt(value)!r}, a time no earlier gold call returned and the user "
+                             f"did not give (seed {ctx.seed}): the gold contradicts its own time "
+                             "tools", self.where.gold(inst.task, call.name, nth),
+                             task=inst.task, seed=ctx.seed,
+                             hint="pass the time the gold's own tool computes (check the units "
+                                  "and the shift's arguments)")
+
+    def _weekday(self, inst: Any, seed: int, results: list[str]) -> None:
+        if inst.task in self.done or not results:
+            return
+        try:
+            last = json.loads(results[-1])
+        except (TypeError, ValueError):
+            return
+        day = last.get("isoweekday") if isinstance(last, dict) else None
+        if not isinstance(day, int) or not 1 <= day <= 7:
+            return
+        for k, (name, value) in enumerate(inst.communicate.items()):
+            if not isinstance(value, str) or value.capitalize() not in WEEKDAYS \
+                    or value.capitalize() == WEEKDAYS[day - 1]:
+                continue
+            self.done.add(inst.task)
+            roots = self.roots.get(inst.task, [])
+            let = roots[k] if k < len(roots) else None
+            ts = self.where.tasks.get(inst.task)
+            span = (self.where.let(inst.task, let) if let else None) or \
+                (ts.communicate[k] if ts and k < len(ts.communicate) else None)
+            self.log.add(f"C161:{inst.task}:weekday", "error", "C161",
+                         f"task `{inst.task}`: the answer `{name}` is {value!r}, but the gold's "
+                         f"last call `{inst.gold[-1].name}` returns isoweekday {day} "
+                         f"({WEEKDAYS[day - 1]}) at seed {seed}: the gold contradicts its own "
+                         "tool result", span, task=inst.task, seed=seed,
+                         hint="answer the weekday of the time the gold decodes (the shifted "
+                              "one?)")
+            return
