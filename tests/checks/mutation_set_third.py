@@ -30,7 +30,9 @@ THIRD = [
     # the refund sums every item of the order, not only the ones returned
     Mutation("refund_sums_all_order_items", TCP,
              "let refund = round(sum(i.price for i in back), 2)",
-             "let refund = round(sum(i.price for i in ord.items), 2)", ""),
+             "let refund = round(sum(i.price for i in ord.items), 2)", "",
+             gap="a retail return records no amount: nothing in the gold's writes contradicts the "
+                 "sum of the whole order, and one record's total is a legal answer elsewhere"),
     # the "difference" reported is the new variant's price, not the difference
     Mutation("variant_diff_is_new_price", TCP,
              "let diff   = round(abs(target.price - item.price), 2)",
@@ -76,7 +78,9 @@ THIRD = [
     # "paid for reservation X" sums the user's payments over all their reservations
     Mutation("paid_over_all_user_reservations", RLC,
              "let paid = sum(p.amount for p in r.payment_history)",
-             "let paid = sum(x.payment_history[0].amount for x in reservations if x.user_id == r.user_id)", ""),
+             "let paid = sum(x.payment_history[0].amount for x in reservations if x.user_id == r.user_id)", "",
+             gap="a read-only task: no write, hint or contract field says which records the sum "
+                 "may read (the hint names `payment_history`, which it reads)"),
     # the destination answer reads the origin field
     Mutation("destination_reads_origin", RLC,
              "communicate r.destination", "communicate r.origin", ""),
