@@ -33,6 +33,9 @@ def _head(name: str, code: str) -> str:
     ("reminder_weekday_of_message_day", "C167", "the user asks what day it will be"),
     ("second_bags_all_paid", "C168", "bag update 2 of the gold sets nonfree_baggages = "),
     ("variant_drops_bag_allowance", "C169", "does not show the agent"),
+    ("basic_economy_free_bag", "C168", ("gives a regular member 1 free checked bag(s) per "
+                                        "basic_economy passenger; the policy's checked bag "
+                                        "allowance gives 0")),
 ])
 def test_third_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     head = _head(name, code)

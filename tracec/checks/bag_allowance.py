@@ -10,6 +10,8 @@ to model it right on every seed:
 * C168: a bag update whose new `nonfree_baggages` is not the old one plus the added bags beyond
   the free ones still unused (every added bag charged while free ones remain, a free bag in
   basic economy for a regular member), at the `let` the argument is computed in (else the call);
+  also a copy of the allowance table in the seed (`allow = {"regular": {"basic_economy": 0,
+  ...}}`) whose numbers differ from the policy's, at that seed line;
 * C169: an env (a `variant`) whose policy excerpt drops the allowance table that such a gold
   follows, at its `policy sections` line.
 
@@ -48,6 +50,25 @@ def allowance_table(policy: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def _table_differs(expr: object, table: dict[str, dict[str, int]]
+                   ) -> tuple[str, str, int, int] | None:
+    """(membership, cabin, the spec's number, the policy's) of the first entry where a dict
+    literal keyed by the policy's memberships gives another number of free bags."""
+    if not isinstance(expr, A.DictLit) or not expr.pairs:
+        return None
+    rows = {p.key.value: p.value for p in expr.pairs if isinstance(p.key, A.Str)}
+    if len(rows) != len(expr.pairs) or not set(rows) <= set(table):
+        return None
+    for member, row in rows.items():
+        if not isinstance(row, A.DictLit):
+            return None
+        for p in row.pairs:
+            if isinstance(p.key, A.Str) and isinstance(p.value, A.Num) \
+                    and p.key.value in table[member] and p.value.value != table[member][p.key.value]:
+                return member, p.key.value, int(p.value.value), table[member][p.key.value]
+    return None
+
+
 def _bags(args: Mapping) -> bool:
     return "total_baggages" in args and "nonfree_baggages" in args and "reservation_id" in args
 
@@ -73,6 +94,18 @@ class BagAllowance(Check):
         self.wrong: dict[tuple[str, int], tuple[int, int, int, str]] = {}  # first mismatch
         self.shown: bool | None = None
         self.tool = ""
+
+    def start(self) -> None:
+        """A seed value that copies the allowance table with other numbers than the policy's."""
+        for stmt in (self.where.ast.seed if self.where.ast is not None and self.table else []):
+            wrong = _table_differs(stmt.value, self.table)
+            if wrong is None:
+                continue
+            member, cabin, got, want = wrong
+            self.log.add(f"C168:seed:{stmt.name}", "error", "C168",
+                         f"seed `{stmt.name}` gives a {member} member {got} free checked bag(s) per "
+                         f"{cabin} passenger; the policy's checked bag allowance gives {want}",
+                         self.where.seed_span(stmt), hint="copy the policy's allowance table")
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
