@@ -73,10 +73,8 @@ FRESH: list[Mutation] = [
              gap="C344 at the `communicate` whose answer is constant; the `first` that makes it "
                  "so is two `let`s away"),
     # the look-alike booking paid the same amount: reading the wrong record gives the right refund
-    Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341",
-             gap="on the seeds where the booking has one payment the copy is identical but for "
-                 "its id; the task also cancels, and cancelling the copy is still punished, so "
-                 "C341 counts an identical copy as inert only in read-only tasks"),
+    # (caught since C341 counts a copy identical but for its id in a task that writes too)
+    Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341"),
     # ---- the gold reads or passes the wrong thing
     # the wrong variable: searches the owner's messages, whose person id no call showed
     Mutation("search_the_owners_messages", DR,

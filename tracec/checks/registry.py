@@ -9,6 +9,7 @@ this order.
 
 from __future__ import annotations
 
+from tracec.checks.ambiguous import Ambiguous
 from tracec.checks.answer_order import AnswerOrder
 from tracec.checks.answer_writes import AnswerWrites
 from tracec.checks.bag_allowance import BagAllowance
@@ -44,8 +45,8 @@ CHECKS: tuple[type[Check], ...] = (
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
-    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites,
-    # ... declined confirmations, invented corrections, time bases, weekdays (third set)
+    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
+    # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,

@@ -11,6 +11,7 @@ distractors inert, over the seeds of one `tracec check` run.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -54,22 +55,51 @@ def near_copies(env: Any, inst: Any, same: bool = False) -> list[tuple[Mapping, 
     return out
 
 
+ORDERLESS = frozenset({"sum", "len", "count", "min", "max", "any", "all", "sorted"})
+
+
 def field_reads(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[tuple[str, str]]:
     """(`r`, `payment_history`) for every field read `r.f` the expression makes, through the
     `let`s it names (`refund` = `sum(p.amount for p in r.payment_history)`)."""
-    out: set[tuple[str, str]] = set()
+    return {(n, f) for n, f, _ in _reads(expr, lets, seen, False)}
+
+
+def ordered_reads(expr: Any, lets: dict[str, Any]) -> set[tuple[str, str]]:
+    """The field reads whose order the value depends on: all but a list an aggregate reads
+    whole (`sum(f.price for f in r.flights)`, `len(r.passengers)`)."""
+    return {(n, f) for n, f, orderless in _reads(expr, lets, frozenset(), False) if not orderless}
+
+
+def _reads(expr: Any, lets: dict[str, Any], seen: frozenset[str],
+           orderless: bool) -> set[tuple[str, str, bool]]:
+    out: set[tuple[str, str, bool]] = set()
     if isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name):
-        out.add((expr.obj.id, expr.name))
+        out.add((expr.obj.id, expr.name, orderless))
     if isinstance(expr, A.Name) and expr.id in lets and expr.id not in seen:
-        return field_reads(lets[expr.id], lets, seen | {expr.id})
+        return _reads(lets[expr.id], lets, seen | {expr.id}, orderless)
+    if isinstance(expr, A.CallGen) and expr.func in ORDERLESS:
+        return (_reads(expr.comp.iter, lets, seen, True) | _reads(expr.elt, lets, seen, False)
+                | _reads(expr.comp.cond, lets, seen, False))
+    if isinstance(expr, A.Call) and expr.func in ORDERLESS and len(expr.args) == 1:
+        return _reads(expr.args[0], lets, seen, True)
     if isinstance(expr, A.Node):
         for v in expr.__dict__.values():
             if isinstance(v, (A.Node, list)):
-                out |= field_reads(v, lets, seen)
+                out |= _reads(v, lets, seen, False)
     elif isinstance(expr, list):
         for v in expr:
-            out |= field_reads(v, lets, seen)
+            out |= _reads(v, lets, seen, False)
     return out
+
+
+def _same(a: Any, b: Any, ordered: bool) -> bool:
+    """Equal values; lists an aggregate reads whole are equal as bags (a shuffled copy)."""
+    if values_equal(a, b):
+        return True
+    if ordered or not isinstance(a, list) or not isinstance(b, list):
+        return False
+    return sorted(json.dumps(x, sort_keys=True, default=str) for x in a) == \
+        sorted(json.dumps(x, sort_keys=True, default=str) for x in b)
 
 
 class Variance(Check):
@@ -83,10 +113,12 @@ class Variance(Check):
         self.answers: dict[tuple[str, int], Counter] = {}
         self.inert: dict[str, list[int]] = {}  # task -> [instances with a near-copy, inert, seed]
         self.reads: dict[str, set[tuple[str, str]]] = {}  # task -> the fields its answers read
+        self.ordered: dict[str, set[tuple[str, str]]] = {}  # those whose order counts
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.reads[t.name] = {r for e in t.communicate for r in field_reads(e, lets)
                                   if r[0] in lets}
+            self.ordered[t.name] = {r for e in t.communicate for r in ordered_reads(e, lets)}
 
     def start(self) -> None:
         """C343: a task that the weights starve."""
@@ -129,19 +161,25 @@ class Variance(Check):
                                  hint="keep the answer out of the user's replies")
         if ts is None or not ts.distractors or not answers or seed >= MAX_DISTRACTOR_SEEDS:
             return
-        # an identical copy is inert where the task only reads (a write still tells them apart)
-        pairs = near_copies(env, inst, same=not any(c.name in env.toolbox.writes for c in inst.gold))
+        # an identical copy is inert too: reading it gives the answer (a write naming the
+        # target's id does not tell the agent which record to read)
+        pairs = near_copies(env, inst, same=True)
         if not pairs:
             return
         item = self.inert.setdefault(task, [0, 0, seed])
         item[0] += 1
         scalar = [v for _, _, v in answers if not isinstance(v, (list, dict))]
-        reads = self.reads.get(task, set())
+        reads, ordered = self.reads.get(task, set()), self.ordered.get(task, set())
         for target, other in pairs:
             asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar)]
-            # the fields the answer is computed from, on the record it reads them from
-            asked += [f for n, f in reads if inst.values.get(n) is target and f in target]
-            if asked and all(values_equal(other.get(f), target[f]) for f in asked):
+            # the fields the answer is computed from, on the record it reads them from (a list
+            # a sum reads whole counts shuffled as the same)
+            names = [n for n in {n for n, _ in reads} if inst.values.get(n) is target]
+            asked += [f for n, f in reads if n in names and f in target]
+            if asked and all(_same(other.get(f), target[f], f not in {f for n, f in reads
+                                                                       if n in names}
+                                   or any((n, f) in ordered for n in names))
+                             for f in asked):
                 if item[1] == 0:
                     item[2] = seed
                 item[1] += 1

@@ -179,8 +179,10 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in [
             "True with probability p"),
     Builtin("date_between", 1, 2, _strings("date_between", STR), "rt.date_between", True, False,
             "a random YYYY-MM-DD date: date_between(\"2024-05-01\"..\"2024-05-20\")"),
-    Builtin("first_name", 0, 0, _any_to(STR), "rt.first_name", True, False, "a random first name"),
-    Builtin("last_name", 0, 0, _any_to(STR), "rt.last_name", True, False, "a random last name"),
+    Builtin("first_name", 0, 1, _strings("first_name", STR), "rt.first_name", True, False,
+            "a random first name; first_name(p.first_name): one other than it"),
+    Builtin("last_name", 0, 1, _strings("last_name", STR), "rt.last_name", True, False,
+            "a random last name; last_name(p.last_name): one other than it"),
     Builtin("fresh_id", 1, 2, _any_to(STR), "rt.fresh_id", True, False,
             "a random id: fresh_id(\"GC\", 6)"),
     # pure

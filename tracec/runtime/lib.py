@@ -151,14 +151,19 @@ _LAST = (
 )
 
 
-def first_name(rng: Rng) -> str:
-    """A first name from a fixed list."""
-    return _FIRST[rng.randrange(builtins.len(_FIRST))]
+def _name(rng: Rng, names: tuple[str, ...], other_than: str | None) -> str:
+    pool = [n for n in names if n != other_than] if other_than is not None else names
+    return pool[rng.randrange(builtins.len(pool))]
 
 
-def last_name(rng: Rng) -> str:
-    """A last name from a fixed list."""
-    return _LAST[rng.randrange(builtins.len(_LAST))]
+def first_name(rng: Rng, other_than: str | None = None) -> str:
+    """A first name from a fixed list (not ``other_than``: a rename that changes something)."""
+    return _name(rng, _FIRST, other_than)
+
+
+def last_name(rng: Rng, other_than: str | None = None) -> str:
+    """A last name from a fixed list (not ``other_than``: a rename that changes something)."""
+    return _name(rng, _LAST, other_than)
 
 
 def fresh_id(rng: Rng, prefix: str = "", digits: int = 6) -> str:
