@@ -30,9 +30,7 @@ THIRD = [
     # the refund sums every item of the order, not only the ones returned
     Mutation("refund_sums_all_order_items", TCP,
              "let refund = round(sum(i.price for i in back), 2)",
-             "let refund = round(sum(i.price for i in ord.items), 2)", "",
-             gap="a retail return records no amount: nothing in the gold's writes contradicts the "
-                 "sum of the whole order, and one record's total is a legal answer elsewhere"),
+             "let refund = round(sum(i.price for i in ord.items), 2)", ""),
     # the "difference" reported is the new variant's price, not the difference
     Mutation("variant_diff_is_new_price", TCP,
              "let diff   = round(abs(target.price - item.price), 2)",

@@ -1,4 +1,4 @@
-"""Issue 30, the third set: the mistakes of ``tests/checks/mutation_set_third.py`` that C164-C169
+"""Issue 30, the third set: the mistakes of ``tests/checks/mutation_set_third.py`` that C164-C170
 were added for are reported at the mutated line and say what is wrong; the helpers those checks
 read the spec with."""
 
@@ -11,6 +11,7 @@ from tests.checks.mutation_set_third import THIRD
 from tracec.checks.bag_allowance import allowance_table
 from tracec.checks.correction_values import corrections
 from tracec.checks.declined_replies import declines
+from tracec.checks.return_refund import returned_total
 from tracec.checks.time_bases import names
 from tracec.checks.written_weekday import weekday
 from tracec.domains.airline import DOMAIN as AIRLINE
@@ -33,6 +34,7 @@ def _head(name: str, code: str) -> str:
     ("reminder_weekday_of_message_day", "C167", "the user asks what day it will be"),
     ("second_bags_all_paid", "C168", "bag update 2 of the gold sets nonfree_baggages = "),
     ("variant_drops_bag_allowance", "C169", "does not show the agent"),
+    ("refund_sums_all_order_items", "C170", "the user asks what they get back and the gold returns"),
     ("basic_economy_free_bag", "C168", ("gives a regular member 1 free checked bag(s) per "
                                         "basic_economy passenger; the policy's checked bag "
                                         "allowance gives 0")),
@@ -66,3 +68,10 @@ def test_the_allowance_table_is_read_from_the_policy() -> None:
 def test_names_and_weekday() -> None:
     assert names(parse_expr("day * 86400 + hour * 3600")) == ["day", "hour"]
     assert weekday(0) == "Thursday" and weekday(4 * 86400) == "Monday"
+
+
+def test_returned_total_counts_each_id_passed() -> None:
+    order = {"items": [{"item_id": "a", "price": 10.5}, {"item_id": "b", "price": 2.25}]}
+    assert returned_total(order, ["a"]) == 10.5
+    assert returned_total(order, ["a", "b"]) == 12.75
+    assert returned_total(order, ["c"]) is None

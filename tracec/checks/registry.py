@@ -30,6 +30,7 @@ from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.refusals import Refusals
 from tracec.checks.repeats import Repeats
+from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
 from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
@@ -47,7 +48,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
     GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
     # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
-    DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance,
+    DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
