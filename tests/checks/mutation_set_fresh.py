@@ -196,9 +196,7 @@ FRESH: list[Mutation] = [
                  "which no check reads"),
     # the refund of every item of the order, not of the returned ones
     Mutation("refund_of_every_item", TCP, "let refund = round(sum(i.price for i in back), 2)",
-             "let refund = round(sum(i.price for i in ord.items), 2)", "C155",
-             gap="the retail return records no refund amount (it is paid when processed), so C155"
-                 " has no write to compare"),
+             "let refund = round(sum(i.price for i in ord.items), 2)", "C170"),
     # minutes written as hours in the reminder's time (the gold's own shift_timestamp says minutes)
     Mutation("minutes_as_hours", PER, "(tens * 10 + units) * 60)", "(tens * 10 + units) * 3600)",
              "C161"),

@@ -177,6 +177,10 @@ class SpecMap:
         ts = self.tasks.get(name)
         return ts.span if ts else None
 
+    def seed_span(self, stmt: A.SeedStmt) -> Span:
+        """Where a seed statement of the parsed spec is."""
+        return self._place(stmt.span)
+
     def rule(self, index: int | None) -> Span | None:
         if index is None or not 0 <= index < len(self.rules):
             return None

@@ -12,7 +12,10 @@ from __future__ import annotations
 from tracec.checks.ambiguous import Ambiguous
 from tracec.checks.answer_order import AnswerOrder
 from tracec.checks.answer_writes import AnswerWrites
+from tracec.checks.bag_allowance import BagAllowance
 from tracec.checks.check import Check
+from tracec.checks.correction_values import CorrectionValues
+from tracec.checks.declined_replies import DeclinedReplies
 from tracec.checks.env_checks import Determinism, EnvChecker
 from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hint_answer import HintAnswer
@@ -27,10 +30,13 @@ from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.refusals import Refusals
 from tracec.checks.repeats import Repeats
+from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
+from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.variance import Variance
+from tracec.checks.written_weekday import WrittenWeekday
 
 CHECKS: tuple[type[Check], ...] = (
     # the capability: gymnasium's checker, determinism
@@ -41,6 +47,8 @@ CHECKS: tuple[type[Check], ...] = (
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
     GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
+    # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
+    DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
