@@ -134,9 +134,7 @@ FRESH: list[Mutation] = [
     # the compact variant hides the only tool that shows the reservations
     Mutation("variant_hides_the_reader", MSTC,
              "tools [get_reservation_details, get_user_details, cancel_reservation,",
-             "tools [get_user_details, cancel_reservation,", "C102", variant=True,
-             gap="a compile error at each gold call of the hidden tool (its hint names the "
-                 "`tools` line)"),
+             "tools [get_user_details, cancel_reservation,", "E167", variant=True),
     # ---- the gold breaks a policy rule the API does not enforce
     # off by one day: "refuse" bookings made within 48 hours, some of which the policy lets cancel
     Mutation("refusal_window_off_by_one_day", PV,

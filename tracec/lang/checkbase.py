@@ -78,6 +78,7 @@ class CheckState:
         self.partial_names: dict[str, list[str]] = {}  # let names some tasks lack -> those tasks
         self.shown: dict[str, int] | None = None  # `tools [...]`: name -> line; None: all tools
         self.shown_unknown = False  # `tools [...]` has an unknown entry (already reported)
+        self.unshown: set[str] = set()  # tools a variant's `tools [...]` lacks (reported once)
         self.dtypes = DomainTypes(domain)
         self.enums: dict[int, EnumUse] = {}  # id(expression node) -> the enum it holds
         self.key_enums: dict[int, EnumUse] = {}  # id(map expression node) -> its key enum

@@ -157,8 +157,17 @@ class NameResolution:
         if s.shown is None or tool in s.shown or tool in s.tools or s.shown_unknown:
             return  # (after a wrong `tools` entry, its fix decides what is shown)
         line = cap.shown_tools_span.line if cap.shown_tools_span else 0
-        whose = f"variant `{cap.variant_of}`'s" if cap.variant_of else "this capability's"
-        self.s.error(f"tool `{tool}` is not in {whose} `tools` list", span,
+        if cap.variant_of and cap.shown_tools_span is not None:
+            # the tasks are the base's, where they hold: the variant's own list is what drops
+            # the tool, so the error is there, once per tool, naming the first use
+            if tool not in s.unshown:
+                s.unshown.add(tool)
+                s.error(f"variant `{cap.variant_of}`'s `tools` list lacks `{tool}`, which the "
+                        f"spec calls on line {span.line}", cap.shown_tools_span,
+                        f"add `{tool}` to the list: the variant's agent is never shown a tool "
+                        "its tasks need", code="E167")
+            return
+        self.s.error(f"tool `{tool}` is not in this capability's `tools` list", span,
                      f"the agent is only shown the tools listed on line {line}; add `{tool}` "
                      "there", code="E167")
 
