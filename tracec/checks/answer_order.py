@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import root
 from tracec.domains.units import UNITS
 from tracec.runtime.outcome import mentioned
 
@@ -34,7 +33,7 @@ class AnswerOrder(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        cap, where = self.cap, self.where
+        cap = self.cap
         schema = cap.domain.schema
         units = getattr(schema, "units", {}) or {}
         self.kinds = []  # (collection, time fields)
@@ -42,9 +41,6 @@ class AnswerOrder(Check):
             times = [f for f, u in (units.get(kind.name) or {}).items() if _is_time(u)]
             if times and kind.id_field:
                 self.kinds.append((kind.collection, times))
-        self.roots: dict[str, list[str | None]] = {}
-        for t in (where.ast.tasks if where.ast is not None else []):
-            self.roots[t.name] = [root(e) for e in t.communicate]
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -89,11 +85,7 @@ class AnswerOrder(Check):
         return None
 
     def _report(self, inst: Any, seed: int, k: int, name: str, why: str, least: bool) -> None:
-        roots = self.roots.get(inst.task, [])
-        let = roots[k] if k < len(roots) else None
-        ts = self.where.tasks.get(inst.task)
-        span = (self.where.let(inst.task, let) if let else None) or \
-            (ts.communicate[k] if ts and k < len(ts.communicate) else self.where.task(inst.task))
+        span = self.where.answer(inst.task, k) or self.where.task(inst.task)
         asks = "first" if least else "last"
         self.log.add(f"C157:{inst.task}:{k}", "error", "C157",
                      f"task `{inst.task}`: the user asks which is {asks}, but the answer `{name}` "

@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping
 
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.locate import root
 from tracec.checks.policy_sections import sections_line
-from tracec.checks.provenance import root
 from tracec.lang import ast as A
 
 MAX_SEEDS = 32

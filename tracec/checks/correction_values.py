@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import root
+from tracec.checks.locate import root
 from tracec.lang import ast as A
 from tracec.runtime.outcome import mentioned
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import root
+from tracec.checks.locate import root
 from tracec.lang import ast as A
 
 _TICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")

@@ -55,6 +55,7 @@ class TaskSpans:
     gold: list[tuple[str, Span]] = field(default_factory=list)  # (tool, span), source order
     forbids: list[tuple[str, Span]] = field(default_factory=list)
     communicate: list[Span] = field(default_factory=list)
+    communicate_roots: list[str | None] = field(default_factory=list)  # the name each reads
     communicate_round: list[bool] = field(default_factory=list)  # the value is `round(...)`
     user: Span | None = None
     hint: Span | None = None
@@ -98,6 +99,13 @@ def _parse_once(text: str) -> A.Capability:
     return cap
 
 
+def root(expr: Any) -> str | None:
+    """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
+    while isinstance(expr, (A.Attr, A.Index)):
+        expr = expr.obj
+    return expr.id if isinstance(expr, A.Name) else None
+
+
 class SpecMap:
     """The spans of one capability's spec, or (spec unknown) its generated module's lines."""
 
@@ -137,6 +145,7 @@ class SpecMap:
                 ts.gold.append((c.name, place(c.span)))
             ts.forbids = [(f.tool, place(f.span)) for f in t.forbid]
             ts.communicate = [place(e.span) for e in t.communicate]
+            ts.communicate_roots = [root(e) for e in t.communicate]
             ts.communicate_round = [isinstance(e, A.Call) and e.func == "round"
                                     for e in t.communicate]
             ts.user = place(t.user.span) if t.user is not None else None
@@ -212,6 +221,15 @@ class SpecMap:
     def let(self, task: str, name: str) -> Span | None:
         ts = self.tasks.get(task)
         return ts.lets.get(name) if ts else None
+
+    def answer(self, task: str, k: int) -> Span | None:
+        """Where the task's answer ``k`` comes from: the `let` its value reads, else its
+        `communicate` value."""
+        ts = self.tasks.get(task)
+        if ts is None or not 0 <= k < len(ts.communicate):
+            return None
+        name = ts.communicate_roots[k]
+        return (ts.lets.get(name) if name else None) or ts.communicate[k]
 
     # ------------------------------------------------------------ rendering
 

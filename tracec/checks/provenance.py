@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.locate import root
 from tracec.checks.meaning import is_answer
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
@@ -59,13 +60,6 @@ def built_text(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozenset
         sides = (expr.left, expr.right)
         return any(isinstance(e, (A.Str, A.Text)) or built_text(e, lets, seen) for e in sides)
     return False
-
-
-def root(expr: Any) -> str | None:
-    """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
-    while isinstance(expr, (A.Attr, A.Index)):
-        expr = expr.obj
-    return expr.id if isinstance(expr, A.Name) else None
 
 
 def _scalar(value: Any) -> bool:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import root
 
 MAX_SEEDS = 32
 _ASKS = re.compile(r"\b(refund(ed)?|get back|money back)\b", re.IGNORECASE)
@@ -43,8 +42,6 @@ class ReturnRefund(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.roots = {t.name: [root(e) for e in t.communicate]
-                      for t in (self.where.ast.tasks if self.where.ast is not None else [])}
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -67,11 +64,7 @@ class ReturnRefund(Check):
                 return
             k, name, value = answers[0]
             self.done.add(inst.task)
-            roots = self.roots.get(inst.task, [])
-            let = roots[k] if k < len(roots) else None
-            ts = self.where.tasks.get(inst.task)
-            span = (self.where.let(inst.task, let) if let else None) or \
-                (ts.communicate[k] if ts and k < len(ts.communicate) else None)
+            span = self.where.answer(inst.task, k)
             self.log.add(f"C170:{inst.task}", "error", "C170",
                          f"task `{inst.task}`: the user asks what they get back and the gold "
                          f"returns {len(ids)} item(s) priced {want} in total, but the answer "

@@ -17,7 +17,7 @@ from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
-from tracec.domains.units import UNITS
+from tracec.domains.units import is_instant
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -36,11 +36,6 @@ def names(expr: Any) -> list[str]:
                 if isinstance(x, A.Node):
                     out += names(x)
     return out
-
-
-def _instant(unit: str | None) -> bool:
-    u = UNITS.get(unit or "")
-    return u is not None and u.dim == "instant"
 
 
 class TimeBases(Check):
@@ -82,7 +77,7 @@ class TimeBases(Check):
             for arg, value in (call.args or {}).items():
                 key = (inst.task, call.name, nth, arg)
                 if f"{key}" in self.done or key not in self.computed \
-                        or not _instant((self.arg_units.get(call.name) or {}).get(arg)) \
+                        or not is_instant((self.arg_units.get(call.name) or {}).get(arg)) \
                         or not isinstance(value, int) or isinstance(value, bool) \
                         or mentioned(value, known + list(results[:n])):
                     continue

@@ -18,8 +18,8 @@ import json
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import direct, root
-from tracec.domains.units import UNITS
+from tracec.checks.provenance import direct
+from tracec.domains.units import is_instant
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -36,11 +36,6 @@ def _number(text: str) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _instant(unit: str | None) -> bool:
-    u = UNITS.get(unit or "")
-    return u is not None and u.dim == "instant"
-
-
 class TimeResults(Check):
     """C161 over the drawn instances; findings go to ``log``."""
 
@@ -51,12 +46,10 @@ class TimeResults(Check):
         super().__init__(run)
         self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
         self.computed: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) computed
-        self.roots: dict[str, list[str | None]] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.computed[t.name] = {(c.name, kw.name) for c in A.gold_calls(t.gold)
                                      for kw in c.args if not direct(kw.value, lets)}
-            self.roots[t.name] = [root(e) for e in t.communicate]
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -84,7 +77,7 @@ class TimeResults(Check):
             for arg, value in (call.args or {}).items():
                 key = f"{inst.task}:{call.name}:{arg}"
                 if key in self.done or (call.name, arg) not in computed \
-                        or not _instant((self.arg_units.get(call.name) or {}).get(arg)) \
+                        or not is_instant((self.arg_units.get(call.name) or {}).get(arg)) \
                         or not isinstance(value, (int, float)) \
                         or mentioned(value, known + list(results[:n])):
                     continue
@@ -113,11 +106,7 @@ class TimeResults(Check):
                     or value.capitalize() == WEEKDAYS[day - 1]:
                 continue
             self.done.add(inst.task)
-            roots = self.roots.get(inst.task, [])
-            let = roots[k] if k < len(roots) else None
-            ts = self.where.tasks.get(inst.task)
-            span = (self.where.let(inst.task, let) if let else None) or \
-                (ts.communicate[k] if ts and k < len(ts.communicate) else None)
+            span = self.where.answer(inst.task, k)
             self.log.add(f"C161:{inst.task}:weekday", "error", "C161",
                          f"task `{inst.task}`: the answer `{name}` is {value!r}, but the gold's "
                          f"last call `{inst.gold[-1].name}` returns isoweekday {day} "

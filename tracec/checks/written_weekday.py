@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.provenance import root
-from tracec.domains.units import UNITS
+from tracec.domains.units import is_instant
 
 MAX_SEEDS = 32
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -37,13 +36,10 @@ class WrittenWeekday(Check):
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
-        self.roots = {t.name: [root(e) for e in t.communicate]
-                      for t in (self.where.ast.tasks if self.where.ast is not None else [])}
         self.done: set[str] = set()
 
     def _instant(self, tool: str, arg: str) -> bool:
-        u = UNITS.get((self.arg_units.get(tool) or {}).get(arg) or "")
-        return u is not None and u.dim == "instant"
+        return is_instant((self.arg_units.get(tool) or {}).get(arg))
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
@@ -61,11 +57,7 @@ class WrittenWeekday(Check):
                     or value.capitalize() in written:
                 continue
             self.done.add(inst.task)
-            roots = self.roots.get(inst.task, [])
-            let = roots[k] if k < len(roots) else None
-            ts = self.where.tasks.get(inst.task)
-            span = (self.where.let(inst.task, let) if let else None) or \
-                (ts.communicate[k] if ts and k < len(ts.communicate) else None)
+            span = self.where.answer(inst.task, k)
             self.log.add(f"C167:{inst.task}", "error", "C167",
                          f"task `{inst.task}`: the user asks what day it will be, the answer "
                          f"`{name}` is {value!r}, but the gold writes a time on "

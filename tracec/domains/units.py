@@ -65,6 +65,12 @@ def text_kind(text: str) -> str | None:
     return None
 
 
+def is_instant(name: str | None) -> bool:
+    """Whether the unit named ``name`` (None: no unit) is an instant."""
+    u = UNITS.get(name or "")
+    return u is not None and u.dim == "instant"
+
+
 def by_scale(dim: str, scale: float) -> Unit | None:
     """The unit of ``dim`` whose size is ``scale`` base units (None: no such unit)."""
     return next((u for u in UNITS.values() if u.dim == dim and u.scale == scale), None)
