@@ -11,6 +11,7 @@ from transformers.cache_utils import DynamicCache
 
 from tests.support.models import peaky_model
 from tracec.llm.engine import KVEngine
+from tracec.llm.executor import cache_kwarg
 from tracec.llm.lean import LeanLlama, eligible
 from tracec.llm.split_attention import SplitState
 
@@ -32,27 +33,34 @@ def test_fusing_keeps_one_copy_of_the_weights_and_the_models_outputs(frozen):
     assert lean.current()
 
 
-def test_lean_logits_equal_transformers_to_rounding_at_prefill_and_decode(frozen):
-    g = torch.Generator().manual_seed(1)
-    prompt = torch.randint(5, frozen.config.vocab_size, (1, 30), generator=g)
-    ref = peaky_model(frozen.config._name_or_path)  # the same weights, unfused, transformers' forward
-    lean = LeanLlama(frozen)
+def _lean_vs_reference(lean_model, ref_model, prompt_len=25, seed=3, steps=6):
+    """The lean forward of ``lean_model`` against ``ref_model``'s own forward (same weights),
+    logits within 1e-4 at the prefill and at each of ``steps`` greedy decode steps."""
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(5, ref_model.config.vocab_size, (1, prompt_len), generator=g)
+    lean = LeanLlama(lean_model)
     layers, heads, dim, _ = lean.kv_layout()
-    keys = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
-    values = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
-    mask = torch.ones(1, 40, dtype=torch.long)
-    cache = DynamicCache()
+    cap = prompt_len + steps + 1
+    keys = [torch.zeros(1, heads, cap, dim) for _ in range(layers)]
+    values = [torch.zeros(1, heads, cap, dim) for _ in range(layers)]
+    mask = torch.ones(1, cap, dtype=torch.long)
+    kw = {cache_kwarg(ref_model): DynamicCache()}
     with torch.no_grad():
-        got = lean.forward(prompt, torch.arange(30)[None], keys, values, 0, SplitState(mask[:, :30], []))
-        want = ref(input_ids=prompt, cache=cache, use_cache=True).logits[:, -1]
+        n = prompt_len
+        got = lean.forward(prompt, torch.arange(n)[None], keys, values, 0, SplitState(mask[:, :n], []))
+        want = ref_model(input_ids=prompt, use_cache=True, **kw).logits[:, -1]
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
-        n = 30
-        for _ in range(5):
+        for _ in range(steps):
             tok = want.argmax(-1, keepdim=True)
             got = lean.forward(tok, torch.tensor([[n]]), keys, values, n, SplitState(mask[:, :n + 1], []))
-            want = ref(input_ids=tok, cache=cache, use_cache=True).logits[:, -1]
+            want = ref_model(input_ids=tok, use_cache=True, **kw).logits[:, -1]
             torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
             n += 1
+
+
+def test_lean_logits_equal_transformers_to_rounding_at_prefill_and_decode(frozen):
+    ref = peaky_model(frozen.config._name_or_path)  # the same weights, unfused, transformers' forward
+    _lean_vs_reference(frozen, ref, prompt_len=30, seed=1, steps=5)
 
 
 def test_engines_over_one_model_share_its_fused_weights(frozen):
@@ -103,34 +111,6 @@ def test_which_lora_models_take_the_lean_forward(tiny_model_dir):
     assert not eligible(unfrozen)
 
 
-def _greedy(model, prompt, steps, lean):
-    """Greedy tokens and the logits of each step through the engine's executor forward."""
-    return KVEngine(model, 0, [], lean=lean).complete([prompt], steps, 0.0, 0)[0]
-
-
-def _lean_vs_peft(lean_model, ref_model, steps=6):
-    g = torch.Generator().manual_seed(3)
-    prompt = torch.randint(5, ref_model.config.vocab_size, (1, 25), generator=g)
-    lean = LeanLlama(lean_model)
-    layers, heads, dim, _ = lean.kv_layout()
-    keys = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
-    values = [torch.zeros(1, heads, 40, dim) for _ in range(layers)]
-    mask = torch.ones(1, 40, dtype=torch.long)
-    cache = DynamicCache()
-    with torch.no_grad():
-        got = lean.forward(prompt, torch.arange(25)[None], keys, values, 0, SplitState(mask[:, :25], []))
-        want = ref_model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
-        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
-        n = 25
-        for _ in range(steps):
-            tok = want.argmax(-1, keepdim=True)
-            got = lean.forward(tok, torch.tensor([[n]]), keys, values, n, SplitState(mask[:, :n + 1], []))
-            want = ref_model(input_ids=tok, past_key_values=cache, use_cache=True).logits[:, -1]
-            torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
-            n += 1
-    return lean
-
-
 def test_lean_lora_logits_equal_peft_and_follow_the_adapters_state(tiny_model_dir):
     """Each adapted projection adds B(A(x))·scaling to its slice of the fused output, read at
     every forward: an optimiser step, another active adapter, ``disable_adapter`` all show."""
@@ -141,19 +121,19 @@ def test_lean_lora_logits_equal_peft_and_follow_the_adapters_state(tiny_model_di
         with ref.disable_adapter():
             base_logits = ref(input_ids=torch.tensor([[5, 6, 7]])).logits
     assert not torch.allclose(base_logits, adapted_logits, atol=1e-3)  # the adapter matters
-    _lean_vs_peft(model, ref)
+    _lean_vs_reference(model, ref)
     with torch.no_grad():  # an optimiser step on both
         for m in (model, ref):
             for n, p in m.named_parameters():
                 if "lora_A" in n:
                     p.mul_(1.5)
-    _lean_vs_peft(model, ref)
+    _lean_vs_reference(model, ref)
     with model.disable_adapter(), ref.disable_adapter():
-        _lean_vs_peft(model, ref)
+        _lean_vs_reference(model, ref)
     for m in (model, ref):
         _adapted(tiny_model_dir, targets=["v_proj", "up_proj"], name="second", into=m)
         m.set_adapter("second")
-    _lean_vs_peft(model, ref)
+    _lean_vs_reference(model, ref)
 
 
 def test_engine_greedy_tokens_with_lora_equal_transformers_forward(tiny_model_dir):
@@ -195,4 +175,4 @@ def test_gradient_checkpointing_leaves_the_lean_forward_on(tiny_model_dir):
     set_checkpointing(model, False)
     assert model.get_base_model().model.embed_tokens._forward_hooks  # the hook stays
     assert eligible(model)
-    _lean_vs_peft(model, ref)
+    _lean_vs_reference(model, ref)
