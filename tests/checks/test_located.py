@@ -131,9 +131,23 @@ def test_refused_forbidden_call_is_the_reason_a_rung_is_never_reached() -> None:
     spec = FORBID.replace("forbid send_certificate(amount = 100)",
                           'forbid cancel_reservation(reservation_id = "NOPE00")')
     f = finding(check(spec), "C115")
-    assert f["line"] == line_of(spec, "0.0 when forbidden_called")
+    # the forbid's wrong argument is why: the finding is at it, the rung no probe reaches a note
+    assert f["line"] == line_of(spec, 'forbid cancel_reservation(reservation_id = "NOPE00")')
+    assert [n["line"] for n in f["notes"]] == [line_of(spec, "0.0 when forbidden_called")]
     assert ("the probe's call cancel_reservation(reservation_id='NOPE00') was refused at seed 0: "
             "Error: Reservation NOPE00 not found") in f["message"]
+
+
+def test_rung_that_pays_a_forbidden_call_the_top_is_where_c114_is() -> None:
+    spec = mutate("communicate total", "communicate total\n    forbid get_user_details(user_id = r.user_id)")
+    spec = spec.replace("    1.0 when progress == 1",
+                        "    1.0 when forbidden_called and progress == 1\n    1.0 when progress == 1")
+    f = finding(check(spec), "C114")
+    # the rung reads `forbidden_called` and pays it the top: it is the mistake, the forbid a note
+    assert f["line"] == line_of(spec, "1.0 when forbidden_called and progress == 1")
+    assert [n["line"] for n in f["notes"]] == [line_of(spec, "forbid get_user_details")]
+    assert "pays a forbidden call the top level 1.00" in f["message"]
+    assert f"{PATH}:{f['notes'][0]['line']}:12: note: the forbid it pays" in f["rendered"]
 
 
 def test_forbid_is_played_with_the_gold_calls_other_arguments() -> None:
@@ -163,6 +177,25 @@ def test_answer_in_the_user_text_on_every_seed_is_an_error() -> None:
     f = finding(check(spec), "C130")
     assert f["severity"] == "error" and f["line"] == line_of(spec, "communicate r.reservation_id")
     assert "already in the user's first message on all 3 seeds" in f["message"]
+
+
+def test_answer_in_the_user_texts_own_words_is_at_the_user_line() -> None:
+    spec = mutate("let total = sum(f.price for f in r.flights)",
+                  'let total = 24\n    let chat = pick(["Thanks.", "Cheers."])').replace(
+        'cost?"', 'cost? I know about the 24 hours rule."').replace(
+        "communicate total", 'communicate total\n    distractor chat { say "{chat}" }')
+    f = finding(check(spec), "C130")
+    # the user's own words (outside `{...}`) state it; the `say` that only adds a value does not
+    assert f["line"] == line_of(spec, "I know about the 24 hours rule")
+    assert "the `user` text's own words state `total`" in f["message"]
+
+
+def test_answer_a_say_distractor_states_is_at_the_distractor() -> None:
+    spec = mutate("communicate total",
+                  'communicate total\n    distractor guess { say "I think it was {total} dollars." }')
+    f = finding(check(spec), "C130")
+    assert f["line"] == line_of(spec, "distractor guess")
+    assert "`distractor guess` says `total`" in f["message"]
 
 
 def test_hint_interpolating_the_answer_warns() -> None:

@@ -51,6 +51,15 @@ BROKEN: dict[str, str] = {
     "unreachable_rule": mutate("    0.0 otherwise", "    0.0 otherwise\n    0.5 when progress > 0"),
     "shadowed_rule": mutate("    1.0 when progress == 1 and communicated(total)",
                             "    0.5 when progress == 1\n    1.0 when progress == 1 and communicated(total)"),
+    # the top rung lost its `communicated(total)`: it asks for what a lower rung asks and pays
+    # more, so the error is at it, the rung it shadows a note
+    "weakened_top_rule": mutate("    1.0 when progress == 1 and communicated(total)",
+                                "    1.0 when progress == 1\n    0.5 when progress == 1 and communicated(total)"),
+    # a gold call copies the forbid's argument: the error is at the gold call, the forbid a note
+    "gold_matches_forbid": mutate(
+        "    communicate total\n  }\n  reward {\n",
+        "    communicate total\n    forbid get_reservation_details(reservation_id = r.reservation_id)\n"
+        "  }\n  reward {\n    0.0 when forbidden_called\n"),
     "single_level": mutate("    1.0 when progress == 1 and communicated(total)\n", ""),
     "missing_otherwise": mutate("    0.0 otherwise\n", "    0.0 when progress < 1\n"),
     "level_out_of_range": mutate("1.0 when", "1.5 when"),

@@ -44,7 +44,10 @@ def test_forbidding_a_gold_call_is_an_error() -> None:
         "communicate total\n    forbid get_reservation_details(reservation_id = r.reservation_id)")
     result, text = _diags(same)
     assert not result.ok
-    assert "this forbid matches the gold call `get_reservation_details(reservation_id = r.reservation_id)`" in text
+    # the error is at the gold call (line 12), the forbid it matches a note (line 14)
+    assert ("specs/demo.tracec:12:12: error: this gold call matches "
+            "`forbid get_reservation_details(reservation_id = r.reservation_id)`") in text
+    assert "specs/demo.tracec:14:12: note: the forbid it matches" in text
 
 
 def test_warnings_are_located_and_do_not_fail() -> None:

@@ -18,6 +18,7 @@ report, so the list order is the order of the report).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -37,6 +38,14 @@ def fmt_rule(cap: Capability, index: int | None) -> str:
     if index is None:
         return "no rule"
     return f"rule {index + 1} `{cap.rules[index].text}`"
+
+
+def reads_forbidden(cap: Capability, index: int | None) -> bool:
+    """Rule ``index`` pays a forbidden call: its condition reads `forbidden_called`, not negated
+    (`0.5 when forbidden_called and progress == 1`)."""
+    if index is None or not 0 <= index < len(cap.rules):
+        return False
+    return re.search(r"(?<!\bnot )\bforbidden_called\b", cap.rules[index].text) is not None
 
 
 @dataclass
@@ -78,6 +87,8 @@ class RunContext:
     probes_ok: bool = True  # every probe landed where the rules promise (``report.probes``)
     # (task, forbid index) -> why its forbidden call did nothing, the first reason seen
     forbid_why: dict[tuple[str, int], str] = field(default_factory=dict)
+    # the keys of ``forbid_why`` whose forbidden call the env refused (its arguments are wrong)
+    forbid_refused: set[tuple[str, int]] = field(default_factory=set)
     # the tools the probes call (gold and forbidden calls): a variant that shows them alike
     # shares this check (``report.probe_tools``, tracec.checks.variants)
     probe_tools: set[str] = field(default_factory=set)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from tracec.core.diagnostics import Diagnostic, Span, SpecError
+from tracec.core.diagnostics import Diagnostic, Note, Span, SpecError
 from tracec.lang import ast as A
 from tracec.lang import fragments
 from tracec.lang.parser import kept_tree, parse_source
@@ -46,6 +46,7 @@ class Finding(BaseModel):
     seed: int | None = None
     task: str | None = None
     rendered: str = ""  # path:line:col: severity: message, the source line, a caret, the hint
+    notes: list[dict[str, Any]] = []  # the other statements concerned: line, column, message
 
 
 @dataclass
@@ -252,8 +253,10 @@ class SpecMap:
 
     def finding(self, severity: Severity, code: str, message: str, span: Span | None = None,
                 *, task: str | None = None, seed: int | None = None,
-                hint: str | None = None) -> Finding:
-        """A finding at ``span`` (else at the task, else at the capability's first line)."""
+                hint: str | None = None,
+                notes: list[tuple[Span | None, str]] | None = None) -> Finding:
+        """A finding at ``span`` (else at the task, else at the capability's first line);
+        ``notes``, (span, message) of the other statements concerned, shown at their lines."""
         if span is None and task is not None:
             span = self.task(task)
         path, source = self.path, self.source
@@ -263,10 +266,15 @@ class SpecMap:
             path, line = self._module_line(task)
             source = None
             span = span if span is not None and self.source is not None else Span.at(line, 1)
-        diag = Diagnostic(severity=severity, message=message, span=span, hint=hint, code=code)
+        shown = [Note(message=m, span=at) for at, m in notes or () if at is not None and
+                 source is not None]
+        diag = Diagnostic(severity=severity, message=message, span=span, hint=hint, code=code,
+                          notes=shown)
         return Finding(severity=severity, code=code, path=path, line=span.line,
                        column=span.column, message=message, hint=hint, seed=seed, task=task,
-                       rendered=diag.render(path, source))
+                       rendered=diag.render(path, source),
+                       notes=[{"line": n.span.line, "column": n.span.column,
+                               "message": n.message} for n in shown])
 
     def _capability_span(self) -> Span:
         for n, text in enumerate(self.source.splitlines(), 1):

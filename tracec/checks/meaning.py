@@ -56,9 +56,14 @@ class MeaningChecks(Check):
         # (task, k) -> [count, seed, name, value, the `say` distractor that states it, if one]
         self.user_leaks: dict[tuple[str, int], list] = {}
         self.says: dict[str, list[tuple[str, re.Pattern]]] = {}  # task -> (distractor, its text)
+        self.user_own: dict[str, re.Pattern | None] = {}  # task -> its `user` text's own words
+        self.user_literal: dict[str, str] = {}  # task -> its `user` text outside `{...}`
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             self.says[t.name] = [(d.name, say_pattern(st.text)) for d in t.distractors
                                  for st in d.stmts if isinstance(st, A.Say)]
+            if t.user is not None:
+                self.user_own[t.name] = user_pattern(t.user)
+                self.user_literal[t.name] = " ".join(p for p in t.user.parts if isinstance(p, str))
 
     def instance(self, ctx: InstanceContext) -> None:
         """Check the env's drawn task (and the gold calls' tool outputs)."""
@@ -75,9 +80,10 @@ class MeaningChecks(Check):
                 item = self.user_leaks.setdefault((task, k), [0, seed, name, value, None])
                 item[0] += 1
                 if item[4] is None:  # a distractor's words state it: the finding is there
+                    added = said_after(self.user_own.get(task), inst.user)
                     item[4] = next((d for d, pat in self.says.get(task, [])
                                     if any(mentioned(value, [m.group(0)])
-                                           for m in pat.finditer(inst.user))), None)
+                                           for m in pat.finditer(added))), None)
             hint = inst.hint or ""
             literal = ts.hint_literal if ts else ""
             # without the spec, its hint's literal text is unknown: no interpolation to tell
@@ -196,6 +202,22 @@ class MeaningChecks(Check):
                                       "tells them apart")
                     return
 
+    def _leak_span(self, task: str, leaks: list, span: Any) -> tuple[Any, str]:
+        """Where answers the user's first message states are located, and what states them: the
+        `say` distractor whose words state one, else the `user` text whose own words (outside
+        `{...}`) state one, else ``span`` (the `communicate`)."""
+        ts = self.where.tasks.get(task)
+        if ts is None:
+            return span, ""
+        said = next((item for item in leaks if item[4]), None)
+        if said is not None and said[4] in ts.distractors:
+            return ts.distractors[said[4]], f" (`distractor {said[4]}` says `{said[2]}`)"
+        literal = self.user_literal.get(task, "")
+        own = next((item for item in leaks if literal and mentioned(item[3], [literal])), None)
+        if ts.user is not None and own is not None:
+            return ts.user, f" (the `user` text's own words state `{own[2]}`)"
+        return span, ""
+
     def finish(self) -> None:
         """C130 or C330 for the answers the user's first message states."""
         by_task: dict[str, list] = {}
@@ -208,26 +230,42 @@ class MeaningChecks(Check):
             always = [item for _, item in leaks if item[0] == total]
             if n_values and len(always) == n_values:  # a parrot is paid on every seed
                 names = ", ".join(f"`{item[2]}`" for item in always)
-                span = ts.communicate[0] if ts.communicate else None
-                span = ts.distractors.get(always[0][4], span) if always[0][4] else span
+                span, why = self._leak_span(task, always,
+                                            ts.communicate[0] if ts.communicate else None)
                 self.log.add(f"C130:{task}", "error", "C130",
                              f"task `{task}`: every answer ({names}) is already in the user's "
-                             f"first message on all {total} seeds checked: an agent that repeats "
-                             "the question is paid for communicating them", span, task=task,
+                             f"first message on all {total} seeds checked{why}: an agent that "
+                             "repeats the question is paid for communicating them", span, task=task,
                              seed=always[0][1],
                              hint="communicate something the agent must find out, or leave the "
                                   "values out of the user's text")
                 continue
             for k, (count, seed, name, value, say) in leaks:
                 span = ts.communicate[k] if ts and k < len(ts.communicate) else None
-                span = ts.distractors.get(say, span) if ts and say else span
+                span, why = self._leak_span(task, [(count, seed, name, value, say)], span)
                 self.log.add(f"C330:{task}:{name}", "warning", "C330",
                              f"task `{task}`: the answer `{name}` ({fmt(value)!r} at seed {seed}) "
                              f"is already in the user's first message on {count} of {total} "
-                             "seeds: `communicated()` cannot tell whether the agent found it or "
+                             f"seeds{why}: `communicated()` cannot tell whether the agent found it or "
                              "repeated the user", span, task=task, seed=seed,
                              hint="keep the answer (and distractor texts that may equal it) out "
                                   "of the user's text")
+
+
+def user_pattern(text: A.Text) -> re.Pattern | None:
+    """A pattern of a task's `user` text, its `{...}` parts matching as little as they can; None
+    when it ends with one (then where its own words end is unknown)."""
+    if not text.parts or not isinstance(text.parts[-1], str):
+        return None
+    return re.compile("".join(re.escape(p) if isinstance(p, str) else ".*?" for p in text.parts),
+                      re.DOTALL)
+
+
+def said_after(own: re.Pattern | None, message: str) -> str:
+    """The words a first message adds after the task's own `user` text (the `say` distractors'),
+    or the whole message when that text is not found in it."""
+    m = own.match(message) if own is not None else None
+    return message[m.end():] if m else message
 
 
 def say_pattern(text: A.Text) -> re.Pattern:

@@ -7,7 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracec.checks.check import TOL, Check, InstanceContext, Play, RunContext, fmt_rule
+from tracec.checks.check import (
+    TOL,
+    Check,
+    InstanceContext,
+    Play,
+    RunContext,
+    fmt_rule,
+    reads_forbidden,
+)
 from tracec.checks.own_words import paid_finding, shotgun_paid
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import args_match
@@ -70,13 +78,19 @@ class ForbidGold(Check):
     def instance(self, ctx: InstanceContext) -> None:
         inst, task, seed = ctx.inst, ctx.task, ctx.seed
         for i, f in enumerate(inst.forbid):
-            hit = next((g for g in inst.gold if g.name == f.name and args_match(f.args, g.args or {})), None)
-            if hit is not None:
+            at = next((n for n, g in enumerate(inst.gold)
+                       if g.name == f.name and args_match(f.args, g.args or {})), None)
+            if at is not None:
+                hit = inst.gold[at]
+                nth = sum(1 for g in inst.gold[:at] if g.name == hit.name)
                 self.run.probes_ok = False
+                # the texts differ (the compiler's E301 catches a copy): the forbid's arguments
+                # compute the gold's values, so the finding is at the forbid, the call a note
                 self.log.add(f"forbid-gold:{task}:{f.name}", "error", "C113",
                              f"task `{task}`: `forbid {f.name}` matches the gold call "
                              f"{call_text(hit)} at seed {seed}: the expert would be punished",
                              self.where.forbid(task, i), task=task, seed=seed,
+                             notes=[(self.where.gold(task, hit.name, nth), "the gold call it matches")],
                              hint="name the arguments that make the call wrong, so that the "
                                   "gold call never matches")
 
@@ -135,13 +149,23 @@ class ProbeJudge(Check):
         if probe.forbidden is not None and ep.reward >= top - TOL and probe.forbidden in play.calls:
             self.run.probes_ok = False
             how = "instead of its last write" if "instead" in probe.name else "after them"
-            log.add(f"forbid-inert:{task}:{probe.name}", "error", "C114",
-                    f"task `{task}`, probe {probe.name}: the gold actions with the forbidden "
-                    f"call {call_text(probe.forbidden)} {how} still get the top level "
-                    f"{top:.2f} ({rule}); the forbid does not lower the reward, first at seed {seed}",
-                    where_map.forbid(task, probe.forbid), task=task, seed=seed,
-                    hint="put `0.0 when forbidden_called` first, or add `and not "
-                         "forbidden_called` to the top rule")
+            if reads_forbidden(cap, ep.rule):  # the rung pays the forbidden call: it is there
+                log.add(f"forbid-paid:{ep.rule}", "error", "C114",
+                        f"{rule} pays a forbidden call the top level {top:.2f}: in task "
+                        f"`{task}`, probe {probe.name}, the gold actions with the forbidden call "
+                        f"{call_text(probe.forbidden)} {how} get it, first at seed {seed}",
+                        where_map.rule(ep.rule), task=task, seed=seed,
+                        notes=[(where_map.forbid(task, probe.forbid), "the forbid it pays")],
+                        hint="a rung that reads `forbidden_called` must pay less than the "
+                             "clean gold: lower its level under the top")
+            else:
+                log.add(f"forbid-inert:{task}:{probe.name}", "error", "C114",
+                        f"task `{task}`, probe {probe.name}: the gold actions with the forbidden "
+                        f"call {call_text(probe.forbidden)} {how} still get the top level "
+                        f"{top:.2f} ({rule}); the forbid does not lower the reward, first at seed {seed}",
+                        where_map.forbid(task, probe.forbid), task=task, seed=seed,
+                        hint="put `0.0 when forbidden_called` first, or add `and not "
+                             "forbidden_called` to the top rule")
         if probe.name.startswith("echo") and silent_reward is not None \
                 and ep.reward > silent_reward + TOL:
             self._echo_paid(task, seed, probe, ep, silent_reward)
@@ -167,6 +191,7 @@ class ProbeJudge(Check):
         if probe.forbid is None or probe.forbidden is None or refused is None:
             return
         if refused[0] == probe.calls.index(probe.forbidden):
+            self.run.forbid_refused.add((task, probe.forbid))
             self.run.forbid_why.setdefault(
                 (task, probe.forbid),
                 f"the probe's call {call_text(probe.forbidden)} was refused at seed "

@@ -3,7 +3,7 @@ no probe reached (C115)."""
 
 from __future__ import annotations
 
-from tracec.checks.check import TOL, Check, fmt_rule
+from tracec.checks.check import TOL, Check, fmt_rule, reads_forbidden
 from tracec.runtime.env import Capability
 
 
@@ -40,6 +40,19 @@ class UnreachedLevels(Check):
             return
         for i, hits in enumerate(stats.rule_hits):
             if not hits:
+                refused = next((k for k in self.run.forbid_why if k in self.run.forbid_refused),
+                               None) if reads_forbidden(cap, i) else None
+                if refused is not None:  # the forbid's wrong arguments are why: it is there
+                    task, n = refused
+                    self.log.add(f"level:{i}", "error", "C115",
+                                 f"the forbidden call of task `{task}` never succeeds, so level "
+                                 f"{cap.rules[i].level:g} ({fmt_rule(cap, i)}) is never reached "
+                                 f"by any probe: {self.run.forbid_why[refused]}",
+                                 self.where.forbid(task, n), task=task,
+                                 notes=[(self.where.rule(i), "the rung no probe reaches")],
+                                 hint="a forbid names a call an agent can make and must not: "
+                                      "fix its arguments so that the call can succeed")
+                    continue
                 why, hint = _never_why(cap, i, self.run.forbid_why, stats.rule_hits, self.run.seeds)
                 self.log.add(f"level:{i}", "error", "C115",
                              f"level {cap.rules[i].level:g} ({fmt_rule(cap, i)}) is never "

@@ -46,29 +46,47 @@ def excerpt(text: str, column: int, end: int) -> tuple[str, int, int]:
     return head + shown + tail, caret, width
 
 
+class Note(BaseModel):
+    """A secondary location of a diagnostic: the other statement the finding concerns (rustc's
+    ``note: ... matches any value``), rendered ``path:line:col: note: message`` with its line."""
+
+    message: str
+    span: Span
+
+
+def _excerpt_lines(span: Span, src_lines: list[str], mark: str, gutter_width: int) -> list[str]:
+    """The source line of ``span`` with ``mark`` under it (none when the line is unknown)."""
+    if not 1 <= span.line <= len(src_lines):
+        return []
+    end = span.end_column if span.end_line == span.line else len(src_lines[span.line - 1]) + 1
+    text, col, width = excerpt(src_lines[span.line - 1].replace("\t", " "), span.column, end)
+    gutter = str(span.line).rjust(gutter_width)
+    pad = " " * gutter_width
+    return [f"{pad} |", f"{gutter} | {text}", f"{pad} | {' ' * (col - 1)}{mark * width}"]
+
+
 class Diagnostic(BaseModel):
     severity: Literal["error", "warning"] = "error"
     message: str
     span: Span
     hint: str | None = None
     code: str = "E"
+    notes: list[Note] = []  # other statements concerned, each shown at its own line
 
     def render(self, path: str, source: str | None, lines: list[str] | None = None) -> str:
-        """``path:line:col: severity: message``, one excerpt of the line with a caret, the hint;
-        bounded whatever the line's or message's length (``lines``: ``source`` split once)."""
+        """``path:line:col: severity: message``, one excerpt of the line with a caret, each note
+        (``path:line:col: note: ...`` and its line underlined with ``-``), the hint; bounded
+        whatever the line's or message's length (``lines``: ``source`` split once)."""
         sp = self.span
         out = [f"{path}:{sp.line}:{sp.column}: {self.severity}: {clip(self.message)}"]
         src_lines = lines if lines is not None else source.splitlines() if source is not None else []
-        if 1 <= sp.line <= len(src_lines):
-            end = sp.end_column if sp.end_line == sp.line else len(src_lines[sp.line - 1]) + 1
-            text, col, width = excerpt(src_lines[sp.line - 1].replace("\t", " "), sp.column, end)
-            gutter = str(sp.line)
-            pad = " " * len(gutter)
-            out.append(f"{pad} |")
-            out.append(f"{gutter} | {text}")
-            out.append(f"{pad} | {' ' * (col - 1)}{'^' * width}")
+        gutter = max(len(str(s.line)) for s in [sp] + [n.span for n in self.notes])
+        out += _excerpt_lines(sp, src_lines, "^", gutter)
+        for note in self.notes:
+            out.append(f"{path}:{note.span.line}:{note.span.column}: note: {clip(note.message)}")
+            out += _excerpt_lines(note.span, src_lines, "-", gutter)
         if self.hint:
-            prefix = " " * (len(str(sp.line)) + 1)
+            prefix = " " * (gutter + 1)
             out.append(f"{prefix}= hint: {clip(self.hint)}")
         return "\n".join(out)
 

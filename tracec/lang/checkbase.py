@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracec.core.diagnostics import Diagnostic, Span
+from tracec.core.diagnostics import Diagnostic, Note, Span
 from tracec.core.types import T
 from tracec.domains.base import Domain
 from tracec.lang import ast as A
@@ -86,8 +86,9 @@ class CheckState:
         self.clone_kinds: dict[int, str] = {}  # id(Clone node) -> entity kind, in this task
         self.task_flows: list[dict[str, Any]] = []  # per task: let name -> `flow.Flow`
 
-    def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100") -> None:
-        self._add(Diagnostic(message=message, span=span, hint=hint, code=code))
+    def error(self, message: str, span: Span, hint: str | None = None, code: str = "E100",
+              notes: list[Note] | None = None) -> None:
+        self._add(Diagnostic(message=message, span=span, hint=hint, code=code, notes=notes or []))
 
     def warn(self, message: str, span: Span, hint: str | None = None, code: str = "W100") -> None:
         self._add(Diagnostic(severity="warning", message=message, span=span, hint=hint, code=code))

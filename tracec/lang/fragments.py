@@ -226,6 +226,9 @@ def map_diagnostic(diag: Diagnostic, origins: list[Origin]) -> Diagnostic:
     line = diag.span.line
     origin = origins[line - 1] if 1 <= line <= len(origins) else None
     update: dict[str, Any] = {"span": map_span(diag.span, origins)}
+    if diag.notes:
+        update["notes"] = [n.model_copy(update={"span": map_span(n.span, origins)})
+                           for n in diag.notes]
     if origin is not None and origin.fragment is not None:
         update["message"] = (f"{origin.fragment}:{origin.fragment_line}:{diag.span.column}: "
                              f"{diag.message}")

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tracec.core.diagnostics import Diagnostic
+from tracec.core.diagnostics import Diagnostic, Note
 from tracec.lang import ast as A
 
 Slice = Callable[[A.Node], str]
@@ -58,20 +58,26 @@ def _forbid_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
             for g in A.gold_calls(task.gold):
                 if g.name != f.tool:
                     continue
-                if f.args is None:
+                if f.args is None:  # the bare forbid is too broad: the error is at it
                     out.append(Diagnostic(
                         message=f"`forbid {f.tool}` forbids a call the task's own gold makes",
                         span=f.span, code="E301",
                         hint=f"the expert would be punished; forbid only the wrong call, "
-                             f"e.g. forbid {f.tool}(arg = other_value)"))
+                             f"e.g. forbid {f.tool}(arg = other_value)",
+                        notes=[Note(message="the gold call it forbids", span=g.span)]))
                     break
                 gold_args = {a.name: text_of(a.value) for a in g.args}
                 if f.args and all(gold_args.get(a.name) == text_of(a.value) for a in f.args):
+                    # the gold is what the top rung pays and the trainee learns: the error is
+                    # at the gold call, the forbid it matches a note
+                    shown = ", ".join(f"{a.name} = {text_of(a.value)}" for a in f.args)
                     out.append(Diagnostic(
-                        message=f"this forbid matches the gold call `{g.name}("
-                                f"{', '.join(f'{k} = {v}' for k, v in gold_args.items())})`",
-                        span=f.span, code="E301",
-                        hint="the expert would be punished; forbid a different argument value"))
+                        message=f"this gold call matches `forbid {f.tool}({shown})`: the expert "
+                                "would be punished",
+                        span=g.span, code="E301",
+                        hint="pass the value the task asks for here, or, if the gold is "
+                             "right, forbid a different argument value",
+                        notes=[Note(message="the forbid it matches", span=f.span)]))
                     break
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracec.core.diagnostics import Note
 from tracec.core.types import ANY, T, is_numeric
 from tracec.lang import ast as A
 from tracec.lang.checkbase import CheckState, has_call, mentions
@@ -44,13 +45,15 @@ class RewardAnalysis:
                     scope.consts[n] = 0
             self.types.reward_flows(scope)
         rules: list[RuleFacts] = []
-        seen_conj: list[tuple[frozenset[str], int]] = []
-        otherwise_line: int | None = None
+        seen_conj: list[tuple[frozenset[str], A.Rule, float]] = []
+        otherwise: A.Rule | None = None
         for rule in rw.rules:
-            if otherwise_line is not None:
+            if otherwise is not None:
                 self.s.error("rule after `otherwise` can never apply", rule.span,
-                             f"`otherwise` on line {otherwise_line} catches everything; "
-                             "put it last", code="E211")
+                             f"`otherwise` on line {otherwise.span.line} catches everything; "
+                             "put it last", code="E211",
+                             notes=[Note(message="`otherwise` catches everything",
+                                         span=otherwise.span)])
             vt = self.types.expr(rule.value, scope)
             if not is_numeric(vt):
                 self.s.error(f"a reward must be a number, got {vt}", rule.value.span, code="E212")
@@ -63,19 +66,17 @@ class RewardAnalysis:
             elif not (0.0 <= level <= 1.0):
                 self.s.error(f"reward {level:g} is outside 0..1", rule.value.span, code="E213")
             if rule.cond is None:
-                otherwise_line = rule.span.line
+                otherwise = otherwise or rule
             else:
                 self.types.expr(rule.cond, scope)
                 conj = frozenset(self.conjuncts(rule.cond))
-                for prev, line in seen_conj:
+                for prev, prev_rule, prev_level in seen_conj:
                     if prev <= conj:
-                        self.s.error("this rule can never apply", rule.span,
-                                     f"the rule on line {line} already matches whenever this one "
-                                     "does; put the more specific rule first", code="E214")
+                        self.shadowed(rule, float(level), prev_rule, prev_level)
                         break
-                seen_conj.append((conj, rule.span.line))
+                seen_conj.append((conj, rule, float(level)))
             rules.append(RuleFacts(rule=rule, level=float(level), fractional=fractional))
-        if otherwise_line is None:
+        if otherwise is None:
             self.s.error("reward rules have no `otherwise`", rw.span,
                          "end with a floor such as `0.0 otherwise`", code="E215")
         levels = [r.level for r in rules]
@@ -91,6 +92,32 @@ class RewardAnalysis:
                          "GRPO learns nothing when every rollout gets the same reward; "
                          "declare at least two levels", code="E216")
         return rules
+
+    def shadowed(self, rule: A.Rule, level: float, prev: A.Rule,
+                 prev_level: float) -> None:
+        """E214: ``prev``, an earlier rule, matches whenever ``rule`` does. When ``prev`` pays
+        more, it asks for less than a rung below it and pays more: it lost a condition (a top
+        rung weakened), and the error is there; else ``rule`` is the more specific rung put too
+        late, and the error is at it. The other rule is a note either way."""
+        if prev_level > level:
+            own = set(self.conjuncts(prev.cond))
+            lost = [c for c in self.conjuncts(rule.cond) if c not in own]
+            line = rule.span.line
+            hint = (f"did this rule lose {', '.join(f'`{c}`' for c in lost)}? a rung that asks "
+                    f"for less must pay less; add it here, or remove the rule on line {line}"
+                    if lost else
+                    f"both rules ask for the same; give this rule the condition that earns "
+                    f"{prev_level:g}, or remove the rule on line {line}")
+            self.s.error(f"this rule pays {prev_level:g} whenever the rule on line {line} "
+                         f"(level {level:g}) applies: that rule can never apply", prev.span, hint,
+                         code="E214", notes=[Note(message="this rule can never apply",
+                                                  span=rule.span)])
+            return
+        self.s.error("this rule can never apply", rule.span,
+                     f"the rule on line {prev.span.line} already matches whenever this one does; "
+                     "put the more specific rule first", code="E214",
+                     notes=[Note(message=f"this rule matches whenever the one on line "
+                                         f"{rule.span.line} does", span=prev.span)])
 
     def conjuncts(self, e: Any) -> list[str]:
         if isinstance(e, A.BoolOp) and e.op == "and":
