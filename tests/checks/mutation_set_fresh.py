@@ -91,8 +91,7 @@ FRESH: list[Mutation] = [
              "total_baggages = ra.total_baggages + add_b", "C141"),
     # the refund goes to the gift card the user did not ask for (the forbid's own call)
     Mutation("refund_to_the_gift_card", TCP, "item_ids = ids, payment_method_id = paid)",
-             "item_ids = ids, payment_method_id = gift)", "C113",
-             gap="a compile error at the forbid the gold call now matches, not at the gold call"),
+             "item_ids = ids, payment_method_id = gift)", "C113"),
     # product ids where the API wants item ids (the hint even says so)
     Mutation("product_ids_for_item_ids", TCP, "let ids    = sorted([i.item_id for i in back])",
              "let ids    = sorted([i.product_id for i in back])", "C102",
@@ -231,9 +230,7 @@ LATE: list[Mutation] = [
     # the forbid passes the user id as the reservation id: it never matches a real call
     Mutation("forbid_with_the_user_id", PV,
              "forbid cancel_reservation(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
-             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115",
-             gap="C115 at the `forbidden_called` rung no probe reaches (it says the forbidden call "
-                 "was refused), not at the forbid"),
+             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115"),
     # latitude and longitude swapped in the reminder
     Mutation("latitude_longitude_swapped", PER, "latitude = p.latitude, longitude = p.longitude)",
              "latitude = p.longitude, longitude = p.latitude)", "C158"),
