@@ -7,7 +7,7 @@ is likely:
 | code | severity | finding |
 |---|---|---|
 | C130 | error | every `communicate` value of a task appears in the user's first message on every seed checked: an agent that repeats the question is paid |
-| C330 | warning | a `communicate` value appears in the user's first message on some seed (`communicated()` cannot tell a found answer from a repeated one) |
+| C330 | warning | a `communicate` value appears in the user's first message on some seed (`communicated()` cannot tell a found answer from a repeated one); C130 and C330 sit at the `say` distractor that states it, else at the `user` text whose own words do, else at the `communicate` |
 | C331 | warning | a task's hint interpolates a `communicate` value (GRPO shows hints: the model learns to copy the answer) |
 | C332 | warning | a float answer with more than 2 decimals and no rounding rule (`communicate round(x, 2)`) |
 | C133 | error | `max_turns` is shorter than the gold: the oracle's turns do not fit |
