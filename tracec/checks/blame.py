@@ -12,10 +12,10 @@ its message names the call (its tool and line).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap
+from tracec.checks.locate import SpecMap, literal
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
@@ -192,3 +192,86 @@ def _pinned(cond: Any, var: str) -> set[str]:
         return {e.name for e in (cond.left, cond.right)
                 if isinstance(e, A.Attr) and isinstance(e.obj, A.Name) and e.obj.id == var}
     return set()
+
+
+def drawn_phrase(where: SpecMap, inst: Any) -> tuple[str, Span] | None:
+    """(name, span) of the drawn phrase (words, not an id) the user's first message gives: the
+    reason a policy rule reads in the user's words."""
+    for name, span in where.pick_lets(inst.task):
+        value = inst.values.get(name)
+        if isinstance(value, str) and " " in value.strip() and value in (inst.user or ""):
+            return name, span
+    return None
+
+
+def seed_constant(where: SpecMap, schema: Any, kind: str, collection: str, record: Mapping,
+                  holds: Callable[[Mapping], bool]) -> tuple[str, Span] | None:
+    """(field, span) of the constant a seed statement's block fixes on the drawn ``record`` (a
+    literal, or a block `let` written as one: `let trip_cabin = "economy"`, `cabin =
+    trip_cabin`) when another value the domain allows for that field (its enum) makes
+    ``holds`` true: the draw is right, the records it draws from are made wrong there."""
+    stmt = next((s for s in (where.ast.seed if where.ast is not None else [])
+                 if s.name == collection and s.fields), None)
+    if stmt is None:
+        return None
+    lets = {f.name: f for f in stmt.fields if isinstance(f, A.Let)}
+    for f in stmt.fields:
+        if not isinstance(f, A.FieldAssign):
+            continue
+        at: Any = f if literal(f.value) else None
+        if isinstance(f.value, A.Name) and f.value.id in lets and literal(lets[f.value.id].value):
+            at = lets[f.value.id]
+        values = schema.enum(kind, f.name) if at is not None else None
+        if not values or f.name not in record:
+            continue
+        if any(v != record[f.name] and holds({**record, f.name: v}) for v in values):
+            return f.name, where.seed_span(at)
+    return None
+
+
+def drawn_from(where: SpecMap, task: str, name: str) -> str | None:
+    """The collection a `pick` let draws from (`refundable` of `pick(x for x in refundable ...)`)."""
+    t = task_ast(where, task)
+    value = next((x.value for x in t.lets if x.name == name), None) if t is not None else None
+    if isinstance(value, A.CallGen) and value.func == "pick" and isinstance(value.comp.iter, A.Name):
+        return value.comp.iter.id
+    return None
+
+
+def attrs(expr: Any) -> set[str]:
+    """Every field name an expression reads (`cabin` of `prices[r.cabin]`)."""
+    if isinstance(expr, A.Attr):
+        return {expr.name} | attrs(expr.obj)
+    if isinstance(expr, A.Node):
+        return set().union(*(attrs(v) for v in expr.__dict__.values()
+                             if isinstance(v, (A.Node, list))))
+    if isinstance(expr, list):
+        return set().union(*(attrs(v) for v in expr))
+    return set()
+
+
+def overriding_literal(where: SpecMap, task: str, calls: list[Any], records: Mapping[str, Any],
+                       answer: Any) -> tuple[str, str, Any, Span] | None:
+    """(tool, arg, record's value, span) of a gold write argument written as a constant at the
+    call (`cabin = "economy"`) where the record the call names holds another value in that
+    field and the answer reads that field (`prices[r.cabin]`): the gold and its answer disagree,
+    and the constant is the odd one out. ``records``: id -> the record before the gold."""
+    t = task_ast(where, task)
+    if t is None:
+        return None
+    read = attrs(answer) | set().union(*(attrs(x.value) for x in t.lets if x.name in cone(t, answer)))
+    counts: dict[str, int] = {}
+    for call in calls:
+        nth = counts.get(call.name, 0)
+        counts[call.name] = nth + 1
+        args = call.args or {}
+        named = [records[v] for v in args.values() if isinstance(v, str) and v in records]
+        for arg, value in args.items():
+            if arg not in read or not literal(call_arg(where, task, call.name, nth, arg)):
+                continue
+            old = next((r[arg] for r in named if isinstance(r, Mapping) and arg in r), value)
+            if old != value:
+                span = where.gold(task, call.name, nth)
+                if span is not None:
+                    return call.name, arg, old, span
+    return None
