@@ -72,14 +72,15 @@ class PolicyRules(Check):
         if reason is not None:  # the user's words break it: at the `let` that draws the reason
             made = f" (the reason is `let {reason[0]}`, at line {reason[1].line})"
             span = reason[1]
-        elif let is not None and span is not None and rule.at != "call" and seen is not None:
-            made, span = self._made(inst, call, rule, let, rid, seen, made, span)
+        drawn = f"`let {let}` draws" if let else "the task draws"
+        if reason is None and let is not None and span is not None and rule.at != "call" \
+                and seen is not None:
+            drawn, span = self._made(inst, call, rule, let, rid, seen, drawn, span)
         if rule.at == "call" or span is None:  # the call's arguments break it: at the call
             span = self.where.gold(inst.task, call.name, nth) or span
             maker = self._maker(inst.task, call.name, nth, rule.reads)
             made = f" (`{rule.reads} = {maker[0]}`, the `let` at line {maker[1].line})" \
                 if maker and maker[1] else ""
-        drawn = f"`let {let}` draws" if let else "the task draws"
         self.log.add(f"C141:{inst.task}:{call.name}:{rule.name}", "error", "C141",
                      f"task `{inst.task}`: {drawn} {rule.kind} {rid!r} at seed {seed}, but the "
                      f"gold call `{call.name}` breaks the policy (\"{rule.section}\": "
@@ -88,17 +89,17 @@ class PolicyRules(Check):
                           "refuse (and the task test the refusal)")
 
     def _made(self, inst: Any, call: Any, rule: Any, let: str, rid: Any, seen: tuple[Any, str],
-              made: str, span: Any) -> tuple[str, Any]:
-        """(note, span): the seed block's constant that makes every record of the collection
-        the pick draws from break the rule (`let trip_cabin = "economy"`), if one, else as
-        given."""
+              drawn: str, span: Any) -> tuple[str, Any]:
+        """(what draws the record, span): the seed block's constant that makes every record of
+        the collection the pick draws from break the rule (`let trip_cabin = "economy"`), if
+        one, else as given."""
         collection = drawn_from(self.where, inst.task, let)
         kind = self.cap.domain.entities.get(rule.kind)
         db, words = seen
         table = db.get(kind.collection) if kind is not None else None
         record = table.get(rid) if isinstance(table, dict) and isinstance(rid, str) else None
         if collection is None or not isinstance(record, dict):
-            return made, span
+            return drawn, span
         args = call.args or {}
 
         def holds(rec: Any) -> bool:
@@ -108,10 +109,9 @@ class PolicyRules(Check):
         found = seed_constant(self.where, self.cap.domain.schema, rule.kind, collection, record,
                               holds)
         if found is None:
-            return made, span
-        note = (f" (the seed's `{collection}` sets its {found[0]} to a constant that breaks it; "
-                f"`let {let}` at line {span.line} draws from them)")
-        return note, found[1]
+            return drawn, span
+        return (f"the seed's `{collection}` fixes its {found[0]} here and `let {let}` (line "
+                f"{span.line}) draws from it:"), found[1]
 
     def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
         """(name, span) of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""

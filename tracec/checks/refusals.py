@@ -96,18 +96,17 @@ class Refusals(Check):
             # that draws the reason, the record's `pick` named
             reason = drawn_phrase(self.where, inst) \
                 if any(r.check(db, args, "") is not None for r in rules) else None
-            given = ""
             if reason is not None:
-                given = (f", given the reason the user gives (`let {reason[0]}`; the record's "
-                         f"draw at line {span.line})" if span is not None else
-                         f", given the reason the user gives (`let {reason[0]}`)")
+                line = f" (line {span.line})" if span is not None and let else ""
+                drawn = (f"with the reason the user gives (`let {reason[0]}`), {drawn[0].lower()}"
+                         f"{drawn[1:].replace(' draws', line + ' draws', 1)}")
                 span = reason[1]
             names = "; ".join(f"\"{r.section}\": {r.text}" for r in rules)
             self.log.add(f"C160:{inst.task}:{k}", "error", "C160",
                          f"task `{inst.task}`: the gold refuses the `{call.name}` the user asks "
                          f"for (it makes no write and forbids it), but {drawn} {rule.kind} "
-                         f"{rid!r} at seed {seed}, on which the policy allows it ({names})"
-                         f"{given}: the task teaches refusing what the policy allows", span,
+                         f"{rid!r} at seed {seed}, on which the policy allows it ({names}): the "
+                         "task teaches refusing what the policy allows", span,
                          task=inst.task, seed=seed,
                          hint="draw only records the policy forbids the call on (check the "
                               "comparison, `and`/`or`, and the threshold of the pick)")

@@ -19,12 +19,13 @@ from tracec.core.diagnostics import Span
 from tracec.runtime.env import GoldActionError
 
 
-def reset_cause(cap: Any, where: SpecMap, exc: GoldActionError) -> tuple[Span | None, str]:
-    """(span, note for the message) of the cause of a failed gold action; (None, "") when it is
-    the call's own."""
+def reset_cause(cap: Any, where: SpecMap,
+                exc: GoldActionError) -> tuple[Span | None, str, str | None]:
+    """(span, note for the message, hint) of the cause of a failed gold action; (None, "",
+    None) when it is the call's own."""
     inst, n = exc.instance, exc.index
     if not 0 <= n < len(inst.gold):
-        return None, ""
+        return None, "", None
     call = inst.gold[n]
     args = call.args or {}
     nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
@@ -39,11 +40,16 @@ def reset_cause(cap: Any, where: SpecMap, exc: GoldActionError) -> tuple[Span | 
                            arg_let(where, inst.task, call.name, nth, p.arg))
         if span is not None:
             drawn = f"`let {let}` draws" if let else "the task draws"
+            cond = p.condition()
             return span, (f" ({drawn} {p.kind} {rid!r} with {p.field} {got[1]!r}, but the gold "
-                          f"call `{call.name}`{line} requires {p.text}: `{p.condition()}`)")
+                          f"call `{call.name}`{line} requires {p.text}: `{cond}`)"), \
+                (f"the gold call `{call.name}`{line} requires {p.text}: pick only records that "
+                 f"meet it, `pick(x for x in ... if {cond.replace(p.kind + '.', 'x.')})`")
     error = str(exc).partition(" fails: ")[2]
     arg = named_arg(args, error)
     found = at_let(where, inst.task, call.name, nth, arg) if arg else None
     if found is None:
-        return None, ""
-    return found[1], note(call.name, at, arg, found[0])
+        return None, "", None
+    return found[1], note(call.name, at, arg, found[0]), \
+        (f"the gold call `{call.name}`{line} refuses `{arg}`, which `let {found[0]}` builds here: "
+         "build the value the API expects")

@@ -106,11 +106,12 @@ def _reset(run: RunContext, seed: int, task: str) -> bool:
         if _LOCATED.match(text):
             run.log.add_rendered(f"spec:{task}", text, seed=seed, task=task)
         else:
-            span, cause = (reset_cause(run.cap, run.where, exc)
-                           if isinstance(exc, GoldActionError) else (None, ""))
+            span, cause, hint = (reset_cause(run.cap, run.where, exc)
+                                 if isinstance(exc, GoldActionError) else (None, "", None))
             gold = re.search(r"gold action (\w+)\(", text)
             span = span or (run.where.gold(task, gold.group(1)) if gold else None)
-            run.log.add(f"spec:{task}", "error", "C102", text + cause, span, task=task, seed=seed)
+            run.log.add(f"spec:{task}", "error", "C102", text + cause, span, task=task, seed=seed,
+                        hint=hint)
         run.probes_ok = False
         return False
     return True
