@@ -118,6 +118,7 @@ class Variance(Check):
         self.ordered: dict[str, set[tuple[str, str]]] = {}  # those whose order counts
         self.cones: dict[str, list[list[str]]] = {}  # task -> per answer, the `let`s it reads
         self.deps: dict[str, dict[str, set[str]]] = {}  # task -> let -> the `let`s it reads
+        self.tracked: dict[str, list[str]] = {}  # task -> the `let`s of all its answers' cones
         # (task, let) -> its scalar values' counts (None: a record or a list, never constant)
         self.let_values: dict[tuple[str, str], Counter | None] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
@@ -129,6 +130,7 @@ class Variance(Check):
             self.cones[t.name] = [[n for n in cone(t, e) if not literal(lets[n])]
                                   for e in t.communicate]
             self.deps[t.name] = {n: names(v) & lets.keys() for n, v in lets.items()}
+            self.tracked[t.name] = sorted({n for c in self.cones[t.name] for n in c})
 
     def start(self) -> None:
         """C343: a task that the weights starve."""
@@ -159,13 +161,14 @@ class Variance(Check):
         ts = self.where.tasks.get(task)
         for k, value in enumerate(inst.communicate.values()):  # None and booleans too
             self.answers.setdefault((task, k), Counter())[_key(value)] += 1
-        for name in {n for c in self.cones.get(task, ()) for n in c}:
+        values, let_values = inst.values, self.let_values
+        for name in self.tracked.get(task, ()):
             key = (task, name)
-            value = inst.values.get(name)
+            value = values.get(name)
             if isinstance(value, (list, dict, tuple)):
-                self.let_values[key] = None
-            elif self.let_values.setdefault(key, Counter()) is not None:
-                self.let_values[key][_key(value)] += 1
+                let_values[key] = None
+            elif let_values.setdefault(key, Counter()) is not None:
+                let_values[key][_key(value)] += 1
         answers = [(k, n, v) for k, (n, v) in enumerate(inst.communicate.items()) if is_answer(v)]
         for k, name, value in answers:
             for r, reply in enumerate(inst.replies):
