@@ -20,7 +20,7 @@ from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
 _WORD = re.compile(r"[a-z]+")
-_NO_WORD = {"id", "ids", "new"}  # argument-name parts an error message rarely says as such
+_NO_WORD = {"id", "ids"}  # argument-name parts an error message rarely says as such
 
 
 def task_ast(where: SpecMap, task: str) -> A.Task | None:
