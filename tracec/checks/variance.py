@@ -3,7 +3,7 @@ distractors inert, over the seeds of one `tracec check` run.
 
 | code | finding |
 |---|---|
-| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported); at the innermost `let` it reads that is as constant (`let d = first(...)`), else at the `pick` whose filter fixes the field it reads, else at the `communicate` |
+| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported); at the innermost `let` it reads that is as constant while a `let` it reads varies (`let d = first(keys(f.dates))`), else at the `pick` whose filter pins the field it reads, else at the `communicate` |
 | C341 | an inert distractor: the near-copy of the record the gold calls use has the same value in the field the task asks about (reading the wrong record gives the right answer) on most seeds |
 | C342 | a scripted user reply states the answer (`reply "..."`): the agent can repeat the user |
 | C343 | a task drawn on less than 10 % of the resets (its `weight` against the others) |
@@ -28,6 +28,9 @@ CONSTANT_SHARE = 0.9
 MIN_SEEDS = 10
 MIN_WEIGHT_SHARE = 0.1
 MAX_DISTRACTOR_SEEDS = 64  # C341 judges the near-copies on the first seeds only
+
+
+_UNKNOWN = object()  # a let value C344 cannot compare across seeds
 
 
 def _key(value: Any) -> str:
@@ -121,6 +124,7 @@ class Variance(Check):
         self.tracked: dict[str, list[str]] = {}  # task -> the `let`s of all its answers' cones
         # (task, let) -> its scalar values' counts (None: a record or a list, never constant)
         self.let_values: dict[tuple[str, str], Counter | None] = {}
+        self.id_fields = [k.id_field for k in self.cap.domain.entities.values() if k.id_field]
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.reads[t.name] = {r for e in t.communicate for r in field_reads(e, lets)
@@ -165,7 +169,10 @@ class Variance(Check):
         for name in self.tracked.get(task, ()):
             key = (task, name)
             value = values.get(name)
-            if isinstance(value, (list, dict, tuple)):
+            if isinstance(value, Mapping):  # a record: by its id (unknown without one)
+                value = next((f"#{value[f]}" for f in self.id_fields
+                              if isinstance(value.get(f), str)), _UNKNOWN)
+            if value is _UNKNOWN or isinstance(value, (list, dict, tuple)):
                 let_values[key] = None
             elif let_values.setdefault(key, Counter()) is not None:
                 let_values[key][_key(value)] += 1
@@ -211,20 +218,23 @@ class Variance(Check):
         reads."""
         cones = self.cones.get(task, [])
         names = cones[k] if k < len(cones) else []
-        const = set()
+        const, varying = set(), set()
         for name in names:
             counts = self.let_values.get((task, name))
-            if counts and counts.most_common(1)[0][1] >= CONSTANT_SHARE * n:
-                const.add(name)
+            if counts:
+                (const if counts.most_common(1)[0][1] >= CONSTANT_SHARE * n else varying).add(name)
         deps = self.deps.get(task, {})
-        inner = [c for c in names if c in const and not deps.get(c, set()) & const]
+        # constant from varying inputs (`first` of each drawn flight's dates), not a value the
+        # world holds fixed (a singleton's field)
+        inner = [c for c in names if c in const and not deps.get(c, set()) & const
+                 and deps.get(c, set()) & varying]
         if len(inner) == 1:
             span = self.where.let(task, inner[0])
             if span is not None:
                 return inner[0], span, "which is already the same on those seeds"
         t = next((t for t in (self.where.ast.tasks if self.where.ast is not None else [])
                   if t.name == task), None)
-        if t is None or k >= len(t.communicate) or const:
+        if t is None or k >= len(t.communicate):
             return None
         fixed = filter_fixes(self.where, task, t.communicate[k])
         return (fixed[0], fixed[1], "whose filter pins the field it reads") if fixed else None
