@@ -133,8 +133,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("passenger_list_of_the_renamed_one_only", MSTC,
              'let fixed   = [{"first_name": p.first_name, "last_name": newlast, "dob": p.dob} if p == who else p for p in rp.passengers]',
              'let fixed   = [{"first_name": who.first_name, "last_name": newlast, "dob": who.dob}]', "C141",
-             gap="the API refuses it at reset: C102 at the gold call, not at the `let` that "
-                 "builds the list"),
+             gap="the API refuses it at reset: C102 (not C141) at the `let` that builds the "
+                 "list"),
     # ---- a wrong gold value (what the checks cannot judge: the value is the spec's own)
     Mutation("due_first_is_the_later_one", "specs/datetime_reasoning.tracec",
              "let early = a if a.reminder_timestamp < b.reminder_timestamp else b",

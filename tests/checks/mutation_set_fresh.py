@@ -69,9 +69,7 @@ FRESH: list[Mutation] = [
              "about {round(paid)} dollars", "C330"),
     # `first` for `pick`: always the flight's earliest date, whose status is the same (landed)
     Mutation("always_the_first_date", FSC, "let d      = pick(keys(f.dates))",
-             "let d      = first(keys(f.dates))", "C344",
-             gap="C344 at the `communicate` whose answer is constant; the `first` that makes it "
-                 "so is two `let`s away"),
+             "let d      = first(keys(f.dates))", "C344"),
     # the look-alike booking paid the same amount: reading the wrong record gives the right refund
     # (caught since C341 counts a copy identical but for its id in a task that writes too)
     Mutation("sibling_paid_the_same", SDR, '"amount": refund + 137}', '"amount": refund}', "C341"),
@@ -94,9 +92,7 @@ FRESH: list[Mutation] = [
              "item_ids = ids, payment_method_id = gift)", "C113"),
     # product ids where the API wants item ids (the hint even says so)
     Mutation("product_ids_for_item_ids", TCP, "let ids    = sorted([i.item_id for i in back])",
-             "let ids    = sorted([i.product_id for i in back])", "C102",
-             gap="the API refuses the return: C102 at the gold call, not at the `let` that builds"
-                 " the ids"),
+             "let ids    = sorted([i.product_id for i in back])", "C102"),
     # city and state swapped in the address call
     Mutation("city_and_state_swapped", TCP, "city = a.city, state = a.state",
              "city = a.state, state = a.city", "C158"),
@@ -158,17 +154,13 @@ FRESH: list[Mutation] = [
     # `!=` "pending" for `==` "delivered": returns from orders that were never delivered
     Mutation("return_from_an_undelivered_order", TCP,
              'pick(x for x in orders if x.status == "delivered" and len(x.items) >= 2)',
-             'pick(x for x in orders if x.status != "pending" and len(x.items) >= 2)', "C140",
-             gap="the API refuses the return of an order not delivered: C102 at the gold call, "
-                 "not at the `pick`"),
+             'pick(x for x in orders if x.status != "pending" and len(x.items) >= 2)', "C140"),
     # the bag reservation may be the one the task cancels first
     Mutation("bags_on_the_cancelled_one", MSTC, "let rb      = pick(x for x in mine if x != rc and allow",
              "let rb      = pick(x for x in mine if allow", "C140"),
     # "same cabin" asked, the gold moves every trip to economy
     Mutation("change_downgrades_the_cabin", PV, "cabin = r.cabin, flights = [",
-             'cabin = "economy", flights = [', "C158",
-             gap="C155 at the fare difference the gold charges (its `let`); a constant argument "
-                 "against the user's \"same cabin\" is not judged"),
+             'cabin = "economy", flights = [', "C158"),
     # ---- the answer is wrong
     # "the first bag is free", an assumption the policy does not make
     Mutation("fee_first_bag_free", SDR, "let fee   = 50 * extra", "let fee   = 50 * (extra - 1)",
@@ -208,9 +200,7 @@ GC = "benchmarks/trace_cpu/specs/grounded_amount.tracec"
 LATE: list[Mutation] = [
     # the date-of-birth fix keeps the old date: the gold's write changes nothing it was asked to
     Mutation("dob_fix_keeps_the_old_date", MSTC, '"last_name": last2.last_name, "dob": newdob}]',
-             '"last_name": last2.last_name, "dob": last2.dob}]', "C162",
-             gap="C162 at the gold call whose write changes nothing, not at the `let` that builds "
-                 "the passenger list"),
+             '"last_name": last2.last_name, "dob": last2.dob}]', "C162"),
     # the new item copied from the old one: the exchange is a no-op the API refuses
     Mutation("new_item_is_the_old_item", TCP, "new_item_ids = [target.item_id]",
              "new_item_ids = [item.item_id]", "C102"),
@@ -237,9 +227,7 @@ LATE: list[Mutation] = [
     # the new payment method may be the one the order already has
     Mutation("payment_switch_to_the_same_method", TCP,
              "let pm    = pick(k for k in keys(owner.payment_methods) if k != paid and ",
-             "let pm    = pick(k for k in keys(owner.payment_methods) if ", "C102",
-             gap="the API refuses the switch to the same method: C102 at the gold call, not at "
-                 "the `pick`"),
+             "let pm    = pick(k for k in keys(owner.payment_methods) if ", "C102"),
     # the read-only task's hint tells the agent to cancel
     Mutation("hint_says_cancel_in_a_lookup", GC,
              'hint "Call get_reservation_details with the reservation id, then tell the user the amount they paid."',

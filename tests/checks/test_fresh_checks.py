@@ -75,6 +75,28 @@ def test_a_write_that_changes_nothing() -> None:
     assert "tells the agent to call `cancel_reservation`, a write the gold never makes" in stray
 
 
+@pytest.mark.parametrize(("name", "code", "says"), [
+    ("product_ids_for_item_ids", "C102", ("(`item_ids` = `ids`, passed to the gold call "
+                                         "`return_delivered_order_items` at line 39)")),
+    ("return_from_an_undelivered_order", "C102", "(`let ord` draws order '"),
+    ("payment_switch_to_the_same_method", "C102", ("(`payment_method_id` = `pm`, passed to the gold "
+                                                  "call `modify_pending_order_payment` at line 87)")),
+    ("dob_fix_keeps_the_old_date", "C162", "(`let fixed2` builds what it passes at line 133)"),
+    ("always_the_first_date", "C344", ("(the `communicate` at line 32 reads `d`, which is already "
+                                      "the same on those seeds)")),
+    ("change_downgrades_the_cabin", "C155", ("the gold call `update_reservation_flights` passes "
+                                            "`cabin` as a constant where the record's is '")),
+])
+def test_a_finding_is_where_the_value_was_built(name: str, code: str, says: str) -> None:
+    """A finding caused by an argument's value is at the `let`/`pick` that built it (or the
+    constant at the call), the call named in the message (tracec/checks/blame.py)."""
+    m = next(m for m in FRESH + LATE if m.name == name)
+    _, found = judge(m)
+    f = next(f for f in found if f["code"] == code)
+    assert f["line"] == m.line(m.text()), (f["line"], m.line(m.text()))
+    assert says in f["message"], f["message"]
+
+
 def test_asks_for_reads_the_verb_and_its_negation() -> None:
     assert asks_for("cancel_reservation", "Please cancel my reservation ABC123.")
     assert asks_for("update_reservation_flights", "I need to move flight HAT001 to May 20.")

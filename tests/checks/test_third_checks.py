@@ -38,6 +38,15 @@ def _head(name: str, code: str) -> str:
     ("basic_economy_free_bag", "C168", ("gives a regular member 1 free checked bag(s) per "
                                         "basic_economy passenger; the policy's checked bag "
                                         "allowance gives 0")),
+    # where the value was built, not where it is used (tracec/checks/blame.py)
+    ("push_decodes_old_time", "C161", ("the answer is the weekday of `reminder_timestamp` the gold "
+                                      "writes, the call decodes another time")),
+    ("refuse_covered_insured", "C160", ("but with the reason the user gives (`let reason`), "
+                                        "`let r` (line 68) draws reservation")),
+    ("refundable_trips_economy", "C141", ("the seed's `refundable` fixes its cabin here and "
+                                          "`let r` (line 34) draws from it: reservation")),
+    ("cabin_always_economy", "C344", ("(the `communicate` at line 41 reads `r`, whose filter pins "
+                                     "the field it reads)")),
 ])
 def test_third_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     head = _head(name, code)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import overriding_literal
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.runtime.lib import fmt
 
@@ -89,13 +90,27 @@ class AnswerWrites(Check):
                 continue
             self.done.add(inst.task)
             flat = ", ".join(fmt(a) for amounts in lists for a in amounts)
+            span, why = self._span(inst.task, k, name), ""
+            ts = self.where.tasks.get(inst.task)
+            t = next((t for t in (self.where.ast.tasks if self.where.ast is not None else [])
+                      if t.name == inst.task), None)
+            records = {v: (env.initial_db.get(self.ids[a]) or {}).get(v) for c in writes
+                       for a, v in (c.args or {}).items() if a in self.ids and isinstance(v, str)}
+            odd = overriding_literal(self.where, inst.task, writes, records, t.communicate[k]) \
+                if t is not None and k < len(t.communicate) else None
+            if odd is not None:  # the gold's constant, not the answer, is the odd one out
+                at = f" at line {span.line}" if span is not None and ts is not None else ""
+                why = (f"; the gold call `{odd[0]}` passes `{odd[1]}` as a constant where the "
+                       f"record's is {fmt(odd[2])!r}, which the answer{at} reads")
+                span = odd[3]
             self.log.add(f"C155:{inst.task}:{k}", "error", "C155",
                          f"task `{inst.task}`: the answer `{name}` is {fmt(value)!r} at seed {seed}, "
                          f"but the gold's own writes record the amounts {flat}: the answer is "
-                         "none of them nor their total", self._span(inst.task, k, name),
+                         f"none of them nor their total{why}", span,
                          task=inst.task, seed=seed,
                          hint="compute the answer from the records the gold's writes change (the "
-                              "payments refunded or charged), not from other fields")
+                              "payments refunded or charged), not from other fields" if not why
+                         else f"pass the value the user asks for (`{odd[1]}` of the record?)")
             return
 
     def _span(self, task: str, k: int, name: str) -> Any:

@@ -80,7 +80,7 @@ def _picks(expr: Any) -> bool:
     return False
 
 
-def _literal(expr: Any) -> bool:
+def literal(expr: Any) -> bool:
     """A constant written in the spec (a number or a text without interpolation)."""
     if isinstance(expr, A.Text):
         return all(isinstance(p, str) for p in expr.parts)
@@ -156,8 +156,8 @@ class SpecMap:
             ts.distractors = {d.name: place(d.span) for d in t.distractors}
             ts.replies = [place(r.span) for r in t.replies]
             ts.weight = t.weight
-            consts = {let.name for let in t.lets if _literal(let.value)}
-            ts.communicate_const = [_literal(e) or (isinstance(e, A.Name) and e.id in consts)
+            consts = {let.name for let in t.lets if literal(let.value)}
+            ts.communicate_const = [literal(e) or (isinstance(e, A.Name) and e.id in consts)
                                     for e in t.communicate]
             self.tasks[t.name] = ts
         if cap.reward is not None:

@@ -8,7 +8,9 @@ replayed on a copy of the initial world of each drawn instance whose writes name
 write call is judged only when an argument names a record of a table (its id), by that record's
 content before and after, and reported when it changes nothing on any seed checked: a write
 that does nothing by chance (a `last_name()` that draws the name the passenger has) is an
-instance that teaches the same no-op (draw `last_name(p.last_name)`). Reported at the gold call.
+instance that teaches the same no-op (draw `last_name(p.last_name)`). Reported at the `let` that
+built what the write passes unchanged (:func:`tracec.checks.blame.unchanged_cause`), else at the
+gold call.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from tracec.checks.blame import unchanged_cause
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.core.diagnostics import Span
 
 
 def _named(db: Mapping, tables: list[str], args: Mapping) -> list[tuple[str, str]]:
@@ -48,6 +52,8 @@ class NoopWrites(Check):
                        if k.id_field and not k.singleton]
         # (task, tool, nth) -> [instances judged, writes that changed nothing, first such seed]
         self.counts: dict[tuple[str, str, int], list[int]] = {}
+        # (task, tool, nth) -> the `let` that built what the write passes unchanged, if one
+        self.causes: dict[tuple[str, str, int], tuple[str, Span] | None] = {}
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
@@ -69,17 +75,27 @@ class NoopWrites(Check):
                 if _dump(db, named) == before:
                     item[1] += 1
                     item[2] = seed if item[2] < 0 else item[2]
+                    key = (inst.task, call.name, nth)
+                    if key not in self.causes:
+                        self.causes[key] = unchanged_cause(
+                            self.where, inst.task, call.name, nth, call.args or {},
+                            [json.loads(b) for b in before], {rid for _, rid in named},
+                            inst.values)
 
     def finish(self) -> None:
         """A write that changes nothing on any seed."""
         for (task, tool, nth), (total, same, seed) in self.counts.items():
             if not same:
                 continue
+            at = self.where.gold(task, tool, nth)
+            cause = self.causes.get((task, tool, nth))
+            built = "" if cause is None else \
+                f" (`let {cause[0]}` builds what it passes{f' at line {at.line}' if at else ''})"
             self.log.add(f"C162:{task}:{tool}:{nth}", "error", "C162",
                          f"task `{task}`: the gold call `{tool}` leaves the record it names as it "
                          f"was on {same} of {total} seeds (first at seed {seed}): the write "
                          "changes nothing (the old value passed for the new one, or drawn "
-                         "again?)",
-                         self.where.gold(task, tool, nth), task=task, seed=seed,
+                         f"again?){built}",
+                         cause[1] if cause else at, task=task, seed=seed,
                          hint="pass the value the user asks for, not the record's own, and draw it other "
                               "than the record's (`last_name(p.last_name)`)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracec.checks.blame import drawn_from, drawn_phrase, seed_constant
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import arg_let, picked
 from tracec.lang import ast as A
@@ -56,26 +57,30 @@ class PolicyRules(Check):
                 self.done.add(key)
                 said = bool(rule.words) and rule.check(db, call.args or {},
                                                        f"{words} {rule.words}") is None
-                self._report(inst, seed, n, call, rule, why, said)
+                self._report(inst, seed, n, call, rule, why, said, (db, words))
             box.run(db, call.name, call.arguments, observe=False)
 
     def _report(self, inst: Any, seed: int, n: int, call: Any, rule: Any, why: str,
-                said: bool = False) -> None:
+                said: bool = False, seen: tuple[Any, str] | None = None) -> None:
+        """Log the break (``seen``: the world before the call and the user's words)."""
         rid = (call.args or {}).get(rule.arg)
         nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
         let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid,
                            arg_let(self.where, inst.task, call.name, nth, rule.arg))
         made = ""
-        reason = self._reason(inst) if said else None
+        reason = drawn_phrase(self.where, inst) if said else None
         if reason is not None:  # the user's words break it: at the `let` that draws the reason
             made = f" (the reason is `let {reason[0]}`, at line {reason[1].line})"
             span = reason[1]
+        drawn = f"`let {let}` draws" if let else "the task draws"
+        if reason is None and let is not None and span is not None and rule.at != "call" \
+                and seen is not None:
+            drawn, span = self._made(inst, call, rule, let, rid, seen, drawn, span)
         if rule.at == "call" or span is None:  # the call's arguments break it: at the call
             span = self.where.gold(inst.task, call.name, nth) or span
             maker = self._maker(inst.task, call.name, nth, rule.reads)
             made = f" (`{rule.reads} = {maker[0]}`, the `let` at line {maker[1].line})" \
                 if maker and maker[1] else ""
-        drawn = f"`let {let}` draws" if let else "the task draws"
         self.log.add(f"C141:{inst.task}:{call.name}:{rule.name}", "error", "C141",
                      f"task `{inst.task}`: {drawn} {rule.kind} {rid!r} at seed {seed}, but the "
                      f"gold call `{call.name}` breaks the policy (\"{rule.section}\": "
@@ -83,14 +88,30 @@ class PolicyRules(Check):
                      hint="draw only records the policy allows the call on, or make the gold "
                           "refuse (and the task test the refusal)")
 
-    def _reason(self, inst: Any) -> tuple[str, Any] | None:
-        """(name, span) of the drawn phrase (words, not an id) the user's first message gives:
-        the reason."""
-        for name, span in self.where.pick_lets(inst.task):
-            value = inst.values.get(name)
-            if isinstance(value, str) and " " in value.strip() and value in (inst.user or ""):
-                return name, span
-        return None
+    def _made(self, inst: Any, call: Any, rule: Any, let: str, rid: Any, seen: tuple[Any, str],
+              drawn: str, span: Any) -> tuple[str, Any]:
+        """(what draws the record, span): the seed block's constant that makes every record of
+        the collection the pick draws from break the rule (`let trip_cabin = "economy"`), if
+        one, else as given."""
+        collection = drawn_from(self.where, inst.task, let)
+        kind = self.cap.domain.entities.get(rule.kind)
+        db, words = seen
+        table = db.get(kind.collection) if kind is not None else None
+        record = table.get(rid) if isinstance(table, dict) and isinstance(rid, str) else None
+        if collection is None or not isinstance(record, dict):
+            return drawn, span
+        args = call.args or {}
+
+        def holds(rec: Any) -> bool:
+            world = {**db, kind.collection: {**table, rid: rec}}
+            return rule.check(world, args, words) is None
+
+        found = seed_constant(self.where, self.cap.domain.schema, rule.kind, collection, record,
+                              holds)
+        if found is None:
+            return drawn, span
+        return (f"the seed's `{collection}` fixes its {found[0]} here and `let {let}` (line "
+                f"{span.line}) draws from it:"), found[1]
 
     def _maker(self, task: str, tool: str, nth: int, arg: str) -> Any:
         """(name, span) of the task `let` the ``nth`` gold call of ``tool`` passes as ``arg``."""

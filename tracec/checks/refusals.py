@@ -8,7 +8,9 @@ X)`: the task teaches refusing. When X was booked within 24 hours, or is in busi
 is the lesson. Judged on the first ``MAX_SEEDS`` seeds, only where the forbid names the record
 (every rule of the tool finds it), the user's first message gives the record's id, and the
 user's words ask for the tool's action (its verb, not negated) as the record's owner (its
-`user_id`, when it has one). Reported at the `pick` that drew the record, else at the forbid.
+`user_id`, when it has one). Reported at the `pick` that drew the record, else at the forbid;
+when only the user's words let the policy allow it (a reason the insurance covers), at the `let`
+that draws the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import drawn_phrase
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import picked
 
@@ -89,6 +92,15 @@ class Refusals(Check):
             let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid)
             span = span or self.where.forbid(inst.task, k)
             drawn = f"`let {let}` draws" if let else "the task draws"
+            # the user's words are what allow it (a reason the insurance covers): at the `let`
+            # that draws the reason, the record's `pick` named
+            reason = drawn_phrase(self.where, inst) \
+                if any(r.check(db, args, "") is not None for r in rules) else None
+            if reason is not None:
+                line = f" (line {span.line})" if span is not None and let else ""
+                drawn = (f"with the reason the user gives (`let {reason[0]}`), {drawn[0].lower()}"
+                         f"{drawn[1:].replace(' draws', line + ' draws', 1)}")
+                span = reason[1]
             names = "; ".join(f"\"{r.section}\": {r.text}" for r in rules)
             self.log.add(f"C160:{inst.task}:{k}", "error", "C160",
                          f"task `{inst.task}`: the gold refuses the `{call.name}` the user asks "

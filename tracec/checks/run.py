@@ -19,9 +19,10 @@ from tracec.checks.fidelity import fidelity
 from tracec.checks.locate import SpecMap
 from tracec.checks.registry import CHECKS
 from tracec.checks.report import CheckReport, FindingLog
+from tracec.checks.reset_cause import reset_cause
 from tracec.core.gcpause import old_objects_frozen
 from tracec.harness.resolve import env_class
-from tracec.runtime.env import SpecRuntimeError
+from tracec.runtime.env import GoldActionError, SpecRuntimeError
 
 Progress = Callable[[int], None]  # called with the number of (seed, task) units just done
 
@@ -105,9 +106,12 @@ def _reset(run: RunContext, seed: int, task: str) -> bool:
         if _LOCATED.match(text):
             run.log.add_rendered(f"spec:{task}", text, seed=seed, task=task)
         else:
+            span, cause, hint = (reset_cause(run.cap, run.where, exc)
+                                 if isinstance(exc, GoldActionError) else (None, "", None))
             gold = re.search(r"gold action (\w+)\(", text)
-            span = run.where.gold(task, gold.group(1)) if gold else None
-            run.log.add(f"spec:{task}", "error", "C102", text, span, task=task, seed=seed)
+            span = span or (run.where.gold(task, gold.group(1)) if gold else None)
+            run.log.add(f"spec:{task}", "error", "C102", text + cause, span, task=task, seed=seed,
+                        hint=hint)
         run.probes_ok = False
         return False
     return True

@@ -9,7 +9,9 @@
   `isoweekday`): the answer must be that weekday (not the weekday of the time before a shift).
 
 Judged on the first ``MAX_SEEDS`` seeds, from the gold calls' outputs the run already has.
-Reported at the write call, and at the `let` the answer is read from (else the `communicate`).
+Reported at the write call, and at the `let` the answer is read from (else the `communicate`),
+or, when the answer is the weekday of the time a gold write passes and the last call decodes
+another one, at that call (at the `let` it passes, if a plain variable).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tracec.checks.blame import at_let
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
 from tracec.domains.units import is_instant
@@ -59,7 +62,7 @@ class TimeResults(Check):
             return
         results = ctx.results
         self._writes(ctx, inst, results)
-        self._weekday(inst, seed, results)
+        self._weekday(ctx, inst, seed, results)
 
     def _writes(self, ctx: InstanceContext, inst: Any, results: list[str]) -> None:
         writes = ctx.env.toolbox.writes
@@ -91,7 +94,7 @@ class TimeResults(Check):
                              hint="pass the time the gold's own tool computes (check the units "
                                   "and the shift's arguments)")
 
-    def _weekday(self, inst: Any, seed: int, results: list[str]) -> None:
+    def _weekday(self, ctx: InstanceContext, inst: Any, seed: int, results: list[str]) -> None:
         if inst.task in self.done or not results:
             return
         try:
@@ -106,12 +109,46 @@ class TimeResults(Check):
                     or value.capitalize() == WEEKDAYS[day - 1]:
                 continue
             self.done.add(inst.task)
-            span = self.where.answer(inst.task, k)
+            span, why = self.where.answer(inst.task, k), ""
+            written = self._written(ctx, inst, value.capitalize())
+            if written is not None:  # the answer is the write's weekday: the decode is wrong
+                last = inst.gold[-1]
+                nth = sum(1 for c in inst.gold[:-1] if c.name == last.name)
+                at = self.where.gold(inst.task, last.name, nth)
+                built = at_let(self.where, inst.task, last.name, nth, next(iter(last.args)))
+                span = (built[1] if built else at) or span
+                passed = f" at line {at.line} (`let {built[0]}`)" if built and at else ""
+                why = (f"; the answer is the weekday of `{written}` the gold writes, the call"
+                       f"{passed} decodes another time")
             self.log.add(f"C161:{inst.task}:weekday", "error", "C161",
                          f"task `{inst.task}`: the answer `{name}` is {value!r}, but the gold's "
                          f"last call `{inst.gold[-1].name}` returns isoweekday {day} "
                          f"({WEEKDAYS[day - 1]}) at seed {seed}: the gold contradicts its own "
-                         "tool result", span, task=inst.task, seed=seed,
+                         f"tool result{why}", span, task=inst.task, seed=seed,
                          hint="answer the weekday of the time the gold decodes (the shifted "
-                              "one?)")
+                              "one?)" if not why else "decode the time the gold writes")
             return
+
+    def _written(self, ctx: InstanceContext, inst: Any, answer: str) -> str | None:
+        """The time argument (`reminder_timestamp`) of an earlier gold write whose weekday is
+        ``answer``, when the last call decodes another time: the call (or the `let` it passes)
+        is the odd one out, not the answer."""
+        last = inst.gold[-1]
+        if len(last.args or {}) != 1:
+            return None
+        (arg, decoded), = last.args.items()
+        box = ctx.env.toolbox
+        for call in inst.gold[:-1]:
+            units = self.arg_units.get(call.name) or {}
+            for name, value in (call.args or {}).items() if call.name in box.writes else ():
+                if not is_instant(units.get(name)) or not isinstance(value, (int, float)) \
+                        or value == decoded:
+                    continue
+                out, ok, _ = box.run(ctx.env.initial_copy(), last.name, {arg: value})
+                try:
+                    day = json.loads(out).get("isoweekday") if ok else None
+                except (TypeError, ValueError, AttributeError):
+                    day = None
+                if isinstance(day, int) and 1 <= day <= 7 and WEEKDAYS[day - 1] == answer:
+                    return name
+        return None

@@ -3,7 +3,7 @@ distractors inert, over the seeds of one `tracec check` run.
 
 | code | finding |
 |---|---|
-| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported) |
+| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported); at the innermost `let` it reads that is as constant while a `let` it reads varies (`let d = first(keys(f.dates))`), else at the `pick` whose filter pins the field it reads, else at the `communicate` |
 | C341 | an inert distractor: the near-copy of the record the gold calls use has the same value in the field the task asks about (reading the wrong record gives the right answer) on most seeds |
 | C342 | a scripted user reply states the answer (`reply "..."`): the agent can repeat the user |
 | C343 | a task drawn on less than 10 % of the resets (its `weight` against the others) |
@@ -16,7 +16,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import cone, filter_fixes, names
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.locate import literal
 from tracec.checks.meaning import is_answer
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
@@ -26,6 +28,9 @@ CONSTANT_SHARE = 0.9
 MIN_SEEDS = 10
 MIN_WEIGHT_SHARE = 0.1
 MAX_DISTRACTOR_SEEDS = 64  # C341 judges the near-copies on the first seeds only
+
+
+_UNKNOWN = object()  # a let value C344 cannot compare across seeds
 
 
 def _key(value: Any) -> str:
@@ -114,11 +119,22 @@ class Variance(Check):
         self.inert: dict[str, list[int]] = {}  # task -> [instances with a near-copy, inert, seed]
         self.reads: dict[str, set[tuple[str, str]]] = {}  # task -> the fields its answers read
         self.ordered: dict[str, set[tuple[str, str]]] = {}  # those whose order counts
+        self.cones: dict[str, list[list[str]]] = {}  # task -> per answer, the `let`s it reads
+        self.deps: dict[str, dict[str, set[str]]] = {}  # task -> let -> the `let`s it reads
+        self.tracked: dict[str, list[str]] = {}  # task -> the `let`s of all its answers' cones
+        # (task, let) -> its scalar values' counts (None: a record or a list, never constant)
+        self.let_values: dict[tuple[str, str], Counter | None] = {}
+        self.id_fields = [k.id_field for k in self.cap.domain.entities.values() if k.id_field]
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.reads[t.name] = {r for e in t.communicate for r in field_reads(e, lets)
                                   if r[0] in lets}
             self.ordered[t.name] = {r for e in t.communicate for r in ordered_reads(e, lets)}
+            # C344's cause: the `let`s the answers read (not the constants written as such)
+            self.cones[t.name] = [[n for n in cone(t, e) if not literal(lets[n])]
+                                  for e in t.communicate]
+            self.deps[t.name] = {n: names(v) & lets.keys() for n, v in lets.items()}
+            self.tracked[t.name] = sorted({n for c in self.cones[t.name] for n in c})
 
     def start(self) -> None:
         """C343: a task that the weights starve."""
@@ -149,6 +165,17 @@ class Variance(Check):
         ts = self.where.tasks.get(task)
         for k, value in enumerate(inst.communicate.values()):  # None and booleans too
             self.answers.setdefault((task, k), Counter())[_key(value)] += 1
+        values, let_values = inst.values, self.let_values
+        for name in self.tracked.get(task, ()):
+            key = (task, name)
+            value = values.get(name)
+            if isinstance(value, Mapping):  # a record: by its id (unknown without one)
+                value = next((f"#{value[f]}" for f in self.id_fields
+                              if isinstance(value.get(f), str)), _UNKNOWN)
+            if value is _UNKNOWN or isinstance(value, (list, dict, tuple)):
+                let_values[key] = None
+            elif let_values.setdefault(key, Counter()) is not None:
+                let_values[key][_key(value)] += 1
         answers = [(k, n, v) for k, (n, v) in enumerate(inst.communicate.items()) if is_answer(v)]
         for k, name, value in answers:
             for r, reply in enumerate(inst.replies):
@@ -185,6 +212,33 @@ class Variance(Check):
                 item[1] += 1
                 return
 
+    def _constant_cause(self, task: str, k: int, n: int) -> tuple[str, Any, str] | None:
+        """(name, span, why) of where a constant answer ``k`` becomes constant: the innermost
+        `let` it reads that is as constant, else the `pick` whose filter fixes the field it
+        reads."""
+        cones = self.cones.get(task, [])
+        names = cones[k] if k < len(cones) else []
+        const, varying = set(), set()
+        for name in names:
+            counts = self.let_values.get((task, name))
+            if counts:
+                (const if counts.most_common(1)[0][1] >= CONSTANT_SHARE * n else varying).add(name)
+        deps = self.deps.get(task, {})
+        # constant from varying inputs (`first` of each drawn flight's dates), not a value the
+        # world holds fixed (a singleton's field)
+        inner = [c for c in names if c in const and not deps.get(c, set()) & const
+                 and deps.get(c, set()) & varying]
+        if len(inner) == 1:
+            span = self.where.let(task, inner[0])
+            if span is not None:
+                return inner[0], span, "which is already the same on those seeds"
+        t = next((t for t in (self.where.ast.tasks if self.where.ast is not None else [])
+                  if t.name == task), None)
+        if t is None or k >= len(t.communicate):
+            return None
+        fixed = filter_fixes(self.where, task, t.communicate[k])
+        return (fixed[0], fixed[1], "whose filter pins the field it reads") if fixed else None
+
     def finish(self) -> None:
         for (task, k), counts in self.answers.items():
             ts = self.where.tasks.get(task)
@@ -194,10 +248,17 @@ class Variance(Check):
             if n < MIN_SEEDS or top < CONSTANT_SHARE * n or const:
                 continue
             span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            cause = self._constant_cause(task, k, n)
+            why = ""
+            if cause is not None:
+                at = f" at line {span.line}" if span is not None else ""
+                why = f" (the `communicate`{at} reads `{cause[0]}`, {cause[2]})"
+                span = cause[1]
             self.log.add(f"C344:{task}:{k}", "warning", "C344",
                          f"task `{task}`: the answer is `{value}` on {top} of {n} seeds: an agent "
                          "that always says it is paid without looking"
-                         + (" (None: there is nothing to say)" if value == "None" else ""), span, task=task,
+                         + (" (None: there is nothing to say)" if value == "None" else "") + why,
+                         span, task=task,
                          hint="draw the record from more varied data, or ask for a value that "
                               "differs between records")
         for task, (total, inert, seed) in self.inert.items():

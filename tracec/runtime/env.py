@@ -86,6 +86,15 @@ class SpecRuntimeError(RuntimeError):
     """Generated code failed at run time (a bug in the spec or its domain), naming task and seed."""
 
 
+class GoldActionError(SpecRuntimeError):
+    """A gold action failed at reset: the drawn ``instance``, the failing call's ``index`` in
+    its gold, and the ``world`` it failed on (for `tracec check` to locate the cause)."""
+
+    def __init__(self, text: str, instance: TaskInstance, index: int, world: dict) -> None:
+        super().__init__(text)
+        self.instance, self.index, self.world = instance, index, world
+
+
 @dataclass(frozen=True)
 class TaskInstance:
     """One drawn task: what the user says, the gold actions and what must be communicated."""
@@ -350,12 +359,12 @@ class CapabilityEnv(gym.Env[str, str]):
         return db, seed_vars
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
-        for call in inst.gold:
+        for n, call in enumerate(inst.gold):
             obs, ok, bug = self._box.run(db, call.name, call.arguments, observe=False)
             if not ok:
-                raise SpecRuntimeError(
+                raise GoldActionError(
                     f"{self.capability.name}: task `{inst.task}` at {where}: gold action "
-                    f"{_describe_call(call)} fails: {bug or obs}"
+                    f"{_describe_call(call)} fails: {bug or obs}", inst, n, db
                 )
 
     def _probe_rules(self, inst: TaskInstance, where: str) -> None:

@@ -1,0 +1,55 @@
+"""Where a gold action that fails at reset (C102) went wrong: the record or value it was given.
+
+The API refuses the call, but the author's mistake is usually where its argument was drawn or
+built: a record the tool's domain precondition rejects (an order not delivered, for a return)
+comes from the `pick` that drew it; a value the error names (`Some item not found` for
+`item_ids = ids`, `The new payment method should be different` for `payment_method_id = pm`)
+from the `let` that built it (see :mod:`tracec.checks.blame`). Anything written inline at the
+call stays at the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracec.checks.blame import at_let, named_arg, note
+from tracec.checks.locate import SpecMap
+from tracec.checks.meaning import arg_let, picked
+from tracec.core.diagnostics import Span
+from tracec.runtime.env import GoldActionError
+
+
+def reset_cause(cap: Any, where: SpecMap,
+                exc: GoldActionError) -> tuple[Span | None, str, str | None]:
+    """(span, note for the message, hint) of the cause of a failed gold action; (None, "",
+    None) when it is the call's own."""
+    inst, n = exc.instance, exc.index
+    if not 0 <= n < len(inst.gold):
+        return None, "", None
+    call = inst.gold[n]
+    args = call.args or {}
+    nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+    at = where.gold(inst.task, call.name, nth)
+    line = f" at line {at.line}" if at is not None else ""
+    for p in (getattr(cap.domain.schema, "preconditions", {}) or {}).get(call.name, ()):
+        got = p.check(exc.world, args)
+        if got is None or got[0]:
+            continue
+        rid = args.get(p.arg)
+        let, span = picked(cap, where, inst, p.kind, p.arg, rid,
+                           arg_let(where, inst.task, call.name, nth, p.arg))
+        if span is not None:
+            drawn = f"`let {let}` draws" if let else "the task draws"
+            cond = p.condition()
+            return span, (f" ({drawn} {p.kind} {rid!r} with {p.field} {got[1]!r}, but the gold "
+                          f"call `{call.name}`{line} requires {p.text}: `{cond}`)"), \
+                (f"the gold call `{call.name}`{line} requires {p.text}: pick only records that "
+                 f"meet it, `pick(x for x in ... if {cond.replace(p.kind + '.', 'x.')})`")
+    error = str(exc).partition(" fails: ")[2]
+    arg = named_arg(args, error)
+    found = at_let(where, inst.task, call.name, nth, arg) if arg else None
+    if found is None:
+        return None, "", None
+    return found[1], note(call.name, at, arg, found[0]), \
+        (f"the gold call `{call.name}`{line} refuses `{arg}`, which `let {found[0]}` builds here: "
+         "build the value the API expects")
