@@ -14,14 +14,27 @@ Honest figure, measured before any check was tuned on this set (2026-12-06, main
 ``python -m tests.checks.mutation_set_fourth``, 16 seeds): 40 mutations, 29 at the line,
 7 elsewhere, 4 silent. Silent: same_words_distractor_same_time, forbidden_rung_any_progress,
 total_fare_one_passenger, user_asks_gift_card_gold_original.
+
+Read against the earlier lists afterwards, 17 of the 40 turn out to be the very edit (the same
+mutated text) of a mutation of an earlier set, which the checks were tuned on: written apart,
+the obvious slips in these small specs converge. On the 23 others (``novel()``) the honest
+figure is 15 at the line, 5 elsewhere, 3 silent. ``main`` prints both.
+
+After C171-C173, the C150 probe of a forbidden call added to partial progress and C341 on the
+records the answer is read from: 34 at the line, 6 elsewhere, 0 silent (novel: 19 / 4 / 0).
+
+``LATE4``: 17 more, written after reading the checks and the earlier lists but before changing
+the checks again (none an earlier edit): 4 at the line, 4 elsewhere, 9 silent on the checks
+with C171-C173; after C174-C178, 9 / 4 / 4.
 """
 
 from __future__ import annotations
 
 import sys
 
-from tests.checks.mutation_set import Mutation
-from tests.checks.mutation_set_fresh import report
+from tests.checks.mutation_set import MUTATIONS, Mutation
+from tests.checks.mutation_set_fresh import FRESH, LATE, report
+from tests.checks.mutation_set_third import THIRD
 
 TCP = "specs/tool_calling_precision.tracec"
 DR = "specs/datetime_reasoning.tracec"
@@ -198,9 +211,77 @@ FOURTH = [
              "get_order_details, modify_pending_order_address", "", variant=True),
 ]
 
+# Written after C171-C173 and after reading the checks and the earlier lists, but before any
+# change for them: 17 more slips, none the mutated text of an earlier mutation, to see how the
+# checks as they now stand do on mistakes not yet seen (a post-hoc figure, not a held-out one).
+LATE4 = [
+    # the gold never reads the clock, yet the day count depends on it
+    Mutation("days_ago_without_clock", DR,
+             "      get_current_timestamp()\n      timestamp_diff(timestamp_0 = m.creation_timestamp, timestamp_1 = p.now)",
+             "      timestamp_diff(timestamp_0 = m.creation_timestamp, timestamp_1 = p.now)", ""),
+    # the weekday table read with a Monday epoch (day 0 + 3)
+    Mutation("weekday_offset_three", DR, "let wd    = weekdays[int(m.creation_timestamp // 86400) % 7]",
+             "let wd    = weekdays[int(m.creation_timestamp // 86400 + 3) % 7]", ""),
+    # the reminder time shifted from the message's time, not from that day's midnight
+    Mutation("due_from_message_time", DR, "let due   = (mday + n) * 86400 + hh * 3600",
+             "let due   = ts + n * 86400 + hh * 3600", ""),
+    # the renamed reservation may be the cancelled one
+    Mutation("rename_may_hit_cancelled", MSTC, "let rp      = pick(x for x in mine if x != rc and x != rb)",
+             "let rp      = pick(x for x in mine if x != rb)", ""),
+    # the user names the first passenger, the gold corrects the last one
+    Mutation("user_says_first_gold_fixes_last", MSTC,
+             "On reservation {r2.reservation_id}, {last2.first_name} {last2.last_name}'s date of birth should be {newdob}.",
+             "On reservation {r2.reservation_id}, the first passenger's date of birth should be {newdob}.", ""),
+    # the forbid names the reservation the gold cancels
+    Mutation("forbid_the_cancelled_one", MSTC, "forbid cancel_reservation(reservation_id = rb.reservation_id)\n    forbid cancel_reservation(reservation_id = rp.reservation_id)",
+             "forbid cancel_reservation(reservation_id = rc.reservation_id)\n    forbid cancel_reservation(reservation_id = rp.reservation_id)", ""),
+    # the hint says wifi where the gold turns cellular on
+    Mutation("hint_says_wifi", PER, "turn low battery mode off, then cellular service on, then send the message again",
+             "turn low battery mode off, then wifi on, then send the message again", ""),
+    # the holiday of the current year, already past for January and February ones
+    Mutation("holiday_this_year", PER, 'let hy    = year + h["dy"]', "let hy    = year", ""),
+    # the forbid turns wifi off, which nothing does (the wrong polarity)
+    Mutation("forbid_wifi_off", PER, "forbid set_wifi_status(on = True)\n    reply \"Turn on whatever",
+             "forbid set_wifi_status(on = False)\n    reply \"Turn on whatever", ""),
+    # any method of the user pays the fare difference, a travel certificate included
+    Mutation("change_paid_by_any_method", PV,
+             'let card  = pick(k for k in keys(owner.payment_methods) if owner.payment_methods[k].source == "credit_card")',
+             "let card  = pick(keys(owner.payment_methods))", ""),
+    # the refusal forbids a cancellation, not the change the user asks for
+    Mutation("basic_refusal_forbids_cancel", PV, "forbid update_reservation_flights(reservation_id = r.reservation_id)",
+             "forbid cancel_reservation(reservation_id = r.reservation_id)", ""),
+    # a bereavement counted as a reason the insurance covers
+    Mutation("bereavement_counted_covered", PV, '"a snowstorm has shut down the area I\'m flying to"]',
+             '"a snowstorm has shut down the area I\'m flying to", "my grandmother passed away"]', ""),
+    # the user never says which reservation
+    Mutation("user_gives_no_reservation_id", RLC, "Where does my reservation {r.reservation_id} fly to?",
+             "Where does my reservation fly to?", ""),
+    # three turns for a cancellation the policy wants confirmed, then the refund said (a first
+    # draft, 4, was no mistake: two calls, the confirmation and the report fit)
+    Mutation("sdr_max_turns_three", SDR, "max_turns 14", "max_turns 3", ""),
+    # the price difference kept signed: a cheaper variant gives a negative answer
+    Mutation("diff_signed", TCP, "let diff   = round(abs(target.price - item.price), 2)",
+             "let diff   = round(target.price - item.price, 2)", ""),
+    # the items to return named without their options (two variants of one product read alike)
+    Mutation("return_names_without_options", TCP,
+             'let names  = [i.name + " (" + fmt(values(i.options)) + ")" for i in back]',
+             "let names  = [i.name for i in back]", ""),
+    # the sister's second address line taken from the order's current address
+    Mutation("address1_from_order", TCP, "address1 = a.address1, address2",
+             "address1 = ord.address.address1, address2", "", line_of="modify_pending_order_address("),
+]
+
+
+def novel() -> list[Mutation]:
+    """The mutations whose mutated text no earlier set's mutation gives."""
+    seen = {(m.spec, m.text()) for m in MUTATIONS + FRESH + LATE + THIRD}
+    return [m for m in FOURTH if (m.spec, m.text()) not in seen]
+
 
 def main() -> int:
     report("fourth", FOURTH)
+    report("fourth, novel only", novel())
+    report("fourth, late", LATE4)
     return 0
 
 

@@ -181,9 +181,7 @@ FRESH: list[Mutation] = [
     # the total fare for one passenger where the user asks "for all passengers" (the hint says multiply)
     Mutation("total_fare_for_one_passenger", SDR,
              "let total    = sum(f.price for f in r.flights) * len(r.passengers)",
-             "let total    = sum(f.price for f in r.flights)", "C155",
-             gap="no write records the amount and the hint names no field: a wrong sum that "
-                 "nothing in the gold contradicts"),
+             "let total    = sum(f.price for f in r.flights)", "C171"),
     # the weekday of the reminder's old time, not of the pushed one the gold's last call decodes
     Mutation("weekday_of_the_old_time", DR, "let wd     = weekdays[int(due // 86400) % 7]",
              "let wd     = weekdays[int(r.reminder_timestamp // 86400) % 7]", "C161"),
@@ -231,9 +229,7 @@ LATE: list[Mutation] = [
     # the forbid passes the user id as the reservation id: it never matches a real call
     Mutation("forbid_with_the_user_id", PV,
              "forbid cancel_reservation(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
-             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C115",
-             gap="C115 at the `forbidden_called` rung no probe reaches (it says the forbidden call "
-                 "was refused), not at the forbid"),
+             "forbid cancel_reservation(reservation_id = r.user_id)\n    reply \"Are you sure?", "C176"),
     # latitude and longitude swapped in the reminder
     Mutation("latitude_longitude_swapped", PER, "latitude = p.latitude, longitude = p.longitude)",
              "latitude = p.longitude, longitude = p.latitude)", "C158"),
