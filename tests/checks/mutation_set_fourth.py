@@ -25,7 +25,7 @@ records the answer is read from: 34 at the line, 6 elsewhere, 0 silent (novel: 1
 
 ``LATE4``: 17 more, written after reading the checks and the earlier lists but before changing
 the checks again (none an earlier edit): 4 at the line, 4 elsewhere, 9 silent on the checks
-with C171-C173; after C174-C178, 9 / 4 / 4.
+with C171-C173; after C174-C179, 10 / 4 / 3.
 """
 
 from __future__ import annotations

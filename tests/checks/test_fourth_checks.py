@@ -1,5 +1,5 @@
 """Issue 30, the fourth set: the mistakes of ``tests/checks/mutation_set_fourth.py`` (and of its
-late part) that were silent before C171-C176 (and the C150/C341 probes they led to) are
+late part) that were silent before C171-C179 (and the C150/C341 probes they led to) are
 reported at the mutated line and say what is wrong; the same kinds of mistake written another
 way, in another spec, are caught too; the helpers the checks read the spec with."""
 
@@ -53,6 +53,11 @@ OTHERS = [
              "On reservation {r2.reservation_id}, {last2.first_name} {last2.last_name}'s date of birth should be {newdob}.",
              "On reservation {r2.reservation_id}, the last passenger's date of birth should be {newdob}.",
              "-"),
+    # the cancellation refusal forbids a flight change instead
+    Mutation("pv_cancel_refusal_forbids_change", "specs/precondition_verification.tracec",
+             "forbid cancel_reservation(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
+             "forbid update_reservation_flights(reservation_id = r.reservation_id)\n    reply \"Are you sure?",
+             "C179"),
     # an origin read one level deep where the hint names `destination` (C156's, not C173's)
     Mutation("rlc_cabin_hint_nested", RLC, "communicate r.destination",
              "communicate r.flights[0].origin", "C173", line_of="communicate r.flights[0].origin"),
@@ -91,6 +96,7 @@ def test_fourth_set_mistake_is_reported_at_its_line(name: str, code: str, says: 
     ("forbid_wifi_off", "C176", "the forbidden call changes nothing"),
     ("user_says_first_gold_fixes_last", "C177", "the user names the first entry of `passengers`"),
     ("diff_signed", "C178", "the answer is negative on "),
+    ("basic_refusal_forbids_cancel", "C179", "but the task forbids only `cancel_reservation`"),
 ])
 def test_late_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _found(_late(name), code)
@@ -112,7 +118,7 @@ def test_fourth_set_kinds_written_another_way() -> None:
     """C171 for a total counted over the wrong list, C172 for a card kind the user names in
     another spec, C174 for another argument the user states, C176 for another setting, C177
     for another place, C178 for another signed
-    difference."""
+    difference, C179 for the other refusal."""
     for m in OTHERS:
         if m.code.startswith("C") and m.code != "C173":
             _found(m, m.code)

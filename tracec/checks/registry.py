@@ -33,6 +33,7 @@ from tracec.checks.policy_sections import PolicySections
 from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
 from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
+from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
 from tracec.checks.repeats import Repeats
 from tracec.checks.return_refund import ReturnRefund
@@ -59,7 +60,7 @@ CHECKS: tuple[type[Check], ...] = (
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)
     HintOperands, PaymentKind, NestedAnswer, UserValues, SeenWeekday, InertForbids, OrdinalEntry,
-    SignedAnswer,
+    SignedAnswer, RefusalForbids,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
