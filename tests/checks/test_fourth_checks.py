@@ -12,6 +12,7 @@ from tests.checks.mutation_set_fourth import FOURTH, LATE4
 from tests.checks.mutation_set_fresh import judge
 from tracec.checks.hint_operands import counted_words, value_reads
 from tracec.checks.ordinal_entry import changed_positions
+from tracec.checks.payment_kind import directed
 from tracec.lang.parser import parse_expr
 
 RLC = "specs/reservation_lookup_compact.tracec"
@@ -127,6 +128,13 @@ def test_fourth_set_kinds_written_another_way() -> None:
 def test_c177_reads_the_place_in_the_sentence_that_names_the_record() -> None:
     _how, found = judge(next(m for m in OTHERS if m.name == "mstc_last_passenger"))
     assert not any(f["code"] == "C177" for f in found)
+
+
+def test_directed_reads_where_the_money_goes_not_a_mention() -> None:
+    assert directed("gift_card", "please put the refund on my gift card.")
+    assert directed("paypal", "charge that order to my paypal account instead.")
+    assert not directed("gift_card", "i have a gift card too, if that matters.")
+    assert not directed("credit_card", "refund it to the method i paid with.")
 
 
 def test_changed_positions() -> None:

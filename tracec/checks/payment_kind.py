@@ -1,6 +1,7 @@
 """The gold's payment method against the kind the user names (C172, error): the user's own
-words ("put the refund on my gift card", "charge it to my credit card") name one kind of
-payment method, the user holds one of that kind, and a gold argument passes a method of another
+words direct the money to or from one kind of payment method ("put the refund on my gift
+card", "charge it to my credit card"; not "I have a gift card too"), the user holds one of that
+kind, and a gold argument passes a method of another
 kind (the original credit card), which the user's words do not name by its id.
 
 A payment method is a value of a record's map of methods whose entries have a ``source``
@@ -47,6 +48,14 @@ def _words(source: str) -> str:
     return source.replace("_", " ").lower()
 
 
+def directed(source: str, text: str) -> bool:
+    """The text directs money to or from the user's method of that kind ("on my gift card",
+    "charge it to my PayPal", "pay with my credit card"), not only mentions one ("I have a gift
+    card too")."""
+    return re.search(rf"\b(?:to|on|onto|into|with|via|using|from|by) (?:my|the|a|that) "
+                     rf"{re.escape(_words(source))}\b", text) is not None
+
+
 class PaymentKind(Check):
     """C172 over the first seeds; findings go to ``log``."""
 
@@ -72,8 +81,7 @@ class PaymentKind(Check):
         if not args:
             return
         methods: dict[str, tuple[Mapping, Mapping]] | None = None
-        if self.scans >= SCANS and not any(
-                re.search(rf"\b{re.escape(_words(k))}\b", literal) for k in self.kinds):
+        if self.scans >= SCANS and not any(directed(k, literal) for k in self.kinds):
             self.done.add(inst.task)  # the user's words name no kind of method: nothing to judge
             return
         for call, arg, value in args:
@@ -87,7 +95,7 @@ class PaymentKind(Check):
                 continue
             method, held = methods[value]
             kinds = {str(m.get("source")) for m in held.values() if isinstance(m, Mapping)}
-            named = {k for k in kinds if re.search(rf"\b{re.escape(_words(k))}\b", literal)}
+            named = {k for k in kinds if directed(k, literal)}
             if len(named) != 1 or method.get("source") in named:
                 continue
             self.done.add(inst.task)
