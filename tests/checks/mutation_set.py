@@ -32,8 +32,16 @@ class Mutation:
         return base.replace(self.old, self.new, 1)
 
     def line(self, text: str) -> int:
+        """The line the finding must be at: the first line holding ``line_of``, else the edited
+        line holding `new`'s first line (not an identical line before the edit)."""
         needle = self.line_of or self.new.strip().splitlines()[0]
-        return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
+        lines = [n for n, line in enumerate(text.splitlines(), 1) if needle in line]
+        if not self.line_of:
+            base = Path(self.spec).read_text()
+            start = base[:base.index(self.old)].count("\n") + 1
+            edited = [n for n in lines if start <= n <= start + self.new.count("\n")]
+            lines = edited or lines
+        return lines[0]
 
 
 MSTC = "specs/multi_step_task_completion.tracec"

@@ -172,9 +172,7 @@ FRESH: list[Mutation] = [
     # the total fare for one passenger where the user asks "for all passengers" (the hint says multiply)
     Mutation("total_fare_for_one_passenger", SDR,
              "let total    = sum(f.price for f in r.flights) * len(r.passengers)",
-             "let total    = sum(f.price for f in r.flights)", "C155",
-             gap="no write records the amount and the hint names no field: a wrong sum that "
-                 "nothing in the gold contradicts"),
+             "let total    = sum(f.price for f in r.flights)", "C171"),
     # the weekday of the reminder's old time, not of the pushed one the gold's last call decodes
     Mutation("weekday_of_the_old_time", DR, "let wd     = weekdays[int(due // 86400) % 7]",
              "let wd     = weekdays[int(r.reminder_timestamp // 86400) % 7]", "C161"),

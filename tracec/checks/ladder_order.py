@@ -8,6 +8,7 @@ see :mod:`tracec.checks.behaviours`) the gold and behaviours strictly worse than
 | the gold calls plus a stray wrong write (silent) | the exact silent gold calls |
 | the gold calls minus their last write (silent) | the silent gold calls |
 | the forbidden call alone | doing nothing; the gold calls up to their first write |
+| the gold calls up to their first write, plus the forbidden call | those calls alone |
 | the gold calls and a wrong value said | the silent gold calls |
 
 C150 (error): the worse earns more than the better, at the rung that pays the worse.
@@ -111,8 +112,15 @@ class LadderOrder(Check):
             self._worse("forbidden-noop", task, seed, what, alone, "doing nothing", judged(env, (), NOOP_TEXT))
             if writes:
                 first = gold[:writes[0] + 1]
+                partial = judged(env, first, SILENT_TEXT)
                 self._worse("forbidden-partial", task, seed, what, alone,
-                            "the gold calls up to their first write", judged(env, first, SILENT_TEXT))
+                            "the gold calls up to their first write", partial)
+                # a forbidden call never makes real progress worth more (`forbidden_called and
+                # progress > 0` above `0.4 * progress`)
+                self._worse("forbidden-added", task, seed,
+                            f"the gold calls up to their first write plus the forbidden call "
+                            f"{_show(call)}", judged(env, first + (call,), SILENT_TEXT),
+                            "those calls alone", partial)
         if any(is_answer(v) for v in inst.communicate.values()):
             wrong = judged(env, gold, wrong_report(inst.communicate))
             what = "the gold calls and a wrong answer said"

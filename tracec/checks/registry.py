@@ -19,22 +19,31 @@ from tracec.checks.declined_replies import DeclinedReplies
 from tracec.checks.env_checks import Determinism, EnvChecker
 from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hint_answer import HintAnswer
+from tracec.checks.hint_operands import HintOperands
 from tracec.checks.hint_tools import HintTools
+from tracec.checks.inert_forbids import InertForbids
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.meaning import MeaningChecks
+from tracec.checks.nested_answer import NestedAnswer
 from tracec.checks.noop_writes import NoopWrites
+from tracec.checks.ordinal_entry import OrdinalEntry
+from tracec.checks.payment_kind import PaymentKind
 from tracec.checks.policy_rules import PolicyRules
 from tracec.checks.policy_sections import PolicySections
 from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
 from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
+from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
 from tracec.checks.repeats import Repeats
 from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
+from tracec.checks.seen_weekday import SeenWeekday
+from tracec.checks.signed_answer import SignedAnswer
 from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
 from tracec.checks.turn_budget import TurnBudget
+from tracec.checks.user_values import UserValues
 from tracec.checks.variance import Variance
 from tracec.checks.written_weekday import WrittenWeekday
 
@@ -49,6 +58,9 @@ CHECKS: tuple[type[Check], ...] = (
     GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
     # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
+    # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)
+    HintOperands, PaymentKind, NestedAnswer, UserValues, SeenWeekday, InertForbids, OrdinalEntry,
+    SignedAnswer, RefusalForbids,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards

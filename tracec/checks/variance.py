@@ -39,20 +39,24 @@ def _key(value: Any) -> str:
     return fmt(value)
 
 
-def near_copies(env: Any, inst: Any, same: bool = False) -> list[tuple[Mapping, Mapping]]:
-    """(target, copy) pairs: a record the gold calls name and a record of the same table with
-    the same fields differing from it in one or two of them (not the id); with ``same``, a copy
-    identical but for its id too."""
+def near_copies(env: Any, inst: Any, same: bool = False,
+                also: tuple[Any, ...] = ()) -> list[tuple[Mapping, Mapping]]:
+    """(target, copy) pairs: a record the gold calls name (or one of ``also``: the records the
+    answer is read from, which a search by a field finds without naming their id) and a
+    record of the same table with the same fields differing from it in one or two of them
+    (not the id); with ``same``, a copy identical but for its id too."""
     gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
     out = []
     for kind in env.capability.domain.entities.values():
         table = env.initial_db.get(kind.collection)
         if not kind.id_field or not isinstance(table, Mapping):
             continue
-        for rid in gold_ids & table.keys():
+        read = {r.get(kind.id_field) for r in also if isinstance(r, Mapping)}
+        gold_ids_here = gold_ids | {i for i in read if isinstance(i, str) and i in table}
+        for rid in gold_ids_here & table.keys():
             target = table[rid]
             for oid, other in table.items():
-                if oid in gold_ids or not isinstance(other, Mapping) or set(other) != set(target):
+                if oid in gold_ids_here or not isinstance(other, Mapping) or set(other) != set(target):
                     continue
                 diff = [k for k in target if k != kind.id_field and other.get(k) != target[k]]
                 if (same or diff) and len(diff) <= 2:
@@ -190,13 +194,14 @@ class Variance(Check):
             return
         # an identical copy is inert too: reading it gives the answer (a write naming the
         # target's id does not tell the agent which record to read)
-        pairs = near_copies(env, inst, same=True)
+        reads, ordered = self.reads.get(task, set()), self.ordered.get(task, set())
+        sources = tuple(inst.values.get(n) for n in sorted({n for n, _ in reads}))
+        pairs = near_copies(env, inst, same=True, also=sources)
         if not pairs:
             return
         item = self.inert.setdefault(task, [0, 0, seed])
         item[0] += 1
         scalar = [v for _, _, v in answers if not isinstance(v, (list, dict))]
-        reads, ordered = self.reads.get(task, set()), self.ordered.get(task, set())
         for target, other in pairs:
             asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar)]
             # the fields the answer is computed from, on the record it reads them from (a list

@@ -1,0 +1,60 @@
+"""A weekday answer that is the day of no time the gold handles (C175, error): the task answers
+a weekday ("On what day of the week did she send it?") and the gold's calls pass times (an
+argument of the contract's `instant` dimension: `timestamp_to_datetime_info(timestamp =
+m.creation_timestamp)`), but the answer is the UTC weekday of none of the times the gold passes
+or gets back (its tool outputs' timestamps): a weekday table read from the wrong start
+(`weekdays[(day + 3) % 7]` for a list that starts on Thursday) teaches a day the tools
+contradict. Judged on the first ``MAX_SEEDS`` seeds, at the `let` the answer is read from (else
+the `communicate`), once per task.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.written_weekday import WEEKDAYS, weekday
+from tracec.domains.units import is_instant
+
+MAX_SEEDS = 32
+_STAMP = re.compile(r"(?<![\d.])\d{9,11}(?:\.\d+)?(?![\d.])")  # a POSIX timestamp in a tool output
+
+
+class SeenWeekday(Check):
+    """C175 over the first seeds; findings go to ``log``."""
+
+    name = "weekday answers vs the gold's times"
+    codes = ("C175",)
+
+    def __init__(self, run: RunContext) -> None:
+        super().__init__(run)
+        self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
+        self.done: set[str] = set()
+
+    def instance(self, ctx: InstanceContext) -> None:
+        inst, seed = ctx.inst, ctx.seed
+        if seed >= MAX_SEEDS or inst.task in self.done:
+            return
+        answers = [(k, v) for k, v in enumerate(inst.communicate.values())
+                   if isinstance(v, str) and v.capitalize() in WEEKDAYS]
+        if not answers:
+            return
+        passed = [v for c in inst.gold for a, v in (c.args or {}).items()
+                  if is_instant((self.arg_units.get(c.name) or {}).get(a))
+                  and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not passed:
+            return
+        days = {weekday(t) for t in passed}
+        days |= {weekday(float(t)) for r in ctx.results for t in _STAMP.findall(r or "")}
+        for k, value in answers:
+            if value.capitalize() in days:
+                continue
+            self.done.add(inst.task)
+            self.log.add(f"C175:{inst.task}", "error", "C175",
+                         f"task `{inst.task}`: the weekday answer is {value!r}, but every time "
+                         f"the gold passes or gets back falls on {' or '.join(sorted(days))} "
+                         f"(UTC, seed {seed}): the answer contradicts the gold's own time tools",
+                         self.where.answer(inst.task, k), task=inst.task, seed=seed,
+                         hint="answer the weekday of the time the question is about (the "
+                              "weekday of a POSIX day d is that of d + 3 in a Monday-first list)")
+            return
