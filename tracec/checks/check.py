@@ -145,12 +145,13 @@ class InstanceContext:
         :class:`ProbeStats` and rungs."""
         env, run, stats, results = self.env, self.run, self.run.stats, self.results
         out = []
-        for probe in self.probes:
+        probes = self.probes
+        for i, probe in enumerate(probes):
             if probe.why_not:
                 out.append(Play(probe))
                 continue
             want, want_rule = expected(env, probe, results)
-            ep = self.fork.play(probe)  # from the shared gold turns when it can
+            ep = self.fork.play(probe, probes[i + 1:])  # from the shared gold turns when it can
             stats.runs += 1
             stats.rewards.append(ep.reward)
             self._seed_rewards.add(round(ep.reward, 6))

@@ -19,11 +19,14 @@ state's world (its tail may write), when the world can be copied exactly.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from tracec.checks.probes import Probe, ProbeRun, gold_results, run_turns
 from tracec.runtime.env import CapabilityEnv
+from tracec.runtime.outcome import Call
 from tracec.runtime.toolcall import ToolCallParseError, hermes, parse_turn
 from tracec.runtime.user import ScriptedUser
 from tracec.runtime.world import fork
@@ -50,6 +53,18 @@ def _text_only(turn: str) -> bool:
         return not parse_turn(turn).calls
     except ToolCallParseError:
         return False
+
+
+def _apart(p: _Prefix) -> _Prefix | None:
+    """``p`` with its own copy of the world and of its calls (a tool may keep an argument's
+    value in the world: the copies share it as the episode does), None when it cannot be
+    copied."""
+    copied = fork(p.db, [c.args for c in p.calls])
+    if copied is None:
+        return None
+    db, args = copied
+    calls = [Call(c.name, a) for c, a in zip(p.calls, args)]
+    return dataclasses.replace(p, db=db, calls=calls)
 
 
 class GoldFork:
@@ -79,9 +94,9 @@ class GoldFork:
         for i, turn in enumerate(turns):
             if i and i == mark:
                 state = self._state(turns[:i], observations, rewards)
-                state.db = fork(state.db)
-                if state.db is not None:
-                    self.marks.append(state)
+                copied = _apart(state)
+                if copied is not None:
+                    self.marks.append(copied)
             obs, r, terminated, truncated, _ = env.step(turn)
             observations.append(obs)
             rewards.append(r)
@@ -116,11 +131,13 @@ class GoldFork:
                 return list(self.prefix.results)
         return gold_results(env)
 
-    def play(self, probe: Probe) -> ProbeRun:
-        """``probe`` played on the env's current task from its initial world."""
+    def play(self, probe: Probe, later: Sequence[Probe] | None = None) -> ProbeRun:
+        """``probe`` played on the env's current task from its initial world; ``later``: the
+        probes to be played after it, when known (a kept state none of them reads is handed
+        to ``probe`` without a copy)."""
         env = self.env
         if not self._forkable(probe):
-            return self._resume(probe)
+            return self._resume(probe, later)
         head = probe.turns[:-1]
         if self.prefix is None or self.prefix.turns != head:
             self.prefix = self._make_prefix(head)
@@ -129,17 +146,37 @@ class GoldFork:
                 return run_turns(env, probe.turns)
         return self._from(self.prefix, self.prefix.db, probe.turns[-1:])
 
-    def _resume(self, probe: Probe) -> ProbeRun:
-        """``probe`` from the deepest kept state whose turns begin its own, on a copy of that
-        state's world; from the start when there is none (or the world cannot be copied)."""
-        env = self.env
-        turns = probe.turns
+    def _choice(self, turns: tuple[str, ...]) -> _Prefix | None:
+        """The deepest kept state whose turns begin ``turns``, with turns left to play."""
         for state in ([self.prefix] if self.prefix is not None else []) + self.marks[::-1]:
             k = len(state.turns)
             if k < len(turns) and turns[:k] == state.turns:
-                db = fork(state.db)
-                if db is not None:
-                    return self._from(state, db, turns[k:])
+                return state
+        return None
+
+    def _uses(self, probe: Probe, state: _Prefix) -> bool:
+        """Whether playing ``probe`` reads ``state`` (a text tail shares the prefix's world)."""
+        if self._forkable(probe):
+            return state is self.prefix
+        return self._choice(probe.turns) is state
+
+    def _resume(self, probe: Probe, later: Sequence[Probe] | None = None) -> ProbeRun:
+        """``probe`` from the deepest kept state whose turns begin its own, on a copy of that
+        state's world (the state itself when no ``later`` probe reads it: it is dropped);
+        from the start when there is none (or the world cannot be copied)."""
+        env = self.env
+        turns = probe.turns
+        state = self._choice(turns)
+        if state is not None:
+            if later is not None and not any(self._uses(p, state) for p in later):
+                if state is self.prefix:
+                    self.prefix = None
+                else:
+                    self.marks = [m for m in self.marks if m is not state]
+                return self._from(state, state.db, turns[len(state.turns):])
+            copied = _apart(state)
+            if copied is not None:
+                return self._from(copied, copied.db, turns[len(state.turns):])
         env.restart()
         return run_turns(env, turns)
 

@@ -323,15 +323,17 @@ def untouched(table: Any, key: Any) -> bool:
     return type(table) is LazyWorld and key in table._pending
 
 
-def fork(world: Any) -> Any | None:
+def fork(world: Any, *also: Any) -> tuple[Any, ...] | None:
     """A copy of an episode's world that nothing done to it or to ``world`` reaches, equal to
-    ``world`` value for value, with the same sharing between its values; None when it cannot
-    be made (a value marshal cannot store). A :class:`LazyWorld` copies only what code has
-    read (in one ``marshal`` round trip, which keeps links between those values); its unread
-    tables and records stay the shared originals."""
+    ``world`` value for value, with the same sharing between its values, and copies of
+    ``also`` (what else may share a value with the world: the episode's call arguments), made
+    together so that what they share with the world they share with the copy: ``(world,
+    *also)``; None when it cannot be made (a value marshal cannot store). A
+    :class:`LazyWorld` copies only what code has read (in one ``marshal`` round trip); its
+    unread tables and records stay the shared originals."""
     if type(world) is dict:
         try:
-            return marshal.loads(marshal.dumps(world))
+            return tuple(marshal.loads(marshal.dumps((world, *also))))
         except ValueError:
             return None
     if type(world) is not LazyWorld:
@@ -366,10 +368,10 @@ def fork(world: Any) -> Any | None:
 
     try:
         root = plan(world)
-        values = marshal.loads(marshal.dumps(owned))
+        values = marshal.loads(marshal.dumps((owned, also)))
     except ValueError:
         return None
-    return build(*root, values)
+    return (build(*root, values[0]), *values[1])
 
 
 def same_json(a: Any, b: Any) -> bool:
