@@ -132,8 +132,9 @@ class InstanceContext:
     def probes(self) -> list[Probe]:
         """The probes of this instance (:mod:`tracec.checks.probes`, the shotgun last)."""
         box = self.env.toolbox
+        results = self.results  # the gold turns, played first: their rendering is shared
         probes = build_probes(self.inst, box.writes, box.ends, box.tools, rotate=self.seed,
-                              results=self.results)
+                              results=results, rendered=self.fork.rendered)
         shotgun = shotgun_probe(self.env)
         if shotgun is not None:
             probes.append(shotgun)

@@ -78,6 +78,7 @@ class GoldFork:
         # states before the prefix's end (their worlds private copies): before the gold's last
         # write, where the probes that change the gold's end start to differ
         self.marks: list[_Prefix] = []
+        self.rendered: dict[int, str] = {}  # the gold calls' turns, by the id of each call
 
     def _forkable(self, probe: Probe) -> bool:
         gold = tuple(self.env.instance.gold)
@@ -122,6 +123,7 @@ class GoldFork:
         if gold and not any(c.name in box.ends for c in gold) \
                 and len(gold) < env.capability.max_turns:
             turns = tuple(hermes(c.name, c.arguments) for c in gold)
+            self.rendered = {id(c): t for c, t in zip(gold, turns)}
             # the gold minus its last write (the last call when none writes) and a forbidden
             # call in its place start to differ there (tracec.checks.probes.build_probes)
             last = max((i for i, c in enumerate(gold) if c.name in box.writes),
