@@ -87,13 +87,14 @@ class GoldFork:
 
     def _make_prefix(self, turns: tuple[str, ...], mark: int = 0) -> _Prefix | None:
         """The state after ``turns`` (None when they end or truncate the episode); with
-        ``mark``, the state after the first ``mark`` turns is kept too (:attr:`marks`)."""
+        ``mark`` (2 or more: a copy of the world costs about what a tool turn does), the state
+        after the first ``mark`` turns is kept too (:attr:`marks`)."""
         env = self.env
         env.restart()
         observations: list[str] = []
         rewards: list[float] = []
         for i, turn in enumerate(turns):
-            if i and i == mark:
+            if i > 1 and i == mark:
                 state = self._state(turns[:i], observations, rewards)
                 copied = _apart(state)
                 if copied is not None:
