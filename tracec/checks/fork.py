@@ -20,8 +20,8 @@ state's world (its tail may write), when the world can be copied exactly.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tracec.checks.probes import Probe, ProbeRun, gold_results, run_turns
