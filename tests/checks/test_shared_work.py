@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracec.checks.fork import GoldFork
 from tracec.checks.locate import SpecMap
-from tracec.checks.probes import build_probes, replay, replay_matches
+from tracec.checks.probes import build_probes, replay, replay_matches, run_turns
 from tracec.checks.prompt_size import first_prompt_size, first_prompt_sizes
 from tracec.compiler import codegen
 from tracec.compiler.api import compile_file
 from tracec.harness.resolve import env_class
+from tracec.runtime.world import LazyWorld, fork, state_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "multi_step_task_completion.tracec"  # a spec with a variant
@@ -34,6 +36,50 @@ def test_a_replay_judged_once_per_instance_equals_a_fresh_replay() -> None:
                     matches, done = replay_matches(env, probe.calls)
                     db, fresh = replay(env, probe.calls)
                     assert (matches, done) == (env.matches_gold(db), fresh)
+
+
+def test_probes_resumed_from_the_gold_turns_equal_fresh_episodes() -> None:
+    """The probes that resume from a kept state of the gold turns (the text tails on the
+    shared world, the others on a copy) play what a fresh episode plays, call for call."""
+    for spec in (SPEC, ROOT / "specs" / "tool_calling_precision.tracec"):
+        result = compile_file(spec)
+        cls = env_class(result.module)
+        env = cls()
+        resumed = 0
+        for seed in range(4):
+            for task in cls.capability.tasks:
+                env.reset(seed=seed, options={"task": task.name})
+                box = env.toolbox
+                shared = GoldFork(env)
+                results = shared.gold_results()
+                resumed += len(shared.marks)
+                probes = build_probes(env.instance, box.writes, box.ends, box.tools,
+                                      rotate=seed, results=results)
+                for i, probe in enumerate(probes):
+                    got = shared.play(probe, probes[i + 1:] if seed % 2 else None)
+                    calls, world = list(env.calls), state_hash(env.db)
+                    env.restart()
+                    fresh = run_turns(env, probe.turns)
+                    assert got == fresh, (spec.name, seed, task.name, probe.name)
+                    assert (calls, world) == (env.calls, state_hash(env.db))
+        assert resumed  # the states before the last write were kept
+
+
+def test_a_forked_world_is_equal_and_apart() -> None:
+    cls, _ = _classes()
+    env = cls()
+    env.reset(seed=1, options={"task": cls.capability.tasks[0].name})
+    db = env.initial_copy()
+    assert type(db) is LazyWorld
+    rid = next(iter(dict.keys(db["reservations"])))
+    db["reservations"][rid]["passengers"].append({"first_name": "A"})  # read, then written
+    kept = db["reservations"][rid]["passengers"][-1]  # a value the world shares with an argument
+    copy, (args,) = fork(db, [{"passengers": [kept]}])
+    assert copy == db and state_hash(copy) == state_hash(db)
+    assert args["passengers"][0] is copy["reservations"][rid]["passengers"][-1]
+    copy["reservations"][rid]["passengers"].pop()
+    assert copy != db and db["reservations"][rid]["passengers"][-1] is kept
+    assert fork({"a": [object()]}) is None  # what marshal cannot store: no copy
 
 
 def test_prompt_sizes_of_both_schemas_from_one_reset_per_seed() -> None:

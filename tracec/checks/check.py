@@ -143,8 +143,9 @@ class InstanceContext:
     def probes(self) -> list[Probe]:
         """The probes of this instance (:mod:`tracec.checks.probes`, the shotgun last)."""
         box = self.env.toolbox
+        results = self.results  # the gold turns, played first: their rendering is shared
         probes = build_probes(self.inst, box.writes, box.ends, box.tools, rotate=self.seed,
-                              results=self.results)
+                              results=results, rendered=self.fork.rendered)
         shotgun = shotgun_probe(self.env)
         if shotgun is not None:
             probes.append(shotgun)
@@ -156,12 +157,13 @@ class InstanceContext:
         :class:`ProbeStats` and rungs."""
         env, run, stats, results = self.env, self.run, self.run.stats, self.results
         out = []
-        for probe in self.probes:
+        probes = self.probes
+        for i, probe in enumerate(probes):
             if probe.why_not:
                 out.append(Play(probe))
                 continue
             want, want_rule = expected(env, probe, results)
-            ep = self.fork.play(probe)  # from the shared gold turns when it can
+            ep = self.fork.play(probe, probes[i + 1:])  # from the shared gold turns when it can
             stats.runs += 1
             stats.rewards.append(ep.reward)
             self._seed_rewards.add(round(ep.reward, 6))

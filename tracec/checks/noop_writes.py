@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from tracec.checks.blame import unchanged_cause
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.core.diagnostics import Span
+from tracec.runtime.world import peek, untouched
 
 
 def _named(db: Mapping, tables: list[str], args: Mapping) -> list[tuple[str, str]]:
@@ -30,14 +32,39 @@ def _named(db: Mapping, tables: list[str], args: Mapping) -> list[tuple[str, str
         if not isinstance(value, str):
             continue
         for table in tables:
-            t = db.get(table)
+            t = peek(db, table)  # a membership test: an unread table's original will do
             if isinstance(t, Mapping) and value in t:
                 out.append((table, value))
     return out
 
 
-def _dump(db: Mapping, named: list[tuple[str, str]]) -> list[str]:
-    return [json.dumps(db[t].get(rid), sort_keys=True, default=str) for t, rid in named]
+def _dump(record: Any) -> str:
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+def _before(db: Mapping, named: list[tuple[str, str]]) -> list[tuple[Any, Any, str | None]]:
+    """Each named record before the call, read without copying: (its table, the record, its
+    dump; None while the record is its table's unread original, dumped only if the call reads
+    it: an original is never written)."""
+    out = []
+    for t, rid in named:
+        table = dict.__getitem__(db, t) if isinstance(db, dict) else db[t]
+        record = peek(table, rid)
+        out.append((table, record, None if untouched(table, rid) else _dump(record)))
+    return out
+
+
+def _unchanged(db: Mapping, named: list[tuple[str, str]],
+               before: list[tuple[Any, Any, str | None]]) -> bool:
+    """Every named record dumps after the call as it did before (one still its table's unread
+    original is unchanged without a dump)."""
+    for (t, rid), (table, record, dump) in zip(named, before):
+        now = dict.__getitem__(db, t) if isinstance(db, dict) else db[t]
+        if dump is None and now is table and untouched(now, rid):
+            continue
+        if _dump(peek(now, rid)) != (_dump(record) if dump is None else dump):
+            return False
+    return True
 
 
 class NoopWrites(Check):
@@ -67,19 +94,19 @@ class NoopWrites(Check):
             nth = counts.get(call.name, 0)
             counts[call.name] = nth + 1
             named = _named(db, self.tables, call.args or {}) if call.name in box.writes else []
-            before = _dump(db, named)
+            before = _before(db, named)
             _, ok, _ = box.run(db, call.name, call.arguments, observe=False)
             if named and ok:
                 item = self.counts.setdefault((inst.task, call.name, nth), [0, 0, -1])
                 item[0] += 1
-                if _dump(db, named) == before:
+                if _unchanged(db, named, before):
                     item[1] += 1
                     item[2] = seed if item[2] < 0 else item[2]
                     key = (inst.task, call.name, nth)
                     if key not in self.causes:
                         self.causes[key] = unchanged_cause(
                             self.where, inst.task, call.name, nth, call.args or {},
-                            [json.loads(b) for b in before], {rid for _, rid in named},
+                            [json.loads(_dump(rec)) for _, rec, _ in before], {rid for _, rid in named},
                             inst.values)
 
     def finish(self) -> None:

@@ -94,15 +94,17 @@ def echo_text(results: Sequence[str], markup: bool = True) -> str:
 
 def build_probes(inst: TaskInstance, writes: frozenset[str], ends: frozenset[str],
                  tools: Mapping[str, Any] | None = None, rotate: int | None = None,
-                 results: Sequence[str] | None = None) -> list[Probe]:
+                 results: Sequence[str] | None = None,
+                 rendered: Mapping[int, str] | None = None) -> list[Probe]:
     """The probes for one drawn task (``tools``: name -> Tool, to probe forbids; ``results``:
-    the gold calls' tool outputs, for the echo probes).
+    the gold calls' tool outputs, for the echo probes; ``rendered``: turns already rendered,
+    by the ``id`` of a gold call of ``inst``).
 
     With ``rotate`` (the seed), one ``forbidden`` probe tries the task's forbids in turn, seed
     by seed, instead of one probe per forbid on every seed."""
     gold = tuple(inst.gold)
     report = report_text(inst)
-    seen: dict[int, str] = {}  # each gold call rendered once for all probes
+    seen: dict[int, str] = dict(rendered or {})  # each gold call rendered once for all probes
     probes = [
         Probe("oracle", gold, report, turns_of(gold, report, ends, seen)),
         Probe("noop", (), NOOP_TEXT, (NOOP_TEXT,)),

@@ -101,13 +101,28 @@ def _normalize(text: str) -> str:
 _NUMBER = re.compile(r"(?<![\w.])(?<!\d-)(-?)((?:0|[1-9]\d*)(?:\.\d+)?)(?!\w|\.\d|-\d)")
 
 
+_NUMBERS: dict[str, tuple[tuple[bool, float], ...]] = {}  # _numbers by text
+_NUMBERS_MAX = 4096
+
+
+def _numbers(text: str) -> tuple[tuple[bool, float], ...]:
+    """Every number standing alone in ``text``: (written with a minus, its value without it);
+    a pure function of the text, asked once per value a rule or check looks for."""
+    hit = _NUMBERS.get(text)
+    if hit is None:
+        if len(_NUMBERS) >= _NUMBERS_MAX:
+            _NUMBERS.clear()
+        hit = _NUMBERS[text] = tuple((bool(m.group(1)), float(m.group(2)))
+                                     for m in _NUMBER.finditer(text))
+    return hit
+
+
 def _says_number(x: float, text: str) -> bool:
     """A number in ``text`` that is ``x`` to 2 decimals: ``13.04`` and ``13.044`` for 13.044125
     (a more precise rendering that rounds to the same cents), ``12.50`` for 12.5."""
     want = round(float(x), 2)
-    for m in _NUMBER.finditer(text):
-        y = float(m.group(2))
-        if m.group(1) and x < 0:
+    for minus, y in _numbers(text):
+        if minus and x < 0:
             y = -y
         elif x < 0:
             continue

@@ -311,6 +311,69 @@ class LazyWorld(dict):
         return repr(self.copy())
 
 
+def peek(table: Mapping, key: Any, default: Any = None) -> Any:
+    """``table.get(key, default)`` without copying: a :class:`LazyWorld` gives the shared
+    original of an unread entry, to read and never to write (``json.dumps``, ``in``, ``==``)."""
+    return dict.get(table, key, default) if isinstance(table, dict) else table.get(key, default)
+
+
+def untouched(table: Any, key: Any) -> bool:
+    """``table[key]`` is still its :class:`LazyWorld`'s shared original: no code has read it
+    (so none has changed it) since the copy was made."""
+    return type(table) is LazyWorld and key in table._pending
+
+
+def fork(world: Any, *also: Any) -> tuple[Any, ...] | None:
+    """A copy of an episode's world that nothing done to it or to ``world`` reaches, equal to
+    ``world`` value for value, with the same sharing between its values, and copies of
+    ``also`` (what else may share a value with the world: the episode's call arguments), made
+    together so that what they share with the world they share with the copy: ``(world,
+    *also)``; None when it cannot be made (a value marshal cannot store). A
+    :class:`LazyWorld` copies only what code has read (in one ``marshal`` round trip); its
+    unread tables and records stay the shared originals."""
+    if type(world) is dict:
+        try:
+            return tuple(marshal.loads(marshal.dumps((world, *also))))
+        except ValueError:
+            return None
+    if type(world) is not LazyWorld:
+        return None
+    owned: list[Any] = []
+    seen: set[int] = set()
+
+    def plan(lazy: LazyWorld) -> tuple[LazyWorld, list[tuple[Any, int, Any]]]:
+        # each entry: (key, 0, the shared original) | (key, 1, a nested plan) | (key, 2, the
+        # index of its value in ``owned``)
+        if id(lazy) in seen:  # one nested table reached twice: its link cannot be kept here
+            raise ValueError("a lazy table reached twice")
+        seen.add(id(lazy))
+        entries: list[tuple[Any, int, Any]] = []
+        pending = lazy._pending
+        for key, value in dict.items(lazy):
+            if key in pending:
+                entries.append((key, 0, value))
+            elif type(value) is LazyWorld:
+                entries.append((key, 1, plan(value)))
+            else:
+                entries.append((key, 2, len(owned)))
+                owned.append(value)
+        return lazy, entries
+
+    def build(lazy: LazyWorld, entries: list[tuple[Any, int, Any]], values: list[Any]) -> LazyWorld:
+        tables = {key: (value if kind == 0 else build(*value, values) if kind == 1 else values[value])
+                  for key, kind, value in entries}
+        out = LazyWorld(tables, lazy._blobs)
+        out._pending = set(lazy._pending)
+        return out
+
+    try:
+        root = plan(world)
+        values = marshal.loads(marshal.dumps((owned, also)))
+    except ValueError:
+        return None
+    return (build(*root, values[0]), *values[1])
+
+
 def same_json(a: Any, b: Any) -> bool:
     """Deep equality of JSON-like data where numbers compare with a 1e-6 tolerance.
 
