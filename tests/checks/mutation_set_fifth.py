@@ -33,6 +33,35 @@ read part of the LATE list of ``mutation_set_fresh.py`` (its lines 180-236) and,
 MUTATIONS, FRESH, LATE, THIRD, FOURTH and LATE4 then found 14 of the 35, and 3 of their 14
 replacements, in earlier sets: 17 replaced in all, all before measuring (the earlier sets had
 already taken most of the obvious edits). No check code was read before the measurement.
+
+Why they are missed (written after the measurement, from reading the checks; nothing changed):
+Silent --
+* diff_against_early: no check compares a communicated number with the gold's `timestamp_diff`
+  output (C161 judges write times and weekdays; C152 skips computed values like `gap`).
+* progress_over_forbidden_rung: no strict inversion among C150's probe pairs (the forbidden call
+  with partial progress and the same progress alone earn the same 0.6 * progress).
+* answer_rung_pays_forbidden: the forbidden call plus the right answer earns 0.25, the same as the
+  answer alone: C150 needs strictly more, and the silent forbidden probe still earns 0.
+* ago_counts_calendar_days: a day count is a computation (C152 skips it) and no check compares it
+  with the `timestamp_diff` days the gold receives.
+* refused_twin_not_recent: C341 compares the field the answer reads; the answer (`rule = 24`) is
+  a constant, and no check relates a distractor to the policy rule it is meant to test.
+* compact_hides_membership_tool: the variant keeps every tool the gold calls; `membership` only
+  feeds computed values (`room`, `fee`), which C152 skips (the shipped gold never reads it either).
+Elsewhere (found, but at the use rather than the slip) --
+* ship_city_never_said, cabin_reservation_never_named, text_body_never_given: C152 at the gold
+  call that passes the unsourced value, not at the user line that dropped it.
+* bags_nonfree_not_raised: C168 at the `pick` that drew the reservation, not the gold call.
+* bag_room_min_for_max: C141 at the bag-update gold call, not at the `let room` with `min`.
+* covered_reason_not_covered: C141 at the `let reason` pick, not at the seed's `covered` list.
+* lookup_tool_left_out: the compile error is at the gold call (it names the `tools` line 8).
+* bags_on_two_weight_typo: C343 at the task that takes over half the weight, not the starved one.
+* forbid_may_hit_target: C113 at the forbid, not at the `let near` whose filter lost a clause.
+* variant_target_may_be_unavailable, change_ignores_seats: C102 at the failing gold call; stock
+  and seats are not domain preconditions that C102 traces back to the `pick`.
+* sister_may_be_the_owner: C162 (a write that changes nothing) at the gold call, not the `pick`.
+* rename_fixes_last_passenger: C165 at `let fixed`, not at `let lead` that took the wrong record.
+* holiday_minute_digits_swapped: C161 at the `add_reminder` write, not the `shift_timestamp` slip.
 """
 
 from __future__ import annotations
