@@ -1,7 +1,7 @@
 """Issue 30, the sets' last misses: C180-C182 (a hint's words for a forbidden switch, a gold
 time already past, entries the user's words do not tell apart) and the findings located where
 the value was made (C102 at a distractor's field or at the `let` of the value its error names,
-C344 at the written constant); each with the same kind written another way, and a negative."""
+C344 at the written constant, C141 at the one seed-list reason that breaks the rule); each with the same kind written another way, and a negative."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def _at(m: Mutation, code: str, line: int | None = None) -> dict:
     ("change_paid_by_any_method", "C102", "Certificate cannot be used"),
     ("cellular_setup_leaves_cellular_on", "C102", "the distractor `setup_cellular_off` sets `cellular`"),
     ("always_one_bag", "C344", "computed from that constant"),
+    ("bereavement_counted_covered", "C141", "is the one text of its seed list that breaks"),
 ])
 def test_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _at(_named(name), code)
@@ -75,6 +76,12 @@ def test_negatives() -> None:
     assert alike([shirt, other], {"1"}, "return my T-Shirt (blue, M)") is None
     assert alike([shirt, other], {"1"}, "return my T-Shirt")[1] is other
     assert alike([shirt, other], {"1", "2"}, "return my T-Shirt") is None
+    # a reason drawn from a list of uncovered ones stays at the draw (the first set's
+    # insurance_for_a_reason_it_does_not_cover)
+    m = Mutation("any_reason", "specs/precondition_verification.tracec",
+                 "let reason  = pick(covered + plain) if by_rule else pick(covered)",
+                 "let reason  = pick(covered + plain)", "C141")
+    _at(m, "C141")
     # an error that names the value, not the argument: that argument
     args = {"reservation_id": "ABC123", "payment_id": "certificate_1"}
     assert named_arg(args, "Certificate cannot be used to update reservation") == "payment_id"
