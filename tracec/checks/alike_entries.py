@@ -23,7 +23,7 @@ from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
 
-MAX_SEEDS = 64
+MAX_SEEDS = 32
 
 
 def _lists(value: Any) -> Iterator[list[dict]]:
@@ -106,7 +106,10 @@ class AlikeEntries(Check):
                if isinstance(x, (str, int)) and not isinstance(x, bool)}
         if not ids:
             return
+        keys = [str(x) for x in ids]
         for out in ctx.results:
+            if not out or not any(k in out for k in keys):
+                continue  # no entry passed is in it
             try:
                 parsed = json.loads(out) if out and out[:1] in "[{" else None
             except ValueError:
