@@ -1,7 +1,8 @@
 """Issue 30, the sets' last misses: C180-C182 (a hint's words for a forbidden switch, a gold
 time already past, entries the user's words do not tell apart) and the findings located where
 the value was made (C102 at a distractor's field or at the `let` of the value its error names,
-C344 at the written constant, C141 at the one seed-list reason that breaks the rule); each with the same kind written another way, and a negative."""
+C344 at the written constant, C141 at the one seed-list reason that breaks the rule, C161 at the `let` of a written time);
+each with the same kind written another way, and a negative."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def _at(m: Mutation, code: str, line: int | None = None) -> dict:
     ("cellular_setup_leaves_cellular_on", "C102", "the distractor `setup_cellular_off` sets `cellular`"),
     ("always_one_bag", "C344", "computed from that constant"),
     ("bereavement_counted_covered", "C141", "is the one text of its seed list that breaks"),
+    ("due_from_message_time", "C161", "(`reminder_timestamp` = `due`, passed to the gold call"),
 ])
 def test_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _at(_named(name), code)
