@@ -1,8 +1,8 @@
 """Issue 30, the sets' last misses: C180-C182 (a hint's words for a forbidden switch, a gold
 time already past, entries the user's words do not tell apart) and the findings located where
 the value was made (C102 at a distractor's field or at the `let` of the value its error names,
-C344 at the written constant, C141 at the one seed-list reason that breaks the rule, C161 at the `let` of a written time);
-each with the same kind written another way, and a negative."""
+C344 at the written constant, C141 at the one seed-list reason that breaks the rule, C161 at
+the `let` of a written time); each with the same kind written another way, and a negative."""
 
 from __future__ import annotations
 
