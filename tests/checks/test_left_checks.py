@@ -2,7 +2,8 @@
 time already past, entries the user's words do not tell apart) and the findings located where
 the value was made (C102 at a distractor's field or at the `let` of the value its error names,
 C344 at the written constant, C141 at the one seed-list reason that breaks the rule, C161 at
-the `let` of a written time); each with the same kind written another way, and a negative."""
+the `let` of a written time, C152 at the user text that never names the drawn choice); each
+with the same kind written another way, and a negative."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def _at(m: Mutation, code: str, line: int | None = None) -> dict:
     ("always_one_bag", "C344", "computed from that constant"),
     ("bereavement_counted_covered", "C141", "is the one text of its seed list that breaks"),
     ("due_from_message_time", "C161", "(`reminder_timestamp` = `due`, passed to the gold call"),
+    ("bags_card_never_given", "C152", "(drawn by `let card`, which the user's message never names)"),
+    ("user_gives_no_reservation_id", "C152", "(drawn by `let r`, which the user's message never"),
 ])
 def test_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _at(_named(name), code)
@@ -84,6 +87,11 @@ def test_negatives() -> None:
                  "let reason  = pick(covered + plain) if by_rule else pick(covered)",
                  "let reason  = pick(covered + plain)", "C141")
     _at(m, "C141")
+    # a value read from a record that is not drawn stays at the call (the clock's time)
+    m = next(m for m in LATE4 if m.name == "days_ago_without_clock")
+    clock = "timestamp_diff(timestamp_0 = m.creation_timestamp, timestamp_1 = p.now)"
+    f = _at(Mutation(m.name, m.spec, m.old, m.new, "C152", line_of=clock), "C152")
+    assert "never names" not in f["message"]
     # an error that names the value, not the argument: that argument
     args = {"reservation_id": "ABC123", "payment_id": "certificate_1"}
     assert named_arg(args, "Certificate cannot be used to update reservation") == "payment_id"
