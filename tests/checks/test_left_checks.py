@@ -2,8 +2,9 @@
 time already past, entries the user's words do not tell apart) and the findings located where
 the value was made (C102 at a distractor's field or at the `let` of the value its error names,
 C344 at the written constant, C141 at the one seed-list reason that breaks the rule, C161 at
-the `let` of a written time, C152 at the user text that never names the drawn choice); each
-with the same kind written another way, and a negative."""
+the `let` of a written time, C152 at the user text that never names the drawn choice) and
+C183 (an answer one off its own tool's result); each with the same kind written another way,
+and a negative."""
 
 from __future__ import annotations
 
@@ -11,17 +12,18 @@ import pytest
 
 from tests.checks.mutation_set import Mutation
 from tests.checks.mutation_set_fourth import FOURTH, LATE4
-from tests.checks.mutation_set_fresh import judge
+from tests.checks.mutation_set_fresh import FRESH, judge
 from tracec.checks.alike_entries import alike
 from tracec.checks.blame import named_arg
 from tracec.checks.hint_words import says_switch, thing_words
+from tracec.checks.tool_agreement import numbers
 
 PER = "specs/permission_error_recovery.tracec"
 TCP = "specs/tool_calling_precision.tracec"
 
 
 def _named(name: str) -> Mutation:
-    return next(m for m in FOURTH + LATE4 if m.name == name)
+    return next(m for m in FOURTH + LATE4 + FRESH if m.name == name)
 
 
 def _at(m: Mutation, code: str, line: int | None = None) -> dict:
@@ -42,6 +44,7 @@ def _at(m: Mutation, code: str, line: int | None = None) -> dict:
     ("due_from_message_time", "C161", "(`reminder_timestamp` = `due`, passed to the gold call"),
     ("bags_card_never_given", "C152", "(drawn by `let card`, which the user's message never names)"),
     ("user_gives_no_reservation_id", "C152", "(drawn by `let r`, which the user's message never"),
+    ("days_ago_rounded", "C183", "the answer is the gold's `timestamp_diff.days` on "),
 ])
 def test_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _at(_named(name), code)
@@ -58,6 +61,11 @@ def test_kinds_written_another_way() -> None:
     # the holiday task's hint sends the agent to cellular, which that task forbids
     _at(Mutation("holiday_hint_says_cellular", PER, "then wifi on, search again",
                  "then cellular on, search again", "C180"), "C180")
+    # "full days ago" counted as calendar days (midnight to midnight)
+    _at(Mutation("days_ago_calendar_days", "specs/datetime_reasoning.tracec",
+                 "let ago   = (p.now - m.creation_timestamp) // 86400",
+                 "let ago   = int(p.now // 86400) - int(m.creation_timestamp // 86400)", "C183"),
+        "C183")
     # a reminder due in some hours, subtracted from the clock's time (at the gold call)
     _at(Mutation("reminder_in_hours_subtracted", PER,
                  "reminder_timestamp = p.now + hours * 3600, latitude",
@@ -92,6 +100,9 @@ def test_negatives() -> None:
     clock = "timestamp_diff(timestamp_0 = m.creation_timestamp, timestamp_1 = p.now)"
     f = _at(Mutation(m.name, m.spec, m.old, m.new, "C152", line_of=clock), "C152")
     assert "never names" not in f["message"]
+    # C183 reads fields outside lists only
+    assert list(numbers({"days": 3, "seconds": 5.0, "items": [{"price": 1}], "ok": True})) == [
+        (".days", 3.0), (".seconds", 5.0)]
     # an error that names the value, not the argument: that argument
     args = {"reservation_id": "ABC123", "payment_id": "certificate_1"}
     assert named_arg(args, "Certificate cannot be used to update reservation") == "payment_id"

@@ -45,6 +45,7 @@ from tracec.checks.seen_weekday import SeenWeekday
 from tracec.checks.signed_answer import SignedAnswer
 from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
+from tracec.checks.tool_agreement import ToolAgreement
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.user_values import UserValues
 from tracec.checks.variance import Variance
@@ -65,7 +66,7 @@ CHECKS: tuple[type[Check], ...] = (
     HintOperands, PaymentKind, NestedAnswer, UserValues, SeenWeekday, InertForbids, OrdinalEntry,
     SignedAnswer, RefusalForbids,
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
-    HintWords, PastTimes, AlikeEntries,
+    HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
