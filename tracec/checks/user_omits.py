@@ -12,7 +12,7 @@ value read from a record that is not drawn (`p.now`, `owner.person_id`) stays at
 from __future__ import annotations
 
 from tracec.checks.blame import call_arg, cone, names, task_ast
-from tracec.checks.locate import SpecMap, _picks
+from tracec.checks.locate import SpecMap
 from tracec.checks.variance import field_reads
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
@@ -34,7 +34,7 @@ def omitted_choice(where: SpecMap, task: str, tool: str, nth: int, arg: str,
         drawn, fld = expr.obj.id, expr.name
     else:
         return None
-    if drawn not in lets or not _picks(lets[drawn]):
+    if drawn not in lets or drawn not in {n for n, _ in where.pick_lets(task)}:
         return None
     said = names(t.user)
     if fld is None and (drawn in said or drawn in cone(t, t.user)):
