@@ -178,9 +178,7 @@ FRESH: list[Mutation] = [
              "let wd     = weekdays[int(r.reminder_timestamp // 86400) % 7]", "C161"),
     # "full days ago" rounded instead of floored: one more than timestamp_diff's days on half the seeds
     Mutation("days_ago_rounded", DR, "let ago   = (p.now - m.creation_timestamp) // 86400",
-             "let ago   = round((p.now - m.creation_timestamp) / 86400)", "C161",
-             gap="rounding against flooring is decided by the user's words (\"full days\"), "
-                 "which no check reads"),
+             "let ago   = round((p.now - m.creation_timestamp) / 86400)", "C183"),
     # the refund of every item of the order, not of the returned ones
     Mutation("refund_of_every_item", TCP, "let refund = round(sum(i.price for i in back), 2)",
              "let refund = round(sum(i.price for i in ord.items), 2)", "C170"),

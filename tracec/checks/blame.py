@@ -61,9 +61,14 @@ def _words(text: str) -> set[str]:
 
 
 def named_arg(args: Mapping[str, Any], error: str) -> str | None:
-    """The argument an error message is about: the one whose name's words (`payment_method_id`:
-    payment, method) it says, most of them; None when none or two tie."""
+    """The argument an error message is about: the one whose value it names by a word
+    (`Certificate cannot be used` for `payment_id = "certificate_3636902"`), else the one whose
+    name's words (`payment_method_id`: payment, method) it says, most of them; None when none or
+    two tie."""
     said = _words(error)
+    valued = valued_arg(args, said)
+    if valued is not None:
+        return valued
     best: list[tuple[int, str]] = []
     for arg in args:
         parts = _words(arg.replace("_", " ")) - _NO_WORD
@@ -73,6 +78,14 @@ def named_arg(args: Mapping[str, Any], error: str) -> str | None:
     if not best or (len(best) > 1 and best[0][0] == best[1][0]):
         return None
     return best[0][1]
+
+
+def valued_arg(args: Mapping[str, Any], said: set[str]) -> str | None:
+    """The one text argument whose value's words of 4 letters or more (`certificate_3636902`:
+    certificate) the error says; None when none or two."""
+    hits = [arg for arg, value in args.items() if isinstance(value, str)
+            and {w for w in _words(value.replace("_", " ")) if len(w) >= 4} & said]
+    return hits[0] if len(hits) == 1 else None
 
 
 def at_let(where: SpecMap, task: str, tool: str, nth: int, arg: str) -> tuple[str, Span] | None:

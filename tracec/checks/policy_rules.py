@@ -19,6 +19,7 @@ from typing import Any
 from tracec.checks.blame import drawn_from, drawn_phrase, seed_constant
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.meaning import arg_let, picked
+from tracec.checks.odd_phrase import odd_element
 from tracec.lang import ast as A
 
 MAX_SEEDS = 64
@@ -72,6 +73,12 @@ class PolicyRules(Check):
         if reason is not None:  # the user's words break it: at the `let` that draws the reason
             made = f" (the reason is `let {reason[0]}`, at line {reason[1].line})"
             span = reason[1]
+            odd = self._odd(inst, call, rule, reason[0], seen)
+            if odd is not None:  # ... or at the one seed list element that breaks it
+                made = (f" (the reason {inst.values[reason[0]]!r}, drawn by `let {reason[0]}` "
+                        f"at line {reason[1].line}, is the one text of its seed list that "
+                        "breaks the rule)")
+                span = odd
         drawn = f"`let {let}` draws" if let else "the task draws"
         if reason is None and let is not None and span is not None and rule.at != "call" \
                 and seen is not None:
@@ -87,6 +94,17 @@ class PolicyRules(Check):
                      f"{rule.text}): {why}{made}", span, task=inst.task, seed=seed,
                      hint="draw only records the policy allows the call on, or make the gold "
                           "refuse (and the task test the refusal)")
+
+    def _odd(self, inst: Any, call: Any, rule: Any, let: str,
+             seen: tuple[Any, str] | None) -> Any:
+        """The span of the drawn reason in its seed list when every other text of that list
+        keeps the rule in its place (:mod:`tracec.checks.odd_phrase`)."""
+        phrase = inst.values.get(let)
+        if seen is None or not isinstance(phrase, str):
+            return None
+        db, words = seen
+        return odd_element(self.where, phrase, lambda other: rule.check(
+            db, call.args or {}, words.replace(phrase, other)) is None)
 
     def _made(self, inst: Any, call: Any, rule: Any, let: str, rid: Any, seen: tuple[Any, str],
               drawn: str, span: Any) -> tuple[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import root
 from tracec.checks.meaning import is_answer
+from tracec.checks.user_omits import omitted_choice
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -109,9 +110,14 @@ class Provenance(Check):
             for k, value in (call.args or {}).items():
                 if (call.name, k) not in pairs or not _scalar(value) or mentioned(value, seen):
                     continue
+                at = self.where.gold(task, call.name, nth)
+                left = omitted_choice(self.where, task, call.name, nth, k, self.id_fields)
+                line = f" at line {at.line}" if at is not None and left else ""
                 self._report(f"{task}:{call.name}:{k}", task, seed,
-                             f"the gold call `{call.name}` passes `{k}` = {fmt(value)!r}",
-                             "before that call", self.where.gold(task, call.name, nth))
+                             f"the gold call `{call.name}`{line} passes `{k}` = {fmt(value)!r}"
+                             + (f" (drawn by `let {left[0]}`, which the user's message never "
+                                "names)" if left else ""),
+                             "before that call", left[1] if left else at)
                 return
         flags = self.comm.get(task, [])
         ts = self.where.tasks.get(task)

@@ -9,6 +9,7 @@ this order.
 
 from __future__ import annotations
 
+from tracec.checks.alike_entries import AlikeEntries
 from tracec.checks.ambiguous import Ambiguous
 from tracec.checks.answer_order import AnswerOrder
 from tracec.checks.answer_writes import AnswerWrites
@@ -21,12 +22,14 @@ from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hint_answer import HintAnswer
 from tracec.checks.hint_operands import HintOperands
 from tracec.checks.hint_tools import HintTools
+from tracec.checks.hint_words import HintWords
 from tracec.checks.inert_forbids import InertForbids
 from tracec.checks.ladder_order import LadderOrder
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.nested_answer import NestedAnswer
 from tracec.checks.noop_writes import NoopWrites
 from tracec.checks.ordinal_entry import OrdinalEntry
+from tracec.checks.past_times import PastTimes
 from tracec.checks.payment_kind import PaymentKind
 from tracec.checks.policy_rules import PolicyRules
 from tracec.checks.policy_sections import PolicySections
@@ -42,6 +45,7 @@ from tracec.checks.seen_weekday import SeenWeekday
 from tracec.checks.signed_answer import SignedAnswer
 from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
+from tracec.checks.tool_agreement import ToolAgreement
 from tracec.checks.turn_budget import TurnBudget
 from tracec.checks.user_values import UserValues
 from tracec.checks.variance import Variance
@@ -61,6 +65,8 @@ CHECKS: tuple[type[Check], ...] = (
     # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)
     HintOperands, PaymentKind, NestedAnswer, UserValues, SeenWeekday, InertForbids, OrdinalEntry,
     SignedAnswer, RefusalForbids,
+    # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
+    HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards

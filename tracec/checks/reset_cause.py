@@ -4,8 +4,9 @@ The API refuses the call, but the author's mistake is usually where its argument
 built: a record the tool's domain precondition rejects (an order not delivered, for a return)
 comes from the `pick` that drew it; a value the error names (`Some item not found` for
 `item_ids = ids`, `The new payment method should be different` for `payment_method_id = pm`)
-from the `let` that built it (see :mod:`tracec.checks.blame`). Anything written inline at the
-call stays at the call.
+from the `let` that built it (see :mod:`tracec.checks.blame`); a field the error names that a
+task distractor sets (`cellular already enabled`) from that distractor
+(:mod:`tracec.checks.setup_blame`). Anything written inline at the call stays at the call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from tracec.checks.blame import at_let, named_arg, note
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import arg_let, picked
+from tracec.checks.setup_blame import setting_distractor
 from tracec.core.diagnostics import Span
 from tracec.runtime.env import GoldActionError
 
@@ -49,7 +51,14 @@ def reset_cause(cap: Any, where: SpecMap,
     arg = named_arg(args, error)
     found = at_let(where, inst.task, call.name, nth, arg) if arg else None
     if found is None:
-        return None, "", None
+        setting = setting_distractor(where, inst.task, error) if arg is None else None
+        if setting is None:
+            return None, "", None
+        name, fld, span = setting
+        return span, (f" (the distractor `{name}` sets `{fld}`, which the error of the gold "
+                      f"call `{call.name}`{line} names)"), \
+            (f"the gold call `{call.name}`{line} fails on the world the distractor `{name}` "
+             f"sets up: set `{fld}` to the value the gold repairs")
     return found[1], note(call.name, at, arg, found[0]), \
         (f"the gold call `{call.name}`{line} refuses `{arg}`, which `let {found[0]}` builds here: "
          "build the value the API expects")

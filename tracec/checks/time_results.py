@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracec.checks.blame import at_let
+from tracec.checks.blame import at_let, note
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
 from tracec.domains.units import is_instant
@@ -85,11 +85,15 @@ class TimeResults(Check):
                         or mentioned(value, known + list(results[:n])):
                     continue
                 self.done.add(key)
+                at = self.where.gold(inst.task, call.name, nth)
+                # a plain variable: where its value was built (blame.py), the call a note
+                built = at_let(self.where, inst.task, call.name, nth, arg)
                 self.log.add(f"C161:{key}", "error", "C161",
                              f"task `{inst.task}`: the gold call `{call.name}` passes `{arg}` = "
                              f"{fmt(value)!r}, a time no earlier gold call returned and the user "
                              f"did not give (seed {ctx.seed}): the gold contradicts its own time "
-                             "tools", self.where.gold(inst.task, call.name, nth),
+                             "tools" + (note(call.name, at, arg, built[0]) if built else ""),
+                             built[1] if built else at,
                              task=inst.task, seed=ctx.seed,
                              hint="pass the time the gold's own tool computes (check the units "
                                   "and the shift's arguments)")

@@ -125,6 +125,7 @@ class Variance(Check):
         self.ordered: dict[str, set[tuple[str, str]]] = {}  # those whose order counts
         self.cones: dict[str, list[list[str]]] = {}  # task -> per answer, the `let`s it reads
         self.deps: dict[str, dict[str, set[str]]] = {}  # task -> let -> the `let`s it reads
+        self.literals: dict[str, list[list[str]]] = {}  # task -> per answer, its constant `let`s
         self.tracked: dict[str, list[str]] = {}  # task -> the `let`s of all its answers' cones
         # (task, let) -> its scalar values' counts (None: a record or a list, never constant)
         self.let_values: dict[tuple[str, str], Counter | None] = {}
@@ -137,6 +138,9 @@ class Variance(Check):
             # C344's cause: the `let`s the answers read (not the constants written as such)
             self.cones[t.name] = [[n for n in cone(t, e) if not literal(lets[n])]
                                   for e in t.communicate]
+            # ... and the constants written as such that they are computed from (`let extra = 1`)
+            self.literals[t.name] = [[n for n in cone(t, e) if literal(lets[n])]
+                                     for e in t.communicate]
             self.deps[t.name] = {n: names(v) & lets.keys() for n, v in lets.items()}
             self.tracked[t.name] = sorted({n for c in self.cones[t.name] for n in c})
 
@@ -220,7 +224,8 @@ class Variance(Check):
     def _constant_cause(self, task: str, k: int, n: int) -> tuple[str, Any, str] | None:
         """(name, span, why) of where a constant answer ``k`` becomes constant: the innermost
         `let` it reads that is as constant, else the `pick` whose filter fixes the field it
-        reads."""
+        reads, else the one constant `let` written in the spec it is computed from when nothing
+        it reads varies."""
         cones = self.cones.get(task, [])
         names = cones[k] if k < len(cones) else []
         const, varying = set(), set()
@@ -242,7 +247,17 @@ class Variance(Check):
         if t is None or k >= len(t.communicate):
             return None
         fixed = filter_fixes(self.where, task, t.communicate[k])
-        return (fixed[0], fixed[1], "whose filter pins the field it reads") if fixed else None
+        if fixed:
+            return fixed[0], fixed[1], "whose filter pins the field it reads"
+        # nothing it reads varies, and it is computed from one constant written in the spec
+        # (`let fee = 50 * extra` with `let extra = 1`, where a draw was meant)
+        written = self.literals.get(task, [])
+        written = written[k] if k < len(written) else []
+        if not varying and len(written) == 1 and names:
+            span = self.where.let(task, written[0])
+            if span is not None:
+                return written[0], span, "computed from that constant, written in the spec"
+        return None
 
     def finish(self) -> None:
         for (task, k), counts in self.answers.items():

@@ -1,0 +1,37 @@
+"""Where a gold action that fails at reset because of the world went wrong: the task's
+distractor that sets the field the error names.
+
+A task's distractor may set up the world the gold must repair (`add settings { ...; cellular =
+False }`): when the gold's call fails and its error names no argument but names a field that one
+distractor of the task writes (`cellular already enabled`), the author's mistake is that field's
+value in the distractor, not the call.
+"""
+
+from __future__ import annotations
+
+from tracec.checks.blame import _NO_WORD, _words, task_ast
+from tracec.checks.locate import SpecMap
+from tracec.core.diagnostics import Span
+from tracec.lang import ast as A
+
+
+def setting_distractor(where: SpecMap, task: str, error: str) -> tuple[str, str, Span] | None:
+    """(distractor, field, span) of the one task distractor that writes a field whose name's
+    words (4 letters or more) the error says; None when none or two."""
+    t = task_ast(where, task)
+    spans = where.tasks[task].distractors if task in where.tasks else {}
+    if t is None:
+        return None
+    said = _words(error)
+    hits = []
+    for d in t.distractors:
+        for stmt in d.stmts:
+            if not isinstance(stmt, (A.AddRecord, A.Clone)):
+                continue
+            for f in stmt.fields:
+                parts = {w for w in _words(f.name.replace("_", " ")) if len(w) >= 4} - _NO_WORD
+                if parts and parts <= said and d.name in spans:
+                    # the field's own line when the parser gave it one, else the distractor's
+                    at = where._place(f.span) if "span" in f.model_fields_set else spans[d.name]
+                    hits.append((d.name, f.name, at))
+    return hits[0] if len(hits) == 1 else None
