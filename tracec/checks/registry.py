@@ -23,6 +23,7 @@ from tracec.checks.hint_operands import HintOperands
 from tracec.checks.hint_tools import HintTools
 from tracec.checks.inert_forbids import InertForbids
 from tracec.checks.ladder_order import LadderOrder
+from tracec.checks.ladder_ties import LadderTies
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.nested_answer import NestedAnswer
 from tracec.checks.noop_writes import NoopWrites
@@ -51,7 +52,7 @@ CHECKS: tuple[type[Check], ...] = (
     # the capability: gymnasium's checker, determinism
     EnvChecker, Determinism,
     # each instance as drawn: its hint, meaning, repeats, then the gold (issue 30)
-    HintLeak, MeaningChecks, Repeats, LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
+    HintLeak, MeaningChecks, Repeats, LadderOrder, LadderTies, TurnBudget, Variance, Provenance, PromptComplete,
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
