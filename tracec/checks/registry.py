@@ -16,6 +16,7 @@ from tracec.checks.bag_allowance import BagAllowance
 from tracec.checks.check import Check
 from tracec.checks.correction_values import CorrectionValues
 from tracec.checks.declined_replies import DeclinedReplies
+from tracec.checks.duration_answer import DurationAnswer
 from tracec.checks.env_checks import Determinism, EnvChecker
 from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hint_answer import HintAnswer
@@ -56,7 +57,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
-    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
+    GoldArgs, HintTools, Refusals, TimeResults, DurationAnswer, NoopWrites, Ambiguous,
     # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)
