@@ -1,0 +1,71 @@
+"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C192
+and the C343 outlier rule now report at the mutated line, what they say, and the ladders and
+answers they must leave alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fifth import DR, FIFTH, MSTC, PER
+from tests.checks.mutation_set_fresh import judge
+from tracec.checks.duration_answer import readings, span_of
+
+
+def _found(m: Mutation, code: str) -> dict:
+    how, found = judge(m)
+    assert how == "line", (m.name, [(f["code"], f["line"]) for f in found])
+    f = next((f for f in found if f["code"] == code), None)
+    assert f is not None, (m.name, code, [(f["code"], f["line"]) for f in found])
+    assert f["line"] == m.line(m.text()), (f["line"], m.line(m.text()))
+    return f
+
+
+@pytest.mark.parametrize(("name", "code", "says"), [
+    ("answer_rung_pays_forbidden", "C190", "the same as the right answer alone"),
+    ("progress_over_forbidden_rung", "C191", "pays an unfinished job up to 0.60"),
+    ("diff_against_early", "C192", "diffs a time with itself"),
+    ("ago_counts_calendar_days", "C192", "the answer `ago` agrees with the span"),
+    ("bags_on_two_weight_typo", "C343", "`bags_on_two_then_cancel` is drawn on 4%"),
+])
+def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
+    f = _found(next(m for m in FIFTH if m.name == name), code)
+    assert says in f["message"], f["message"]
+
+
+def _codes(m: Mutation) -> set[str]:
+    return {f["code"] for f in judge(m)[1]}
+
+
+def test_c190_not_given_when_no_rung_excludes_the_forbidden_call() -> None:
+    # the ladder never looks at the forbidden call: a tie is what it says, not a slip
+    m = Mutation("dr_no_forbid_rungs", DR,
+                 "1.0 when state_matches and communicated() and not forbidden_called\n"
+                 "    0.5 when state_matches and progress == 1 and not forbidden_called\n"
+                 "    0.25 when communicated() and not forbidden_called",
+                 "1.0 when state_matches and communicated()\n"
+                 "    0.5 when state_matches and progress == 1\n"
+                 "    0.25 when communicated()", "")
+    assert "C190" not in _codes(m)
+
+
+def test_c191_not_given_when_the_factor_stays_at_the_finished_rung() -> None:
+    m = Mutation("per_progress_half", PER, "0.4 * progress when progress > 0",
+                 "0.5 * progress when progress > 0", "")
+    assert "C191" not in _codes(m)
+
+
+def test_c343_still_blames_the_big_weight_when_it_is_the_outlier() -> None:
+    m = Mutation("mstc_big_weight", MSTC, "task cancel_bags_rename weight 3",
+                 "task cancel_bags_rename weight 40", "C343")
+    f = _found(m, "C343")
+    assert "takes" in f["message"], f["message"]
+
+
+def test_span_of_and_readings() -> None:
+    assert span_of('{"days": 2, "seconds": 3600}') == 2 * 86400 + 3600
+    assert span_of('{"days": 2, "name": "x"}') is None  # not a duration
+    assert span_of('{"price": 2}') is None
+    assert span_of("12") is None
+    r = readings(-(2 * 86400 + 7200))
+    assert 50.0 in r and 2.0 in r and -2.0 in r
