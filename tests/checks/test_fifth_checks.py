@@ -1,6 +1,6 @@
-"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C192
-and the C343 outlier rule now report at the mutated line, what they say, and the ladders and
-answers they must leave alone."""
+"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C192,
+the C343 outlier rule and C113 at a forbid's filter now report at the mutated line, what they
+say, and the ladders, answers and forbids they must leave alone."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("diff_against_early", "C192", "diffs a time with itself"),
     ("ago_counts_calendar_days", "C192", "the answer `ago` agrees with the span"),
     ("bags_on_two_weight_typo", "C343", "`bags_on_two_then_cancel` is drawn on 4%"),
+    ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
     f = _found(next(m for m in FIFTH if m.name == name), code)
@@ -60,6 +61,15 @@ def test_c343_still_blames_the_big_weight_when_it_is_the_outlier() -> None:
                  "task cancel_bags_rename weight 40", "C343")
     f = _found(m, "C343")
     assert "takes" in f["message"], f["message"]
+
+
+def test_c113_stays_at_the_forbid_that_reads_the_gold_record() -> None:
+    # the forbid and the gold read the same `let r`: its filter is not the slip
+    m = Mutation("push_forbid_same", DR,
+                 "reminder_timestamp = r.reminder_timestamp - d * 86400 - hrs * 3600)",
+                 "reminder_timestamp = r.reminder_timestamp + d * 86400 + hrs * 3600)", "C113")
+    f = _found(m, "C113")
+    assert "filter" not in f["message"], f["message"]
 
 
 def test_span_of_and_readings() -> None:

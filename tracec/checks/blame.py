@@ -275,3 +275,25 @@ def overriding_literal(where: SpecMap, task: str, calls: list[Any], records: Map
                 if span is not None:
                     return call.name, arg, old, span
     return None
+
+
+def forbid_filter(where: SpecMap, task: str, index: int, tool: str, nth: int) -> tuple[str, Span] | None:
+    """(name, span) of the `let` drawn by a filter (`pick`/`first` of `... if COND`) that forbid
+    ``index`` reads and the gold call it matches (``tool``, its ``nth``) does not: when that
+    forbid hits the gold, the filter that should keep the two records apart is the slip."""
+    t = task_ast(where, task)
+    if t is None or not 0 <= index < len(t.forbid) or not t.forbid[index].args:
+        return None
+    calls = [c for c in A.gold_calls(t.gold) if c.name == tool]
+    if not 0 <= nth < len(calls):
+        return None
+    gold = {n for kw in calls[nth].args for n in cone(t, kw.value)}
+    lets = {let.name: let.value for let in t.lets}
+    for kw in t.forbid[index].args:
+        for name in cone(t, kw.value):
+            value = lets[name]
+            if name not in gold and isinstance(value, A.CallGen) and value.func in ("pick", "first") \
+                    and value.comp.cond is not None:
+                span = where.let(task, name)
+                return (name, span) if span is not None else None
+    return None
