@@ -72,6 +72,11 @@ def test_c113_stays_at_the_forbid_that_reads_the_gold_record() -> None:
     assert "filter" not in f["message"], f["message"]
 
 
+def test_e167_at_the_tools_line_when_several_golds_need_the_tool() -> None:
+    # the compile error (judged at its line, as the issue measures) is at `tools [...]`
+    assert judge(next(m for m in FIFTH if m.name == "lookup_tool_left_out"))[0] == "line"
+
+
 def test_span_of_and_readings() -> None:
     assert span_of('{"days": 2, "seconds": 3600}') == 2 * 86400 + 3600
     assert span_of('{"days": 2, "name": "x"}') is None  # not a duration
