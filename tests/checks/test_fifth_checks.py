@@ -27,6 +27,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("diff_against_early", "C192", "diffs a time with itself"),
     ("ago_counts_calendar_days", "C192", "the answer `ago` agrees with the span"),
     ("bags_on_two_weight_typo", "C343", "`bags_on_two_then_cancel` is drawn on 4%"),
+    ("sister_may_be_the_owner", "C162", "`let host` builds what it passes"),
     ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:

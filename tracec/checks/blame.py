@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap, literal
+from tracec.checks.locate import SpecMap, literal, root
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
@@ -129,12 +129,19 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     for arg, value in args.items():
         if isinstance(value, str) and value in ids:
             continue  # it names the record
-        if not any(arg in r and covers(r[arg], value) for r in records):
-            continue
+        if not any(arg in x and covers(x[arg], value) for r in records
+                   for x in (r, *(v for v in r.values() if isinstance(v, Mapping)))):
+            continue  # (a field of the record, or of a mapping it holds: `address`)
         expr = call_arg(where, task, tool, nth, arg)
         if isinstance(expr, A.Attr) and expr.name == arg:
-            continue
-        let = derived_let(where, task, expr)
+            own = values.get(root(expr) or "")
+            if not isinstance(own, Mapping) or any(v in ids for v in own.values() if isinstance(v, str)):
+                continue
+            # another record's field of that name (`city = a.city`, `let a = host.address`):
+            # the `let` that drew that record
+            let = _drawn_root(where, task, root(expr) or "")
+        else:
+            let = derived_let(where, task, expr)
         if let is None:
             return None
         found[let[0]] = let[1]
@@ -151,6 +158,23 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     if len(inner) == 1:
         return inner[0], where.let(task, inner[0])
     return name, span
+
+
+def _drawn_root(where: SpecMap, task: str, name: str) -> tuple[str, Span] | None:
+    """(name, span) of the `let` a variable reads through plain paths (`let a = host.address`:
+    `host`), the first that computes something else."""
+    t = task_ast(where, task)
+    lets = {let.name: let.value for let in t.lets} if t is not None else {}
+    seen: set[str] = set()
+    while name in lets and name not in seen:
+        seen.add(name)
+        value = lets[name]
+        up = root(value) if isinstance(value, (A.Name, A.Attr, A.Index)) else None
+        if up is None or up not in lets:
+            span = where.let(task, name)
+            return (name, span) if span is not None else None
+        name = up
+    return None
 
 
 def cone(task: A.Task, expr: Any) -> list[str]:
