@@ -28,6 +28,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("ago_counts_calendar_days", "C192", "the answer `ago` agrees with the span"),
     ("bags_on_two_weight_typo", "C343", "`bags_on_two_then_cancel` is drawn on 4%"),
     ("sister_may_be_the_owner", "C162", "`let host` builds what it passes"),
+    ("bags_nonfree_not_raised", "C168", "bag update 1 of the gold sets nonfree_baggages"),
     ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
