@@ -1,4 +1,4 @@
-"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C192,
+"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C193,
 the C343 outlier rule and C113 at a forbid's filter now report at the mutated line, what they
 say, and the ladders, answers and forbids they must leave alone."""
 
@@ -29,6 +29,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("bags_on_two_weight_typo", "C343", "`bags_on_two_then_cancel` is drawn on 4%"),
     ("sister_may_be_the_owner", "C162", "`let host` builds what it passes"),
     ("bags_nonfree_not_raised", "C168", "bag update 1 of the gold sets nonfree_baggages"),
+    ("refused_twin_not_recent", "C193", "the policy refuses the forbidden call on the twin too"),
     ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:

@@ -37,6 +37,7 @@ from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
+from tracec.checks.refused_twins import RefusedTwins
 from tracec.checks.repeats import Repeats
 from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
@@ -53,11 +54,13 @@ CHECKS: tuple[type[Check], ...] = (
     # the capability: gymnasium's checker, determinism
     EnvChecker, Determinism,
     # each instance as drawn: its hint, meaning, repeats, then the gold (issue 30)
-    HintLeak, MeaningChecks, Repeats, LadderOrder, LadderTies, TurnBudget, Variance, Provenance, PromptComplete,
+    HintLeak, MeaningChecks, Repeats, LadderOrder, LadderTies, TurnBudget, Variance, Provenance,
+    PromptComplete,
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
-    GoldArgs, HintTools, Refusals, TimeResults, DurationAnswer, NoopWrites, Ambiguous,
+    GoldArgs, HintTools, Refusals, RefusedTwins, TimeResults, DurationAnswer, NoopWrites,
+    Ambiguous,
     # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)
