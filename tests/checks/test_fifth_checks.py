@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.checks.mutation_set import Mutation
-from tests.checks.mutation_set_fifth import DR, FIFTH, MSTC, PER
+from tests.checks.mutation_set_fifth import DR, FIFTH, MSTC, PER, PV
 from tests.checks.mutation_set_fresh import judge
 from tracec.checks.duration_answer import readings, span_of
 
@@ -78,6 +78,14 @@ def test_c113_stays_at_the_forbid_that_reads_the_gold_record() -> None:
 def test_e167_at_the_tools_line_when_several_golds_need_the_tool() -> None:
     # the compile error (judged at its line, as the issue measures) is at `tools [...]`
     assert judge(next(m for m in FIFTH if m.name == "lookup_tool_left_out"))[0] == "line"
+
+
+def test_c193_not_given_when_the_twin_is_recent_another_way() -> None:
+    # the twin booked at another recent time: the policy lets its cancellation through
+    m = Mutation("twin_other_recent_time", PV,
+                 'clone r with created_at = "2024-05-15T10:41:07", cabin = "economy"',
+                 'clone r with created_at = "2024-05-15T06:12:00", cabin = "economy"', "")
+    assert "C193" not in _codes(m)
 
 
 def test_span_of_and_readings() -> None:
