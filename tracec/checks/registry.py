@@ -19,6 +19,7 @@ from tracec.checks.declined_replies import DeclinedReplies
 from tracec.checks.duration_answer import DurationAnswer
 from tracec.checks.env_checks import Determinism, EnvChecker
 from tracec.checks.gold_args import GoldArgs
+from tracec.checks.hidden_reads import HiddenReads
 from tracec.checks.hint_answer import HintAnswer
 from tracec.checks.hint_operands import HintOperands
 from tracec.checks.hint_tools import HintTools
@@ -55,7 +56,7 @@ CHECKS: tuple[type[Check], ...] = (
     EnvChecker, Determinism,
     # each instance as drawn: its hint, meaning, repeats, then the gold (issue 30)
     HintLeak, MeaningChecks, Repeats, LadderOrder, LadderTies, TurnBudget, Variance, Provenance,
-    PromptComplete,
+    PromptComplete, HiddenReads,
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
