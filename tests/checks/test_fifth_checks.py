@@ -1,4 +1,4 @@
-"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C193,
+"""Issue 30, the fifth set: the mistakes of ``tests/checks/mutation_set_fifth.py`` that C190-C194,
 the C343 outlier rule and C113 at a forbid's filter now report at the mutated line, what they
 say, and the ladders, answers and forbids they must leave alone."""
 
@@ -30,6 +30,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("sister_may_be_the_owner", "C162", "`let host` builds what it passes"),
     ("bags_nonfree_not_raised", "C168", "bag update 1 of the gold sets nonfree_baggages"),
     ("refused_twin_not_recent", "C193", "the policy refuses the forbidden call on the twin too"),
+    ("compact_hides_membership_tool", "C194", "reads `owner.membership` of a user record"),
     ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
@@ -86,6 +87,15 @@ def test_c193_not_given_when_the_twin_is_recent_another_way() -> None:
                  'clone r with created_at = "2024-05-15T10:41:07", cabin = "economy"',
                  'clone r with created_at = "2024-05-15T06:12:00", cabin = "economy"', "")
     assert "C193" not in _codes(m)
+
+
+def test_c194_not_given_when_the_variant_keeps_a_user_tool() -> None:
+    # the compact variant drops a write tool only: the membership stays visible
+    m = Mutation("compact_drops_rename", MSTC,
+                 "tools [get_reservation_details, get_user_details, cancel_reservation, update_reservation_baggages, update_reservation_passengers]",
+                 "tools [get_reservation_details, get_user_details, cancel_reservation, update_reservation_baggages]",
+                 "", variant=True)
+    assert "C194" not in _codes(m)
 
 
 def test_span_of_and_readings() -> None:

@@ -50,16 +50,16 @@ class HiddenReads(Check):
         self.base = [r.name for r in base] if base else sorted(self.cap.domain.tools)
         self.done: set[str] = set()
 
-    def _kinds(self, tools: list[str]) -> set[str]:
-        """Names of the kinds whose id some read tool of ``tools`` takes."""
+    def _takes(self, tools: list[str]) -> dict[str, list[str]]:
+        """Kind name -> the read tools of ``tools`` that take its id."""
         dom = self.cap.domain
-        out = set()
+        out: dict[str, list[str]] = {}
         for k in dom.entities.values():
             for name in tools:
                 tool = dom.tools.get(name)
                 if k.id_field and tool is not None and not tool.writes \
                         and k.id_field in (tool.parameters.get("properties") or {}):
-                    out.add(k.name)
+                    out.setdefault(k.name, []).append(name)
         return out
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -69,7 +69,8 @@ class HiddenReads(Check):
                 or not self.base or inst.task in self.done:
             return
         shown = [t for t in self.base if t in env.toolbox.tools]
-        hidden = self._kinds(self.base) - self._kinds(shown)
+        takes = self._takes(self.base)
+        hidden = set(takes) - set(self._takes(shown))
         t = task_ast(self.where, inst.task)
         if not hidden or t is None:
             return
@@ -84,6 +85,9 @@ class HiddenReads(Check):
             lets.update(cone(t, e))
         values = {let.name: let.value for let in t.lets}
         for name in sorted(lets):
+            told = inst.values.get(name)
+            if isinstance(told, str) and told in seen:
+                continue  # the agent is told the value itself (a card id in the user's words)
             for var, fld in sorted(_reads(values[name])):
                 rec = inst.values.get(var)
                 if not isinstance(rec, Mapping):
@@ -98,7 +102,7 @@ class HiddenReads(Check):
                                  f"task `{inst.task}`: `let {name}` reads `{var}.{fld}` of a "
                                  f"{k.name} record, but variant `{self.variant.name}` shows no "
                                  f"tool that takes a `{k.id_field}` (the capability shows "
-                                 f"{', '.join(sorted(set(self.base) - set(shown)))}) and no gold "
+                                 f"{', '.join(takes[k.name])}) and no gold "
                                  f"tool output shows `{fld}` (seed {seed}): the agent cannot "
                                  "see what the gold computes from",
                                  self.variant.shown_tools_span or self.where.task(inst.task),
