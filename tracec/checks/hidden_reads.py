@@ -86,8 +86,10 @@ class HiddenReads(Check):
         values = {let.name: let.value for let in t.lets}
         for name in sorted(lets):
             told = inst.values.get(name)
-            if isinstance(told, str) and told in seen:
-                continue  # the agent is told the value itself (a card id in the user's words)
+            if isinstance(told, str) and told in seen or isinstance(told, Mapping) and any(
+                    isinstance(told.get(k.id_field), str) and told[k.id_field] in seen
+                    for k in dom.entities.values() if k.id_field):
+                continue  # the agent is told the value (a card id) or the record's id
             for var, fld in sorted(_reads(values[name])):
                 rec = inst.values.get(var)
                 if not isinstance(rec, Mapping):
