@@ -1,10 +1,10 @@
 """A variant that hides the only tool showing a record the gold's values read (C194, error).
 
 A gold argument or answer computed in the spec (`let room = allow[owner.membership][...]`)
-reads fields of drawn records; the agent must see those fields somewhere. A `variant` whose
+reads text fields of drawn records; the agent must see those values somewhere. A `variant` whose
 `tools [...]` drops every read tool that takes the id of that record's kind (`get_user_details`
 takes a `user_id`) where the capability shows one (its `tools [...]`, else every domain tool),
-while no gold tool output and not the user's message shows the field, leaves the agent to guess
+while no gold tool output and not the user's message shows the field or its value, leaves the agent to guess
 it (C153 reads the hints, the compiler the gold's own tools, C152 only values read straight from
 the world). Judged on the first ``MAX_SEEDS`` seeds; reported once per variant and field, at
 the variant's `tools` line.
@@ -96,9 +96,10 @@ class HiddenReads(Check):
                     continue
                 for k in kinds:
                     table = db.get(k.collection)
+                    got = rec.get(fld)
                     if fld == k.id_field or rec.get(k.id_field) not in (table or {}) \
-                            or f'"{fld}"' in seen:
-                        continue
+                            or not isinstance(got, str) or got in seen or f'"{fld}"' in seen:
+                        continue  # (a text field whose value the agent never sees)
                     self.done.add(inst.task)
                     self.log.add(f"C194:{fld}", "error", "C194",
                                  f"task `{inst.task}`: `let {name}` reads `{var}.{fld}` of a "
