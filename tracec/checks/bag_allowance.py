@@ -9,7 +9,8 @@ to model it right on every seed:
 
 * C168: a bag update whose new `nonfree_baggages` is not the old one plus the added bags beyond
   the free ones still unused (every added bag charged while free ones remain, a free bag in
-  basic economy for a regular member), at the `let` the argument is computed in (else the call);
+  basic economy for a regular member), at the `let` the argument is computed in when it passes
+  a variable (else the call: `r.nonfree_baggages` read inline);
   also a copy of the allowance table in the seed (`allow = {"regular": {"basic_economy": 0,
   ...}}`) whose numbers differ from the policy's, at that seed line;
 * C169: an env (a `variant`) whose policy excerpt drops the allowance table that such a gold
@@ -26,7 +27,6 @@ import re
 from collections.abc import Mapping
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.locate import root
 from tracec.checks.policy_sections import sections_line
 from tracec.lang import ast as A
 
@@ -88,7 +88,9 @@ class BagAllowance(Check):
             for c in A.gold_calls(t.gold):
                 kw = next((k for k in c.args if k.name == "nonfree_baggages"), None)
                 if kw is not None:
-                    self.roots[(t.name, nth)] = root(kw.value)
+                    # a plain variable: its `let`; a field read inline (`r.nonfree_baggages`)
+                    # or a computation: the call
+                    self.roots[(t.name, nth)] = kw.value.id if isinstance(kw.value, A.Name) else None
                     nth += 1
         self.models: set[str] = set()  # tasks whose gold leaves some added bag free
         self.wrong: dict[tuple[str, int], tuple[int, int, int, str]] = {}  # first mismatch

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracec.checks.locate import SpecMap, literal
+from tracec.checks.locate import SpecMap, literal, root
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
@@ -142,12 +142,19 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     for arg, value in args.items():
         if isinstance(value, str) and value in ids:
             continue  # it names the record
-        if not any(arg in r and covers(r[arg], value) for r in records):
-            continue
+        if not any(arg in x and covers(x[arg], value) for r in records
+                   for x in (r, *(v for v in r.values() if isinstance(v, Mapping)))):
+            continue  # (a field of the record, or of a mapping it holds: `address`)
         expr = call_arg(where, task, tool, nth, arg)
         if isinstance(expr, A.Attr) and expr.name == arg:
-            continue
-        let = derived_let(where, task, expr)
+            own = values.get(root(expr) or "")
+            if not isinstance(own, Mapping) or any(v in ids for v in own.values() if isinstance(v, str)):
+                continue
+            # another record's field of that name (`city = a.city`, `let a = host.address`):
+            # the `let` that drew that record
+            let = _drawn_root(where, task, root(expr) or "")
+        else:
+            let = derived_let(where, task, expr)
         if let is None:
             return None
         found[let[0]] = let[1]
@@ -164,6 +171,23 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     if len(inner) == 1:
         return inner[0], where.let(task, inner[0])
     return name, span
+
+
+def _drawn_root(where: SpecMap, task: str, name: str) -> tuple[str, Span] | None:
+    """(name, span) of the `let` a variable reads through plain paths (`let a = host.address`:
+    `host`), the first that computes something else."""
+    t = task_ast(where, task)
+    lets = {let.name: let.value for let in t.lets} if t is not None else {}
+    seen: set[str] = set()
+    while name in lets and name not in seen:
+        seen.add(name)
+        value = lets[name]
+        up = root(value) if isinstance(value, (A.Name, A.Attr, A.Index)) else None
+        if up is None or up not in lets:
+            span = where.let(task, name)
+            return (name, span) if span is not None else None
+        name = up
+    return None
 
 
 def cone(task: A.Task, expr: Any) -> list[str]:
@@ -287,4 +311,26 @@ def overriding_literal(where: SpecMap, task: str, calls: list[Any], records: Map
                 span = where.gold(task, call.name, nth)
                 if span is not None:
                     return call.name, arg, old, span
+    return None
+
+
+def forbid_filter(where: SpecMap, task: str, index: int, tool: str, nth: int) -> tuple[str, Span] | None:
+    """(name, span) of the `let` drawn by a filter (`pick`/`first` of `... if COND`) that forbid
+    ``index`` reads and the gold call it matches (``tool``, its ``nth``) does not: when that
+    forbid hits the gold, the filter that should keep the two records apart is the slip."""
+    t = task_ast(where, task)
+    if t is None or not 0 <= index < len(t.forbid) or not t.forbid[index].args:
+        return None
+    calls = [c for c in A.gold_calls(t.gold) if c.name == tool]
+    if not 0 <= nth < len(calls):
+        return None
+    gold = {n for kw in calls[nth].args for n in cone(t, kw.value)}
+    lets = {let.name: let.value for let in t.lets}
+    for kw in t.forbid[index].args:
+        for name in cone(t, kw.value):
+            value = lets[name]
+            if name not in gold and isinstance(value, A.CallGen) and value.func in ("pick", "first") \
+                    and value.comp.cond is not None:
+                span = where.let(task, name)
+                return (name, span) if span is not None else None
     return None

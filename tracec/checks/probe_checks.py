@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracec.checks.blame import forbid_filter
 from tracec.checks.check import (
     TOL,
     Check,
@@ -85,12 +86,19 @@ class ForbidGold(Check):
                 nth = sum(1 for g in inst.gold[:at] if g.name == hit.name)
                 self.run.probes_ok = False
                 # the texts differ (the compiler's E301 catches a copy): the forbid's arguments
-                # compute the gold's values, so the finding is at the forbid, the call a note
+                # compute the gold's values, so the finding is at the forbid, the call a note;
+                # at the filter that drew the forbid's record when the gold reads another one
+                drawn = forbid_filter(self.where, task, i, hit.name, nth)
+                why = (f"; `let {drawn[0]}`'s filter lets it draw the gold's own record"
+                       if drawn else "")
+                notes = [(self.where.gold(task, hit.name, nth), "the gold call it matches")]
+                if drawn:
+                    notes.append((self.where.forbid(task, i), "the forbid"))
                 self.log.add(f"forbid-gold:{task}:{f.name}", "error", "C113",
                              f"task `{task}`: `forbid {f.name}` matches the gold call "
-                             f"{call_text(hit)} at seed {seed}: the expert would be punished",
-                             self.where.forbid(task, i), task=task, seed=seed,
-                             notes=[(self.where.gold(task, hit.name, nth), "the gold call it matches")],
+                             f"{call_text(hit)} at seed {seed}: the expert would be punished{why}",
+                             drawn[1] if drawn else self.where.forbid(task, i), task=task,
+                             seed=seed, notes=notes,
                              hint="name the arguments that make the call wrong, so that the "
                                   "gold call never matches")
 

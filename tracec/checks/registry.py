@@ -17,14 +17,17 @@ from tracec.checks.bag_allowance import BagAllowance
 from tracec.checks.check import Check
 from tracec.checks.correction_values import CorrectionValues
 from tracec.checks.declined_replies import DeclinedReplies
+from tracec.checks.duration_answer import DurationAnswer
 from tracec.checks.env_checks import Determinism, EnvChecker
 from tracec.checks.gold_args import GoldArgs
+from tracec.checks.hidden_reads import HiddenReads
 from tracec.checks.hint_answer import HintAnswer
 from tracec.checks.hint_operands import HintOperands
 from tracec.checks.hint_tools import HintTools
 from tracec.checks.hint_words import HintWords
 from tracec.checks.inert_forbids import InertForbids
 from tracec.checks.ladder_order import LadderOrder
+from tracec.checks.ladder_ties import LadderTies
 from tracec.checks.meaning import MeaningChecks
 from tracec.checks.nested_answer import NestedAnswer
 from tracec.checks.noop_writes import NoopWrites
@@ -38,6 +41,7 @@ from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
 from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
+from tracec.checks.refused_twins import RefusedTwins
 from tracec.checks.repeats import Repeats
 from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
@@ -55,11 +59,13 @@ CHECKS: tuple[type[Check], ...] = (
     # the capability: gymnasium's checker, determinism
     EnvChecker, Determinism,
     # each instance as drawn: its hint, meaning, repeats, then the gold (issue 30)
-    HintLeak, MeaningChecks, Repeats, LadderOrder, TurnBudget, Variance, Provenance, PromptComplete,
+    HintLeak, MeaningChecks, Repeats, LadderOrder, LadderTies, TurnBudget, Variance, Provenance,
+    PromptComplete, HiddenReads,
     # ... the gold against the domain's policy and the answers (issue 30)
     PolicyRules, PolicySections, AnswerWrites, HintAnswer, AnswerOrder,
     # ... the gold against its own arguments, hint, refusals and time tools (issue 30, fresh set)
-    GoldArgs, HintTools, Refusals, TimeResults, NoopWrites, Ambiguous,
+    GoldArgs, HintTools, Refusals, RefusedTwins, TimeResults, DurationAnswer, NoopWrites,
+    Ambiguous,
     # ... declined confirmations, invented corrections, time bases, weekdays, bags (third set)
     DeclinedReplies, CorrectionValues, TimeBases, WrittenWeekday, BagAllowance, ReturnRefund,
     # ... the gold against its hint's counts, the user's words and times; inert forbids (fourth set)

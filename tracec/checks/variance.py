@@ -12,6 +12,7 @@ distractors inert, over the seeds of one `tracec check` run.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -111,6 +112,16 @@ def _same(a: Any, b: Any, ordered: bool) -> bool:
         sorted(json.dumps(x, sort_keys=True, default=str) for x in b)
 
 
+
+def _outlier(tasks: Any, task: Any) -> float:
+    """How far ``task``'s weight is from the median of the others' (a factor, >= 1)."""
+    others = sorted(t.weight for t in tasks if t is not task)
+    mid = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1]
+                                                              + others[len(others) // 2]) / 2
+    if task.weight <= 0 or mid <= 0:
+        return math.inf
+    return max(task.weight / mid, mid / task.weight)
+
 class Variance(Check):
     """C341-C344 over the drawn instances; findings go to ``log``."""
 
@@ -151,7 +162,10 @@ class Variance(Check):
             return
         starved = [t for t in self.cap.tasks if t.weight / total < MIN_WEIGHT_SHARE]
         big = max(self.cap.tasks, key=lambda t: t.weight)
-        if starved and big.weight / total >= 0.5:  # one weight (a typo?) takes the draws
+        # one weight (a typo?) takes the draws, unless a starved weight is the farther outlier
+        # against the others (`0.2` among `3, 2`: the typo is the small one)
+        if starved and big.weight / total >= 0.5 \
+                and all(_outlier(self.cap.tasks, big) >= _outlier(self.cap.tasks, t) for t in starved):
             names = ", ".join(f"`{t.name}` {t.weight / total:.0%}" for t in starved)
             self.log.add(f"C343:{big.name}", "warning", "C343",
                          f"task `{big.name}` takes {big.weight / total:.0%} of resets (weight "

@@ -167,6 +167,16 @@ class NameResolution:
                         f"add `{tool}` to the list: the variant's agent is never shown a tool "
                         "its tasks need", code="E167")
             return
+        callers = [t.name for t in cap.tasks if any(c.name == tool for c in A.gold_calls(t.gold))]
+        if len(callers) >= 2 and cap.shown_tools_span is not None:
+            # the golds of several tasks need it: the list is what drops it, once per tool
+            if tool not in s.unshown:
+                s.unshown.add(tool)
+                s.error(f"the `tools` list lacks `{tool}`, which the golds of {len(callers)} "
+                        f"tasks call (first on line {span.line})", cap.shown_tools_span,
+                        f"add `{tool}` to the list: the agent is never shown a tool its tasks "
+                        "need", code="E167")
+            return
         self.s.error(f"tool `{tool}` is not in this capability's `tools` list", span,
                      f"the agent is only shown the tools listed on line {line}; add `{tool}` "
                      "there", code="E167")
