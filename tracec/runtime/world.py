@@ -32,6 +32,7 @@ class Frozen:
     cost of :func:`copy_json`, which also has to serialise)."""
 
     __slots__ = ("_blob", "_value")
+    shares = False  # each copy is whole: it shares nothing with another (as FrozenWorld.shares)
 
     def __init__(self, value: Any):
         try:
