@@ -20,7 +20,7 @@ from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
 _WORD = re.compile(r"[a-z]+")
-_NO_WORD = {"id", "ids"}  # argument-name parts an error message rarely says as such
+NO_WORD = {"id", "ids"}  # argument-name parts an error message rarely says as such
 
 
 def task_ast(where: SpecMap, task: str) -> A.Task | None:
@@ -56,7 +56,7 @@ def derived_let(where: SpecMap, task: str, expr: Any) -> tuple[str, Span] | None
     return None
 
 
-def _words(text: str) -> set[str]:
+def words(text: str) -> set[str]:
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in _WORD.findall(text.lower())}
 
 
@@ -65,13 +65,13 @@ def named_arg(args: Mapping[str, Any], error: str) -> str | None:
     (`Certificate cannot be used` for `payment_id = "certificate_3636902"`), else the one whose
     name's words (`payment_method_id`: payment, method) it says, most of them; None when none or
     two tie."""
-    said = _words(error)
+    said = words(error)
     valued = valued_arg(args, said)
     if valued is not None:
         return valued
     best: list[tuple[int, str]] = []
     for arg in args:
-        parts = _words(arg.replace("_", " ")) - _NO_WORD
+        parts = words(arg.replace("_", " ")) - NO_WORD
         if parts and parts <= said:
             best.append((len(parts), arg))
     best.sort(reverse=True)
@@ -84,7 +84,7 @@ def valued_arg(args: Mapping[str, Any], said: set[str]) -> str | None:
     """The one text argument whose value's words of 4 letters or more (`certificate_3636902`:
     certificate) the error says; None when none or two."""
     hits = [arg for arg, value in args.items() if isinstance(value, str)
-            and {w for w in _words(value.replace("_", " ")) if len(w) >= 4} & said]
+            and {w for w in words(value.replace("_", " ")) if len(w) >= 4} & said]
     return hits[0] if len(hits) == 1 else None
 
 

@@ -137,7 +137,7 @@ class SpecMap:
         except (SpecError, RecursionError, OSError, ValueError):
             return
         self.ast, self.origins = cap, origins
-        place = self._place
+        place = self.place
         for t in cap.tasks:
             ts = TaskSpans(span=place(t.span))
             for let in t.lets:
@@ -178,7 +178,8 @@ class SpecMap:
             if stripped.startswith("communicate raw") and self.communicate_raw is None:
                 self.communicate_raw = Span.at(n, col, len("communicate raw"))
 
-    def _place(self, span: Span) -> Span:
+    def place(self, span: Span) -> Span:
+        """A span of the compiled text at its place in the source (a `use` fragment's own file)."""
         return fragments.map_span(span, self.origins) if self.origins else span
 
     # ------------------------------------------------------------ spans of things
@@ -189,7 +190,7 @@ class SpecMap:
 
     def seed_span(self, stmt: A.SeedStmt) -> Span:
         """Where a seed statement of the parsed spec is."""
-        return self._place(stmt.span)
+        return self.place(stmt.span)
 
     def rule(self, index: int | None) -> Span | None:
         if index is None or not 0 <= index < len(self.rules):
@@ -216,7 +217,7 @@ class SpecMap:
             return []
         for t in self.ast.tasks:
             if t.name == task:
-                return [(let.name, self._place(let.span)) for let in t.lets if _picks(let.value)]
+                return [(let.name, self.place(let.span)) for let in t.lets if _picks(let.value)]
         return []
 
     def let(self, task: str, name: str) -> Span | None:

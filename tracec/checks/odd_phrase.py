@@ -30,4 +30,4 @@ def odd_element(where: SpecMap, phrase: str, keeps: Callable[[str], bool]) -> Sp
     if len(others) < 2 or len(others) + 1 != len(lit.items) or not all(keeps(o) for o in others):
         return None
     item = next(i for i in lit.items if isinstance(i, A.Str) and i.value == phrase)
-    return where._place(item.span) if "span" in item.model_fields_set else where.seed_span(stmt)
+    return where.place(item.span) if "span" in item.model_fields_set else where.seed_span(stmt)

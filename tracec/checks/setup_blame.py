@@ -9,7 +9,7 @@ value in the distractor, not the call.
 
 from __future__ import annotations
 
-from tracec.checks.blame import _NO_WORD, _words, task_ast
+from tracec.checks.blame import NO_WORD, task_ast, words
 from tracec.checks.locate import SpecMap
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
@@ -22,16 +22,16 @@ def setting_distractor(where: SpecMap, task: str, error: str) -> tuple[str, str,
     spans = where.tasks[task].distractors if task in where.tasks else {}
     if t is None:
         return None
-    said = _words(error)
+    said = words(error)
     hits = []
     for d in t.distractors:
         for stmt in d.stmts:
             if not isinstance(stmt, (A.AddRecord, A.Clone)):
                 continue
             for f in stmt.fields:
-                parts = {w for w in _words(f.name.replace("_", " ")) if len(w) >= 4} - _NO_WORD
+                parts = {w for w in words(f.name.replace("_", " ")) if len(w) >= 4} - NO_WORD
                 if parts and parts <= said and d.name in spans:
                     # the field's own line when the parser gave it one, else the distractor's
-                    at = where._place(f.span) if "span" in f.model_fields_set else spans[d.name]
+                    at = where.place(f.span) if "span" in f.model_fields_set else spans[d.name]
                     hits.append((d.name, f.name, at))
     return hits[0] if len(hits) == 1 else None
