@@ -244,6 +244,17 @@ def judge(m: Mutation, seeds: int = 16) -> tuple[str, list[dict]]:
     return how, found
 
 
+def found_at_line(m: Mutation, code: str, line: int | None = None) -> dict:
+    """The finding ``code`` the mutation adds at ``line`` (default: its mutated line, which
+    ``judge`` must then call 'line'); asserts that there is one."""
+    how, found = judge(m)
+    want = line if line is not None else m.line(m.text())
+    if line is None:
+        assert how == "line", (m.name, [(f["code"], f["line"]) for f in found])
+    f = next((f for f in found if f["code"] == code and f["line"] == want), None)
+    assert f is not None, (m.name, code, want, [(f["code"], f["line"]) for f in found])
+    return f
+
 def report(name: str, mutations: list[Mutation]) -> None:
     """Print each mutation's verdict and the totals."""
     counts = {"line": 0, "elsewhere": 0, "silent": 0}

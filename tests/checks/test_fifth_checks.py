@@ -8,17 +8,8 @@ import pytest
 
 from tests.checks.mutation_set import Mutation
 from tests.checks.mutation_set_fifth import DR, FIFTH, MSTC, PER, PV
-from tests.checks.mutation_set_fresh import judge
+from tests.checks.mutation_set_fresh import found_at_line, judge
 from tracec.checks.duration_answer import readings, span_of
-
-
-def _found(m: Mutation, code: str) -> dict:
-    how, found = judge(m)
-    assert how == "line", (m.name, [(f["code"], f["line"]) for f in found])
-    f = next((f for f in found if f["code"] == code), None)
-    assert f is not None, (m.name, code, [(f["code"], f["line"]) for f in found])
-    assert f["line"] == m.line(m.text()), (f["line"], m.line(m.text()))
-    return f
 
 
 @pytest.mark.parametrize(("name", "code", "says"), [
@@ -34,7 +25,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("forbid_may_hit_target", "C113", "`let near`'s filter lets it draw the gold's own record"),
 ])
 def test_fifth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
-    f = _found(next(m for m in FIFTH if m.name == name), code)
+    f = found_at_line(next(m for m in FIFTH if m.name == name), code)
     assert says in f["message"], f["message"]
 
 
@@ -63,7 +54,7 @@ def test_c191_not_given_when_the_factor_stays_at_the_finished_rung() -> None:
 def test_c343_still_blames_the_big_weight_when_it_is_the_outlier() -> None:
     m = Mutation("mstc_big_weight", MSTC, "task cancel_bags_rename weight 3",
                  "task cancel_bags_rename weight 40", "C343")
-    f = _found(m, "C343")
+    f = found_at_line(m, "C343")
     assert "takes" in f["message"], f["message"]
 
 
@@ -72,7 +63,7 @@ def test_c113_stays_at_the_forbid_that_reads_the_gold_record() -> None:
     m = Mutation("push_forbid_same", DR,
                  "reminder_timestamp = r.reminder_timestamp - d * 86400 - hrs * 3600)",
                  "reminder_timestamp = r.reminder_timestamp + d * 86400 + hrs * 3600)", "C113")
-    f = _found(m, "C113")
+    f = found_at_line(m, "C113")
     assert "filter" not in f["message"], f["message"]
 
 

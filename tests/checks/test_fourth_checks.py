@@ -9,7 +9,7 @@ import pytest
 
 from tests.checks.mutation_set import Mutation
 from tests.checks.mutation_set_fourth import FOURTH, LATE4
-from tests.checks.mutation_set_fresh import judge
+from tests.checks.mutation_set_fresh import found_at_line, judge
 from tracec.checks.hint_operands import counted_words, value_reads
 from tracec.checks.ordinal_entry import changed_positions
 from tracec.checks.payment_kind import directed
@@ -69,15 +69,6 @@ def _late(name: str) -> Mutation:
     return next(m for m in LATE4 if m.name == name)
 
 
-def _found(m: Mutation, code: str) -> dict:
-    how, found = judge(m)
-    assert how == "line", (m.name, [(f["code"], f["line"]) for f in found])
-    f = next((f for f in found if f["code"] == code), None)
-    assert f is not None, (m.name, code, [(f["code"], f["line"]) for f in found])
-    assert f["line"] == m.line(m.text()), (f["line"], m.line(m.text()))
-    return f
-
-
 @pytest.mark.parametrize(("name", "code", "says"), [
     ("same_words_distractor_same_time", "C341", "reading the wrong record gives the right answer"),
     ("forbidden_rung_any_progress", "C150", "plus the forbidden call"),
@@ -87,7 +78,7 @@ def _found(m: Mutation, code: str) -> dict:
     ("destination_of_last_leg", "C173", "the hint names `r`'s own `destination`"),
 ])
 def test_fourth_set_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
-    f = _found(next(m for m in FOURTH if m.name == name), code)
+    f = found_at_line(next(m for m in FOURTH if m.name == name), code)
     assert says in f["message"], f["message"]
 
 
@@ -100,7 +91,7 @@ def test_fourth_set_mistake_is_reported_at_its_line(name: str, code: str, says: 
     ("basic_refusal_forbids_cancel", "C179", "but the task forbids only `cancel_reservation`"),
 ])
 def test_late_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
-    f = _found(_late(name), code)
+    f = found_at_line(_late(name), code)
     assert says in f["message"], f["message"]
 
 
@@ -122,7 +113,7 @@ def test_fourth_set_kinds_written_another_way() -> None:
     difference, C179 for the other refusal."""
     for m in OTHERS:
         if m.code.startswith("C") and m.code != "C173":
-            _found(m, m.code)
+            found_at_line(m, m.code)
 
 
 def test_c177_reads_the_place_in_the_sentence_that_names_the_record() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.checks.mutation_set import Mutation
 from tests.checks.mutation_set_fourth import FOURTH, LATE4
-from tests.checks.mutation_set_fresh import FRESH, judge
+from tests.checks.mutation_set_fresh import FRESH, found_at_line, judge
 from tracec.checks.alike_entries import alike
 from tracec.checks.blame import named_arg
 from tracec.checks.hint_words import says_switch, thing_words
@@ -24,14 +24,6 @@ TCP = "specs/tool_calling_precision.tracec"
 
 def _named(name: str) -> Mutation:
     return next(m for m in FOURTH + LATE4 + FRESH if m.name == name)
-
-
-def _at(m: Mutation, code: str, line: int | None = None) -> dict:
-    _how, found = judge(m)
-    want = line if line is not None else m.line(m.text())
-    f = next((f for f in found if f["code"] == code and f["line"] == want), None)
-    assert f is not None, (m.name, code, want, [(f["code"], f["line"]) for f in found])
-    return f
 
 
 @pytest.mark.parametrize(("name", "code", "says"), [
@@ -47,27 +39,27 @@ def _at(m: Mutation, code: str, line: int | None = None) -> dict:
     ("days_ago_rounded", "C183", "the answer is the gold's `timestamp_diff.days` on "),
 ])
 def test_mistake_is_reported_at_its_line(name: str, code: str, says: str) -> None:
-    f = _at(_named(name), code)
+    f = found_at_line(_named(name), code)
     assert says in f["message"], f["message"]
 
 
 def test_c181_a_reminder_set_in_the_past_is_reported_at_the_year_the_user_states() -> None:
-    f = _at(_named("holiday_this_year"), "C181")
+    f = found_at_line(_named("holiday_this_year"), "C181")
     assert "days before the world's current time" in f["message"]
     assert "its time computed from `hy`, which the user states" in f["message"]
 
 
 def test_kinds_written_another_way() -> None:
     # the holiday task's hint sends the agent to cellular, which that task forbids
-    _at(Mutation("holiday_hint_says_cellular", PER, "then wifi on, search again",
+    found_at_line(Mutation("holiday_hint_says_cellular", PER, "then wifi on, search again",
                  "then cellular on, search again", "C180"), "C180")
     # "full days ago" counted as calendar days (midnight to midnight)
-    _at(Mutation("days_ago_calendar_days", "specs/datetime_reasoning.tracec",
+    found_at_line(Mutation("days_ago_calendar_days", "specs/datetime_reasoning.tracec",
                  "let ago   = (p.now - m.creation_timestamp) // 86400",
                  "let ago   = int(p.now // 86400) - int(m.creation_timestamp // 86400)", "C183"),
         "C183")
     # a reminder due in some hours, subtracted from the clock's time (at the gold call)
-    _at(Mutation("reminder_in_hours_subtracted", PER,
+    found_at_line(Mutation("reminder_in_hours_subtracted", PER,
                  "reminder_timestamp = p.now + hours * 3600, latitude",
                  "reminder_timestamp = p.now - hours * 3600, latitude", "C181"), "C181")
 
@@ -94,11 +86,11 @@ def test_negatives() -> None:
     m = Mutation("any_reason", "specs/precondition_verification.tracec",
                  "let reason  = pick(covered + plain) if by_rule else pick(covered)",
                  "let reason  = pick(covered + plain)", "C141")
-    _at(m, "C141")
+    found_at_line(m, "C141")
     # a value read from a record that is not drawn stays at the call (the clock's time)
     m = next(m for m in LATE4 if m.name == "days_ago_without_clock")
     clock = "timestamp_diff(timestamp_0 = m.creation_timestamp, timestamp_1 = p.now)"
-    f = _at(Mutation(m.name, m.spec, m.old, m.new, "C152", line_of=clock), "C152")
+    f = found_at_line(Mutation(m.name, m.spec, m.old, m.new, "C152", line_of=clock), "C152")
     assert "never names" not in f["message"]
     # C183 reads fields outside lists only
     assert list(numbers({"days": 3, "seconds": 5.0, "items": [{"price": 1}], "ok": True})) == [

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.checks.mutation_set import Mutation, _findings
+from tests.checks.mutation_set_fresh import found_at_line
 from tests.checks.mutation_set_sixth import SIXTH
-from tests.checks.test_fourth_checks import _found
 
 DR = "specs/datetime_reasoning.tracec"
 
@@ -21,13 +21,13 @@ OTHERS = [
 
 @pytest.mark.parametrize("name", ["partial_rung_pays_the_report", "second_rung_pays_the_report"])
 def test_sixth_set_report_rung_is_reported_at_its_line(name: str) -> None:
-    f = _found(next(m for m in SIXTH if m.name == name), "C150")
+    f = found_at_line(next(m for m in SIXTH if m.name == name), "C150")
     assert "the gold's reads and the report, without any write" in f["message"], f["message"]
 
 
 def test_report_rung_written_another_way() -> None:
     for m in OTHERS:
-        f = _found(m, m.code)
+        f = found_at_line(m, m.code)
         assert "without any write" in f["message"], f["message"]
 
 
