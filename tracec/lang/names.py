@@ -157,25 +157,22 @@ class NameResolution:
         if s.shown is None or tool in s.shown or tool in s.tools or s.shown_unknown:
             return  # (after a wrong `tools` entry, its fix decides what is shown)
         line = cap.shown_tools_span.line if cap.shown_tools_span else 0
-        if cap.variant_of and cap.shown_tools_span is not None:
-            # the tasks are the base's, where they hold: the variant's own list is what drops
-            # the tool, so the error is there, once per tool, naming the first use
-            if tool not in s.unshown:
-                s.unshown.add(tool)
-                s.error(f"variant `{cap.variant_of}`'s `tools` list lacks `{tool}`, which the "
-                        f"spec calls on line {span.line}", cap.shown_tools_span,
-                        f"add `{tool}` to the list: the variant's agent is never shown a tool "
-                        "its tasks need", code="E167")
-            return
         callers = [t.name for t in cap.tasks if any(c.name == tool for c in A.gold_calls(t.gold))]
-        if len(callers) >= 2 and cap.shown_tools_span is not None:
-            # the golds of several tasks need it: the list is what drops it, once per tool
+        if cap.shown_tools_span is not None and (cap.variant_of or len(callers) >= 2):
+            # the list is what drops the tool (a variant's: the tasks are the base's, where they
+            # hold; or the golds of several tasks need it): the error is there, once per tool,
+            # naming the first use
             if tool not in s.unshown:
                 s.unshown.add(tool)
-                s.error(f"the `tools` list lacks `{tool}`, which the golds of {len(callers)} "
-                        f"tasks call (first on line {span.line})", cap.shown_tools_span,
-                        f"add `{tool}` to the list: the agent is never shown a tool its tasks "
-                        "need", code="E167")
+                if cap.variant_of:
+                    what = (f"variant `{cap.variant_of}`'s `tools` list lacks `{tool}`, which "
+                            f"the spec calls on line {span.line}")
+                else:
+                    what = (f"the `tools` list lacks `{tool}`, which the golds of {len(callers)} "
+                            f"tasks call (first on line {span.line})")
+                whose = "the variant's agent" if cap.variant_of else "the agent"
+                s.error(what, cap.shown_tools_span, f"add `{tool}` to the list: {whose} is never "
+                        "shown a tool its tasks need", code="E167")
             return
         self.s.error(f"tool `{tool}` is not in this capability's `tools` list", span,
                      f"the agent is only shown the tools listed on line {line}; add `{tool}` "
