@@ -50,21 +50,25 @@ def judged(env: CapabilityEnv, calls: Sequence[Call], text: str) -> Judged:
     return Judged(reward, rule, matches)
 
 
+def world_records(db: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every record of the world: the mapping values of its tables that are mappings."""
+    for table in db.values():
+        if isinstance(table, Mapping):
+            for rec in table.values():
+                if isinstance(rec, Mapping):
+                    yield rec
+
+
 def _world_values(db: Mapping[str, Any], key: str, limit: int = 8) -> Iterator[Any]:
     """Distinct scalar values the world holds under ``key`` (records one level deep)."""
     seen: set = set()
-    for table in db.values():
-        if not isinstance(table, Mapping):
-            continue
-        for rec in table.values():
-            if not isinstance(rec, Mapping):
-                continue
-            v = rec.get(key)
-            if isinstance(v, (str, int, float)) and not isinstance(v, bool) and v not in seen:
-                seen.add(v)
-                yield v
-                if len(seen) >= limit:
-                    return
+    for rec in world_records(db):
+        v = rec.get(key)
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and v not in seen:
+            seen.add(v)
+            yield v
+            if len(seen) >= limit:
+                return
 
 
 def _variants(call: Call, db: Mapping[str, Any]) -> Iterator[Call]:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.behaviours import world_records
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.lang import ast as A
 
@@ -28,19 +29,14 @@ def _methods(db: Mapping) -> dict[str, tuple[Mapping, Mapping]]:
     """method id -> (the method, its holder's map of methods), over every record of the world
     with a map of methods that have a ``source``."""
     out: dict[str, tuple[Mapping, Mapping]] = {}
-    for table in db.values():
-        if not isinstance(table, Mapping):
-            continue
-        for rec in table.values():
-            if not isinstance(rec, Mapping):
-                continue
-            for value in rec.values():
-                if isinstance(value, Mapping) and value and all(
-                        isinstance(m, Mapping) and isinstance(m.get("source"), str)
-                        for m in value.values()):
-                    for mid, m in value.items():
-                        out[mid] = (m, value)
-            # records without such a map cost one pass over their fields
+    for rec in world_records(db):
+        for value in rec.values():
+            if isinstance(value, Mapping) and value and all(
+                    isinstance(m, Mapping) and isinstance(m.get("source"), str)
+                    for m in value.values()):
+                for mid, m in value.items():
+                    out[mid] = (m, value)
+        # records without such a map cost one pass over their fields
     return out
 
 
