@@ -102,14 +102,7 @@ def note(tool: str, call: Span | None, arg: str, let: str) -> str:
 
 def names(expr: Any) -> set[str]:
     """Every name an expression reads."""
-    if isinstance(expr, A.Name):
-        return {expr.id}
-    if isinstance(expr, A.Node):
-        return set().union(*(names(v) for v in expr.__dict__.values()
-                             if isinstance(v, (A.Node, list))))
-    if isinstance(expr, list):
-        return set().union(*(names(v) for v in expr))
-    return set()
+    return {n.id for n in A.walk(expr) if isinstance(n, A.Name)}
 
 
 def covers(old: Any, new: Any) -> bool:
@@ -277,14 +270,7 @@ def drawn_from(where: SpecMap, task: str, name: str) -> str | None:
 
 def attrs(expr: Any) -> set[str]:
     """Every field name an expression reads (`cabin` of `prices[r.cabin]`)."""
-    if isinstance(expr, A.Attr):
-        return {expr.name} | attrs(expr.obj)
-    if isinstance(expr, A.Node):
-        return set().union(*(attrs(v) for v in expr.__dict__.values()
-                             if isinstance(v, (A.Node, list))))
-    if isinstance(expr, list):
-        return set().union(*(attrs(v) for v in expr))
-    return set()
+    return {n.name for n in A.walk(expr) if isinstance(n, A.Attr)}
 
 
 def overriding_literal(where: SpecMap, task: str, calls: list[Any], records: Mapping[str, Any],

@@ -24,14 +24,8 @@ MAX_SEEDS = 8
 
 def _reads(expr: Any) -> set[tuple[str, str]]:
     """(variable, field) of every `x.field` an expression reads."""
-    if isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name):
-        return {(expr.obj.id, expr.name)}
-    if isinstance(expr, A.Node):
-        return set().union(*(_reads(v) for v in expr.__dict__.values()
-                             if isinstance(v, (A.Node, list))))
-    if isinstance(expr, list):
-        return set().union(*(_reads(v) for v in expr))
-    return set()
+    return {(n.obj.id, n.name) for n in A.walk(expr)
+            if isinstance(n, A.Attr) and isinstance(n.obj, A.Name)}
 
 
 class HiddenReads(Check):

@@ -70,14 +70,8 @@ class TaskSpans:
 
 def _picks(expr: Any) -> bool:
     """The expression draws a record (`pick`, `sample`, `shuffle`)."""
-    if isinstance(expr, (A.Call, A.CallGen)) and expr.func in {"pick", "sample", "shuffle"}:
-        return True
-    if isinstance(expr, A.Node):
-        return any(_picks(v) for v in expr.__dict__.values()
-                   if isinstance(v, (A.Node, list)))
-    if isinstance(expr, list):
-        return any(_picks(v) for v in expr)
-    return False
+    return any(isinstance(n, (A.Call, A.CallGen)) and n.func in {"pick", "sample", "shuffle"}
+               for n in A.walk(expr))
 
 
 def literal(expr: Any) -> bool:

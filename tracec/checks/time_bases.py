@@ -27,15 +27,7 @@ MAX_SEEDS = 32
 
 def names(expr: Any) -> list[str]:
     """The names an expression reads, in source order."""
-    if isinstance(expr, A.Name):
-        return [expr.id]
-    out: list[str] = []
-    if isinstance(expr, A.Node):
-        for v in expr.__dict__.values():
-            for x in (v if isinstance(v, list) else [v]):
-                if isinstance(x, A.Node):
-                    out += names(x)
-    return out
+    return [n.id for n in A.walk(expr) if isinstance(n, A.Name)]
 
 
 class TimeBases(Check):

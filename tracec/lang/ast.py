@@ -6,7 +6,8 @@ The checker (`tracec.lang.semantics`) reads it; the compiler's lowering
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -203,6 +204,19 @@ def gold_calls(gold: list) -> list["ToolCallAst"]:
         out.extend(item.calls if isinstance(item, GoldFor) else [item])
     return out
 
+
+
+def walk(tree: Any) -> Iterator[Node]:
+    """Every node of ``tree`` (a node or a list of them), each before its children, in source
+    order."""
+    if isinstance(tree, list):
+        for v in tree:
+            yield from walk(v)
+    elif isinstance(tree, Node):
+        yield tree
+        for v in tree.__dict__.values():
+            if isinstance(v, (Node, list)):
+                yield from walk(v)
 
 class GoldFor(Node):
     """`for VAR in ITER { calls }` inside `gold`: the calls once per element, in order."""
