@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tracec.checks.blame import attrs, names, task_ast
+from tracec.checks.blame import attrs, leaves, names, task_ast
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -39,14 +39,6 @@ def _lists(value: Any) -> Iterator[list[dict]]:
             yield value
         for v in value:
             yield from _lists(v)
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _leaves(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in _leaves(v)]
-    return [value]
 
 
 def _states(value: Any, user: str) -> bool:
@@ -81,7 +73,7 @@ def alike(entries: list[dict], ids: set, user: str) -> tuple[dict, dict, str, se
             if any(rival.get(k) != v for k, v in said.items()):
                 continue
             mine = {k: v for k, v in entry.items() if k != key and rival.get(k) != v}
-            if mine and not any(_states(x, user) for v in mine.values() for x in _leaves(v)):
+            if mine and not any(_states(x, user) for v in mine.values() for x in leaves(v)):
                 return entry, rival, key, set(said)
     return None
 

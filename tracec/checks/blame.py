@@ -115,11 +115,12 @@ def covers(old: Any, new: Any) -> bool:
     return old == new
 
 
-def _leaves(value: Any) -> list[Any]:
+def leaves(value: Any) -> list[Any]:
+    """The scalars of a JSON-like value, its mappings and lists walked in order."""
     if isinstance(value, Mapping):
-        return [x for v in value.values() for x in _leaves(v)]
+        return [x for v in value.values() for x in leaves(v)]
     if isinstance(value, list):
-        return [x for v in value for x in _leaves(v)]
+        return [x for v in value for x in leaves(v)]
     return [value]
 
 
@@ -156,7 +157,7 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     name, span = next(iter(found.items()))
     t = task_ast(where, task)
     value = next((let.value for let in t.lets if let.name == name), None) if t else None
-    held = [x for r in records for x in _leaves(r) if isinstance(x, (str, int, float))
+    held = [x for r in records for x in leaves(r) if isinstance(x, (str, int, float))
             and not isinstance(x, bool)]
     inner = [n for n in sorted(names(value)) if n != name and where.let(task, n) is not None
              and isinstance(values.get(n), (str, int, float)) and not isinstance(values.get(n), bool)
