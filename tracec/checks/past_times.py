@@ -18,7 +18,7 @@ from typing import Any
 from tracec.checks.blame import call_arg, cone, names, task_ast
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.core.diagnostics import Span
-from tracec.domains.units import is_instant
+from tracec.domains.units import is_instant, is_instant_arg
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 
@@ -63,7 +63,6 @@ class PastTimes(Check):
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         schema = self.cap.domain.schema
-        self.arg_units = getattr(schema, "arg_units", {}) or {}
         # the record kinds whose `now` field is the world's clock
         self.clocks = [t for t, fields in (getattr(schema, "units", {}) or {}).items()
                        if is_instant(fields.get("now"))]
@@ -83,7 +82,7 @@ class PastTimes(Check):
         writes = ctx.env.toolbox.writes
         timed = [(n, c, a, v) for n, c in enumerate(inst.gold) if c.name in writes
                  for a, v in (c.args or {}).items()
-                 if is_instant((self.arg_units.get(c.name) or {}).get(a))
+                 if is_instant_arg(self.cap.domain.schema, c.name, a)
                  and isinstance(v, (int, float)) and not isinstance(v, bool)]
         if not timed:
             return

@@ -14,7 +14,7 @@ import re
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.written_weekday import WEEKDAYS, weekday
-from tracec.domains.units import is_instant
+from tracec.domains.units import is_instant_arg
 
 MAX_SEEDS = 32
 _STAMP = re.compile(r"(?<![\d.])\d{9,11}(?:\.\d+)?(?![\d.])")  # a POSIX timestamp in a tool output
@@ -28,7 +28,6 @@ class SeenWeekday(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -40,7 +39,7 @@ class SeenWeekday(Check):
         if not answers:
             return
         passed = [v for c in inst.gold for a, v in (c.args or {}).items()
-                  if is_instant((self.arg_units.get(c.name) or {}).get(a))
+                  if is_instant_arg(self.cap.domain.schema, c.name, a)
                   and isinstance(v, (int, float)) and not isinstance(v, bool)]
         if not passed:
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
-from tracec.domains.units import is_instant
+from tracec.domains.units import is_instant_arg
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -38,7 +38,6 @@ class TimeBases(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
         # (task, tool, nth, arg) -> the let the computed argument reads (None: the call)
         self.computed: dict[tuple[str, str, int, str], str | None] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
@@ -69,7 +68,7 @@ class TimeBases(Check):
             for arg, value in (call.args or {}).items():
                 key = (inst.task, call.name, nth, arg)
                 if f"{key}" in self.done or key not in self.computed \
-                        or not is_instant((self.arg_units.get(call.name) or {}).get(arg)) \
+                        or not is_instant_arg(self.cap.domain.schema, call.name, arg) \
                         or not isinstance(value, int) or isinstance(value, bool) \
                         or mentioned(value, known + list(results[:n])):
                     continue

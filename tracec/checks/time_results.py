@@ -22,7 +22,7 @@ from typing import Any
 from tracec.checks.blame import at_let, note
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
-from tracec.domains.units import is_instant
+from tracec.domains.units import is_instant, is_instant_arg
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -80,7 +80,7 @@ class TimeResults(Check):
             for arg, value in (call.args or {}).items():
                 key = f"{inst.task}:{call.name}:{arg}"
                 if key in self.done or (call.name, arg) not in computed \
-                        or not is_instant((self.arg_units.get(call.name) or {}).get(arg)) \
+                        or not is_instant_arg(self.cap.domain.schema, call.name, arg) \
                         or not isinstance(value, (int, float)) \
                         or mentioned(value, known + list(results[:n])):
                     continue

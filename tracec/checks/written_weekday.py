@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.domains.units import is_instant
+from tracec.domains.units import is_instant_arg
 
 MAX_SEEDS = 32
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -35,11 +35,10 @@ class WrittenWeekday(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.arg_units = getattr(self.cap.domain.schema, "arg_units", {}) or {}
         self.done: set[str] = set()
 
     def _instant(self, tool: str, arg: str) -> bool:
-        return is_instant((self.arg_units.get(tool) or {}).get(arg))
+        return is_instant_arg(self.cap.domain.schema, tool, arg)
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

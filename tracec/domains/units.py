@@ -71,6 +71,12 @@ def is_instant(name: str | None) -> bool:
     return u is not None and u.dim == "instant"
 
 
+def is_instant_arg(schema: object, tool: str, arg: str) -> bool:
+    """Whether ``tool``'s argument ``arg`` is an instant (``Schema.arg_units``; none: no)."""
+    units = getattr(schema, "arg_units", None) or {}
+    return is_instant((units.get(tool) or {}).get(arg))
+
+
 def by_scale(dim: str, scale: float) -> Unit | None:
     """The unit of ``dim`` whose size is ``scale`` base units (None: no such unit)."""
     return next((u for u in UNITS.values() if u.dim == dim and u.scale == scale), None)
