@@ -1,4 +1,6 @@
-"""The answer against a count its hint names (C171, error): the task's hint says the value
+"""The answer against what its hint counts and adds (C171, C195, errors).
+
+C171: the task's hint says the value
 depends on a list of the record the answer reads ("multiply by the number of passengers", "free
 bags per passenger") and no numeric answer of the task reads that list (`total = sum(f.price for
 f in r.flights)` where the hint says "... and multiply by the number of passengers").
@@ -8,6 +10,14 @@ hint (its own, else the capability's) are matched, singular or plural, against t
 of the records the task's numeric answers read (`r` of `sum(... r.flights)`); a matched list
 that no numeric answer reads, through its `let`s, is reported at the first answer that reads
 its record (at the `let` the answer is, else the `communicate`).
+
+C195: the words say how to combine a list and the answer combines it another way. The hint or
+the `user` text (their words outside `{...}`) says to add ("add", "sum", "total", "altogether")
+and the answer's value takes the largest or smallest of a list (`max(f.price for f in
+r.flights)`), with no sum anywhere in it; or the hint says "largest"/"highest"/"smallest"/...,
+and no word to add, while the value sums a list. Judged once per task, at the `let` whose value
+holds that `max`/`min`/`sum` (else the `communicate`). A `max(0, x)` of two values is a clamp,
+not a list's largest: not judged.
 """
 
 from __future__ import annotations
@@ -20,6 +30,13 @@ from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.lang import ast as A
 
 _COUNTED = re.compile(r"\b(?:number of|per)\s+([a-z][a-z_]*)", re.IGNORECASE)
+# the words that name a way to combine a list's values (plain words: `total_baggages` is none)
+_ADD = re.compile(r"\b(?:add|adds|adding|added|sum|sums|summed|total|altogether|combined)\b",
+                  re.IGNORECASE)
+_LARGEST = re.compile(r"\b(?:largest|highest|biggest|greatest|maximum|most expensive|dearest)\b",
+                      re.IGNORECASE)
+_SMALLEST = re.compile(r"\b(?:smallest|lowest|least|minimum|cheapest)\b", re.IGNORECASE)
+_SELECTS = {"pick", "first", "sample", "shuffle", "min_by", "max_by"}
 
 
 def stem(word: str) -> str:
@@ -51,6 +68,52 @@ def value_reads(expr: Any, lets: dict[str, Any], seen: frozenset[str] = frozense
     return out
 
 
+def aggregates(expr: Any, lets: dict[str, Any], at: str | None = None,
+               seen: frozenset[str] = frozenset()) -> list[tuple[str, str | None]]:
+    """(`sum` | `max` | `min`, the `let` it is written in or None) for each combination of a
+    list's values the value is computed with, through the `let`s it names: `sum(... for ...)`,
+    `max(xs)`; not `max(0, x)`, and not the condition that selects a drawn element."""
+    out: list[tuple[str, str | None]] = []
+    if isinstance(expr, A.Name):
+        if expr.id in lets and expr.id not in seen:
+            return aggregates(lets[expr.id], lets, expr.id, seen | {expr.id})
+        return out
+    if isinstance(expr, A.CallGen):
+        if expr.func in {"sum", "max", "min"}:
+            out.append((expr.func, at))
+        if expr.func in _SELECTS:
+            return out + aggregates(expr.elt, lets, at, seen) + aggregates(expr.comp.iter, lets, at, seen)
+    if isinstance(expr, A.Call) and expr.func in {"sum", "max", "min"} and len(expr.args) == 1 \
+            and not expr.kwargs:
+        out.append((expr.func, at))
+    if isinstance(expr, A.Node):
+        for v in expr.__dict__.values():
+            if isinstance(v, (A.Node, list)):
+                out += aggregates(v, lets, at, seen)
+    elif isinstance(expr, list):
+        for v in expr:
+            out += aggregates(v, lets, at, seen)
+    return out
+
+
+def combine_slip(hint: str, user: str, found: list[tuple[str, str | None]]) -> tuple[str, str | None, str] | None:
+    """(the combination used, its `let`, the words' own) when the words and the value disagree:
+    the words say to add and the value takes a largest/smallest with no sum; or the hint says
+    largest (smallest) and nothing says to add, and the value sums with no max (min)."""
+    kinds = {k for k, _ in found}
+    said_add = _ADD.search(hint) or _ADD.search(user)
+    if said_add and "sum" not in kinds:
+        hit = next(((k, at) for k, at in found if k in ("max", "min")), None)
+        if hit is not None:
+            return hit[0], hit[1], said_add.group(0).lower()
+    for kind, words in (("max", _LARGEST), ("min", _SMALLEST)):
+        said = words.search(hint)
+        if said and not said_add and kinds == {"sum"}:
+            at = next(at for k, at in found if k == "sum")
+            return "sum", at, said.group(0).lower()
+    return None
+
+
 def counted_words(hint: str) -> set[str]:
     """The stems of what the hint counts: ``number of passengers``, ``per passenger``."""
     return {stem(w) for w in _COUNTED.findall(hint)}
@@ -59,17 +122,20 @@ def counted_words(hint: str) -> set[str]:
 class HintOperands(Check):
     """C171 over the first instance of each task; findings go to ``log``."""
 
-    name = "answer vs the count its hint names"
-    codes = ("C171",)
+    name = "answer vs what its hint counts and adds"
+    codes = ("C171", "C195")
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         # task -> per `communicate` value: the (let, field) reads it makes through its lets
         self.reads: dict[str, list[set[tuple[str, str]]]] = {}
+        # task -> per `communicate` value: the combinations of lists it is computed with
+        self.combines: dict[str, list[list[tuple[str, str | None]]]] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.reads[t.name] = [{r for r in value_reads(e, lets) if r[0] in lets}
                                   for e in t.communicate]
+            self.combines[t.name] = [aggregates(e, lets) for e in t.communicate]
         self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
@@ -78,7 +144,9 @@ class HintOperands(Check):
             return
         self.done.add(inst.task)
         ts = self.where.tasks.get(inst.task)
-        words = counted_words((ts.hint_literal if ts is not None and ts.hint_literal else inst.hint) or "")
+        hint = (ts.hint_literal if ts is not None and ts.hint_literal else inst.hint) or ""
+        self._combined(ctx, hint, ts.user_literal if ts is not None else "")
+        words = counted_words(hint)
         reads = self.reads.get(inst.task, [])
         if not words or not reads:
             return
@@ -103,3 +171,25 @@ class HintOperands(Check):
                              hint=f"compute the answer with `len({name}.{field})` (or over "
                                   f"`{name}.{field}`), or fix the hint")
                 return
+
+    def _combined(self, ctx: InstanceContext, hint: str, user: str) -> None:
+        """C195: the first numeric answer combined otherwise than the words say."""
+        inst = ctx.inst
+        for k, (name, value) in enumerate(inst.communicate.items()):
+            found = self.combines.get(inst.task, [])[k:k + 1]
+            if not found or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            slip = combine_slip(hint, user, found[0])
+            if slip is None:
+                continue
+            used, let, said = slip
+            span = (self.where.let(inst.task, let) if let else None) or self.where.answer(inst.task, k)
+            within = f"`let {let}`" if let else "its value"
+            self.log.add(f"C195:{inst.task}", "error", "C195",
+                         f"task `{inst.task}`: the words say \"{said}\", but the answer `{name}` "
+                         f"is computed with `{used}(...)` in {within} (seed {ctx.seed}, "
+                         f"{value!r}): the gold's answer combines the values another way than the "
+                         "agent is told to", span, task=inst.task, seed=ctx.seed,
+                         hint="use `sum(...)` where the words say to add (or `max`/`min` where "
+                              "they say largest/smallest), or fix the words")
+            return

@@ -61,6 +61,7 @@ class TaskSpans:
     user: Span | None = None
     hint: Span | None = None
     hint_literal: str = ""  # the hint's text outside its `{...}` interpolations
+    user_literal: str = ""  # the `user` text outside its `{...}` interpolations
     distractors: dict[str, Span] = field(default_factory=dict)
     replies: list[Span] = field(default_factory=list)
     weight: float = 1.0
@@ -144,6 +145,8 @@ class SpecMap:
             ts.communicate_round = [isinstance(e, A.Call) and e.func == "round"
                                     for e in t.communicate]
             ts.user = place(t.user.span) if t.user is not None else None
+            if isinstance(t.user, A.Text):
+                ts.user_literal = " ".join(p for p in t.user.parts if isinstance(p, str))
             ts.hint = place(t.hint.span) if t.hint is not None else None
             if t.hint is not None:
                 ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))

@@ -56,13 +56,11 @@ class MeaningChecks(Check):
         self.user_leaks: dict[tuple[str, int], list] = {}
         self.says: dict[str, list[tuple[str, re.Pattern]]] = {}  # task -> (distractor, its text)
         self.user_own: dict[str, re.Pattern | None] = {}  # task -> its `user` text's own words
-        self.user_literal: dict[str, str] = {}  # task -> its `user` text outside `{...}`
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             self.says[t.name] = [(d.name, say_pattern(st.text)) for d in t.distractors
                                  for st in d.stmts if isinstance(st, A.Say)]
             if t.user is not None:
                 self.user_own[t.name] = user_pattern(t.user)
-                self.user_literal[t.name] = " ".join(p for p in t.user.parts if isinstance(p, str))
 
     def instance(self, ctx: InstanceContext) -> None:
         """Check the env's drawn task (and the gold calls' tool outputs)."""
@@ -213,7 +211,7 @@ class MeaningChecks(Check):
         said = next((item for item in leaks if item[4]), None)
         if said is not None and said[4] in ts.distractors:
             return ts.distractors[said[4]], f" (`distractor {said[4]}` says `{said[2]}`)"
-        literal = self.user_literal.get(task, "")
+        literal = ts.user_literal
         own = next((item for item in leaks if literal and mentioned(item[3], [literal])), None)
         if ts.user is not None and own is not None:
             return ts.user, f" (the `user` text's own words state `{own[2]}`)"

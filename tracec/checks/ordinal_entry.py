@@ -19,7 +19,6 @@ from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.hint_operands import stem
-from tracec.lang import ast as A
 
 MAX_SEEDS = 32
 _PLACE = {"first": 0, "second": 1, "third": 2, "last": -1}
@@ -41,11 +40,8 @@ class OrdinalEntry(Check):
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
         # the tasks whose user text's literal words name an entry by its place
-        self.tasks: set[str] = set()
-        for t in (self.where.ast.tasks if self.where.ast is not None else []):
-            if isinstance(t.user, A.Text) and _ORDINAL.search(
-                    " ".join(p for p in t.user.parts if isinstance(p, str))):
-                self.tasks.add(t.name)
+        self.tasks = {name for name, ts in self.where.tasks.items()
+                      if _ORDINAL.search(ts.user_literal)}
         self.done: set[str] = set()
 
     @staticmethod

@@ -19,7 +19,6 @@ from typing import Any
 
 from tracec.checks.behaviours import world_records
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.lang import ast as A
 
 MAX_SEEDS = 32
 SCANS = 8  # after reading this many worlds, a task whose words name no kind seen is skipped
@@ -60,10 +59,8 @@ class PaymentKind(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.literal: dict[str, str] = {}  # task -> its user text outside `{...}`, lower case
-        for t in (self.where.ast.tasks if self.where.ast is not None else []):
-            if isinstance(t.user, A.Text):
-                self.literal[t.name] = " ".join(p for p in t.user.parts if isinstance(p, str)).lower()
+        # task -> its user text outside `{...}`, lower case
+        self.literal = {name: ts.user_literal.lower() for name, ts in self.where.tasks.items()}
         self.done: set[str] = set()
         self.kinds: set[str] = set()  # the kinds of the methods of the worlds read
         self.scans = 0  # worlds read for their methods
