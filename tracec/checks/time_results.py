@@ -17,6 +17,7 @@ another one, at that call (at the `let` it passes, if a plain variable).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tracec.checks.blame import at_let, note
@@ -28,7 +29,18 @@ from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
 
 MAX_SEEDS = 64
+_CLOCK = re.compile(r"\b(\d{1,2}):(\d{2})\b")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def clock(t: float) -> tuple[int, int]:
+    """(hour, minute) of a UTC epoch time."""
+    return int(t % 86400 // 3600), int(t % 3600 // 60)
+
+
+def stated_clocks(texts: list[str]) -> set[tuple[int, int]]:
+    """Every clock time (`14:35`, `6:05`) the texts state."""
+    return {(int(h), int(m)) for text in texts for h, m in _CLOCK.findall(text or "")}
 
 
 def _number(text: str) -> bool:
@@ -86,6 +98,19 @@ class TimeResults(Check):
                     continue
                 self.done.add(key)
                 at = self.where.gold(inst.task, call.name, nth)
+                shift = self._odd_shift(inst, results, n, value, known)
+                if shift is not None:  # the write is at the clock time the user says
+                    self.log.add(f"C161:{key}", "error", "C161",
+                                 f"task `{inst.task}`: the gold call `{shift[0]}` returns "
+                                 f"{shift[1]}, a time at another clock time than the "
+                                 f"{clock(value)[0]}:{clock(value)[1]:02d} the user says and the "
+                                 f"gold's `{call.name}` writes (`{arg}` = {fmt(value)!r}, seed "
+                                 f"{ctx.seed}): the gold contradicts its own time tool, whose "
+                                 "arguments are the odd one out", shift[2] or at,
+                                 task=inst.task, seed=ctx.seed,
+                                 hint="pass the shift the user's words give (check its units and "
+                                      "digits), so that it returns the time the gold writes")
+                    continue
                 # a plain variable: where its value was built (blame.py), the call a note
                 built = at_let(self.where, inst.task, call.name, nth, arg)
                 self.log.add(f"C161:{key}", "error", "C161",
@@ -97,6 +122,25 @@ class TimeResults(Check):
                              task=inst.task, seed=ctx.seed,
                              hint="pass the time the gold's own tool computes (check the units "
                                   "and the shift's arguments)")
+
+    def _odd_shift(self, inst: Any, results: list[str], n: int, value: float,
+                   known: list[str]) -> tuple[str, str, Any] | None:
+        """(tool, its result, its span) of the last earlier gold call that computed a number,
+        when the write's clock time is one the user's words state and that number's is not:
+        the write agrees with the user, the computing call is the odd one out."""
+        said = stated_clocks(known)
+        if clock(value) not in said:
+            return None
+        for j in range(n - 1, -1, -1):
+            call = inst.gold[j]
+            if not (_number(results[j]) and call.args):
+                continue
+            out = json.loads(results[j])
+            if clock(out) in said:
+                return None
+            nth = sum(1 for c in inst.gold[:j] if c.name == call.name)
+            return call.name, results[j], self.where.gold(inst.task, call.name, nth)
+        return None
 
     def _weekday(self, ctx: InstanceContext, inst: Any, seed: int, results: list[str]) -> None:
         if inst.task in self.done or not results:
