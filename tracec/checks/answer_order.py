@@ -6,7 +6,9 @@ user's first message names that field's value for two or more records of the sam
 for the first/earliest/next (or the last/latest) one, the answer's record must have the least
 (or greatest) value of the kind's one time field the user's words name ("my reminders":
 ``reminder_timestamp``; fields with a time unit in the domain's contract). Judged on the first
-``MAX_SEEDS`` seeds; reported at the `let` the answer is read from, else at the `communicate`.
+``MAX_SEEDS`` seeds; reported at the `let` the answer is read from, else at the `communicate`;
+at the `communicate` when another `let` holds the record asked for on every seed judged and the
+answer's own `let` has a use beside it (:class:`tracec.checks.blame.WrongVariable`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import WrongVariable
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.domains.units import UNITS
 from tracec.runtime.outcome import mentioned
@@ -41,12 +44,14 @@ class AnswerOrder(Check):
             times = [f for f, u in (units.get(kind.name) or {}).items() if _is_time(u)]
             if times and kind.id_field:
                 self.kinds.append((kind.collection, times))
-        self.done: set[str] = set()
+        # task -> the first failing instance's (seed, k, answer name, why, least)
+        self.failed: dict[str, tuple[int, int, str, str, bool]] = {}
+        self.wrong = WrongVariable(self.where)
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
         inst = env.instance
-        if seed >= MAX_SEEDS or inst.task in self.done or not self.kinds:
+        if seed >= MAX_SEEDS or not self.kinds:
             return
         text = inst.user or ""
         least, greatest = bool(_LEAST.search(text)), bool(_GREATEST.search(text))
@@ -56,20 +61,28 @@ class AnswerOrder(Check):
             if not isinstance(value, str) or len(value) < 3:
                 continue
             for table, times in self.kinds:
-                why = self._judge(env.initial_db.get(table), times, value, text, least)
-                if why:
-                    self.done.add(inst.task)
-                    self._report(inst, seed, k, name, why, least)
+                asked, why = self._judge(env.initial_db.get(table), times, value, text, least)
+                if asked is not None:
+                    self.wrong.see(inst.task, k, inst.values, asked)
+                if why and inst.task not in self.failed:
+                    self.failed[inst.task] = (seed, k, name, why, least)
+                if asked is not None:
                     return
 
+    def finish(self) -> None:
+        for task, (seed, k, name, why, least) in self.failed.items():
+            self._report(task, seed, k, name, why, least)
+
     def _judge(self, records: Any, times: list[str], value: str, text: str,
-               least: bool) -> str | None:
+               least: bool) -> tuple[Any, str | None]:
+        """(the value of the record asked for in the answer's field, or None when the answer
+        is not judged; why the answer is not that record, or None)."""
         if not isinstance(records, Mapping):
-            return None
+            return None, None
         low = text.lower()
         fields = [f for f in times if re.search(rf"\b{re.escape(f.split('_')[0].lower())}", low)]
         if len(fields) != 1:
-            return None
+            return None, None
         time = fields[0]
         recs = [r for r in records.values() if isinstance(r, Mapping)]
         for field in {f for r in recs for f, v in r.items() if v == value}:
@@ -80,18 +93,25 @@ class AnswerOrder(Check):
                 continue
             pick = (min if least else max)(named, key=lambda r: r[time])
             if pick is not answer[0]:
-                return (f"`{field}` {value!r} is not the {'earliest' if least else 'latest'} by "
-                        f"`{time}` of the {len(named)} the user names ({pick[field]!r} is)")
-        return None
+                return pick[field], (f"`{field}` {value!r} is not the "
+                                     f"{'earliest' if least else 'latest'} by `{time}` of the "
+                                     f"{len(named)} the user names ({pick[field]!r} is)")
+            return pick[field], None
+        return None, None
 
-    def _report(self, inst: Any, seed: int, k: int, name: str, why: str, least: bool) -> None:
-        span = self.where.answer(inst.task, k) or self.where.task(inst.task)
+    def _report(self, task: str, seed: int, k: int, name: str, why: str, least: bool) -> None:
+        span = self.where.answer(task, k) or self.where.task(task)
         asks = "first" if least else "last"
-        self.log.add(f"C157:{inst.task}:{k}", "error", "C157",
-                     f"task `{inst.task}`: the user asks which is {asks}, but the answer `{name}` "
-                     f"is the other end: {why} (seed {seed})", span, task=inst.task, seed=seed,
-                     hint="pick the record the question asks for (`min_by` for the first, "
-                          "`max_by` for the last; `<` vs `>`)")
+        hint = "pick the record the question asks for (`min_by` for the first, `max_by` for the " \
+               "last; `<` vs `>`)"
+        fix = self.wrong.fix(task, k)
+        if fix is not None:
+            span, why = fix[1], why + f"; `{fix[0]}` holds the record asked for on every seed"
+            hint = f"did you mean to answer from `{fix[0]}`?"
+        self.log.add(f"C157:{task}:{k}", "error", "C157",
+                     f"task `{task}`: the user asks which is {asks}, but the answer `{name}` "
+                     f"is the other end: {why} (seed {seed})", span, task=task, seed=seed,
+                     hint=hint)
 
 
 def _is_time(unit: str) -> bool:

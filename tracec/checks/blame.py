@@ -321,3 +321,76 @@ def forbid_filter(where: SpecMap, task: str, index: int, tool: str, nth: int) ->
                 span = where.let(task, name)
                 return (name, span) if span is not None else None
     return None
+
+
+def answer_path(expr: Any) -> tuple[str, list[str]] | None:
+    """(root name, fields) of an answer read as a variable's field path (`a.content`: `a`,
+    [`content`]; `wd`: `wd`, []); None for anything computed."""
+    fields: list[str] = []
+    while isinstance(expr, A.Attr):
+        fields.append(expr.name)
+        expr = expr.obj
+    return (expr.id, fields[::-1]) if isinstance(expr, A.Name) else None
+
+
+def follow(value: Any, fields: list[str]) -> Any:
+    """``value`` read along ``fields`` (None where a field is missing)."""
+    for f in fields:
+        value = value.get(f) if isinstance(value, Mapping) else None
+    return value
+
+
+class WrongVariable:
+    """Whether an answer reads the wrong variable: another `let` holds, at the answer's field
+    path (`early.content` for `communicate a.content`), the value a check expects, on every seed
+    the check judged, and the `let` the answer reads has a use of its own beside the answer (the
+    user's text, a gold call, another `let`, a distractor): that `let` is right for that use, the
+    `communicate` read the wrong one. A check calls :meth:`see` on every instance it judges (not
+    only those that fail), and either :meth:`fix` when it reports or :meth:`hold` to report
+    at :meth:`release` (its ``finish``), once every seed was seen."""
+
+    def __init__(self, where: SpecMap) -> None:
+        self.where = where
+        self.left: dict[tuple[str, int], set[str]] = {}  # (task, k) -> lets still matching
+        self.held: dict[str, tuple[int, tuple, dict]] = {}  # key -> (k, log.add's args, kw)
+
+    def see(self, task: str, k: int, values: Mapping[str, Any], expected: Any) -> None:
+        t = task_ast(self.where, task)
+        path = answer_path(t.communicate[k]) if t is not None and k < len(t.communicate) else None
+        if path is None or expected is None:
+            return
+        root, fields = path
+        match = {let.name for let in t.lets
+                 if let.name != root and follow(values.get(let.name), fields) == expected}
+        key = (task, k)
+        self.left[key] = self.left[key] & match if key in self.left else match
+
+    def fix(self, task: str, k: int) -> tuple[str, Span] | None:
+        """(the `let` the answer should read, the `communicate`'s span), when it is the slip."""
+        left = self.left.get((task, k), set())
+        t = task_ast(self.where, task)
+        ts = self.where.tasks.get(task)
+        if len(left) != 1 or t is None or ts is None or k >= len(ts.communicate):
+            return None
+        root = answer_path(t.communicate[k])[0]  # type: ignore[index]
+        own = sum(1 for x in A.walk(t.communicate[k]) if isinstance(x, A.Name) and x.id == root)
+        uses = sum(1 for x in A.walk(t) if isinstance(x, A.Name) and x.id == root)
+        if uses <= own:
+            return None
+        return next(iter(left)), ts.communicate[k]
+
+    def hold(self, k: int, key: str, *args: Any, **kw: Any) -> None:
+        """A finding about answer ``k`` of ``kw['task']`` (``log.add``'s arguments, the span at
+        the answer's `let`) to report at :meth:`release`; the first held of a key is kept."""
+        self.held.setdefault(key, (k, args, kw))
+
+    def release(self, log: Any) -> None:
+        """Report the held findings; at the `communicate`, with a `did you mean` hint, where
+        :meth:`fix` finds the wrong variable."""
+        for key, (k, (severity, code, message, span), kw) in self.held.items():
+            fix = self.fix(kw.get("task", ""), k)
+            if fix is not None:
+                message += f"; `{fix[0]}` holds the expected value on every seed checked"
+                span, kw = fix[1], {**kw, "hint": f"did you mean to answer from `{fix[0]}`?"}
+            log.add(key, severity, code, message, span, **kw)
+        self.held.clear()

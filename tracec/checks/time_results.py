@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import Any
 
-from tracec.checks.blame import at_let, note
+from tracec.checks.blame import WrongVariable, at_let, note
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.provenance import direct
 from tracec.domains.units import is_instant, is_instant_arg
@@ -66,6 +67,7 @@ class TimeResults(Check):
             self.computed[t.name] = {(c.name, kw.name) for c in A.gold_calls(t.gold)
                                      for kw in c.args if not direct(kw.value, lets)}
         self.done: set[str] = set()
+        self.wrong = WrongVariable(self.where)
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
@@ -142,8 +144,11 @@ class TimeResults(Check):
             return call.name, results[j], self.where.gold(inst.task, call.name, nth)
         return None
 
+    def finish(self) -> None:
+        self.wrong.release(self.log)
+
     def _weekday(self, ctx: InstanceContext, inst: Any, seed: int, results: list[str]) -> None:
-        if inst.task in self.done or not results:
+        if not results:
             return
         try:
             last = json.loads(results[-1])
@@ -153,8 +158,11 @@ class TimeResults(Check):
         if not isinstance(day, int) or not 1 <= day <= 7:
             return
         for k, (name, value) in enumerate(inst.communicate.items()):
-            if not isinstance(value, str) or value.capitalize() not in WEEKDAYS \
-                    or value.capitalize() == WEEKDAYS[day - 1]:
+            if not isinstance(value, str) or value.capitalize() not in WEEKDAYS:
+                continue
+            decoded = WEEKDAYS[day - 1]
+            self.wrong.see(inst.task, k, inst.values, decoded if value[:1].isupper() else decoded.lower())
+            if value.capitalize() == decoded or inst.task in self.done:
                 continue
             self.done.add(inst.task)
             span, why = self.where.answer(inst.task, k), ""
@@ -168,13 +176,14 @@ class TimeResults(Check):
                 passed = f" at line {at.line} (`let {built[0]}`)" if built and at else ""
                 why = (f"; the answer is the weekday of `{written}` the gold writes, the call"
                        f"{passed} decodes another time")
-            self.log.add(f"C161:{inst.task}:weekday", "error", "C161",
-                         f"task `{inst.task}`: the answer `{name}` is {value!r}, but the gold's "
-                         f"last call `{inst.gold[-1].name}` returns isoweekday {day} "
-                         f"({WEEKDAYS[day - 1]}) at seed {seed}: the gold contradicts its own "
-                         f"tool result{why}", span, task=inst.task, seed=seed,
-                         hint="answer the weekday of the time the gold decodes (the shifted "
-                              "one?)" if not why else "decode the time the gold writes")
+            report = self.log.add if written is not None else partial(self.wrong.hold, k)
+            report(f"C161:{inst.task}:weekday", "error", "C161",
+                   f"task `{inst.task}`: the answer `{name}` is {value!r}, but the gold's "
+                   f"last call `{inst.gold[-1].name}` returns isoweekday {day} "
+                   f"({WEEKDAYS[day - 1]}) at seed {seed}: the gold contradicts its own "
+                   f"tool result{why}", span, task=inst.task, seed=seed,
+                   hint="answer the weekday of the time the gold decodes (the shifted "
+                        "one?)" if not why else "decode the time the gold writes")
             return
 
     def _written(self, ctx: InstanceContext, inst: Any, answer: str) -> str | None:
