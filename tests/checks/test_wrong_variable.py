@@ -8,6 +8,7 @@ import pytest
 
 from tests.checks.mutation_set import Mutation, _findings
 from tests.checks.mutation_set_fresh import FRESH, found_at_line
+from tests.checks.mutation_set_fifth import FIFTH
 from tests.checks.mutation_set_sixth import SIXTH
 
 DR = "specs/datetime_reasoning.tracec"
@@ -45,3 +46,14 @@ def test_an_answer_let_with_no_other_use_stays_at_the_let() -> None:
     assert not isinstance(found, str)
     line = next(n for n, s in enumerate(text.splitlines(), 1) if "let set_wd" in s)
     assert ("C161", line) in [(f["code"], f["line"]) for f in found], found
+
+
+def test_a_let_reading_the_owner_while_the_drawn_host_is_unused() -> None:
+    """C162 at `let a = owner.address`: `host`, a user record, is drawn and never used."""
+    found_at_line(next(m for m in SIXTH if m.name == "sister_is_the_owner"), "C162")
+
+
+def test_a_draw_that_may_draw_the_owner_stays_at_the_draw() -> None:
+    """`let host = pick(...)` without `!= owner`: the draw is the slip, nothing is unused."""
+    m = next(m for m in FIFTH if m.name == "sister_may_be_the_owner")
+    found_at_line(m, "C162")

@@ -18,6 +18,7 @@ from typing import Any
 from tracec.checks.locate import SpecMap, literal, root
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
+from tracec.lang.lint import unused_lets
 
 _WORD = re.compile(r"[a-z]+")
 NO_WORD = {"id", "ids"}  # argument-name parts an error message rarely says as such
@@ -131,7 +132,11 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     the call, already holds it): the one variable all such arguments are, or within it a drawn
     value the record already holds (`let new_last = last_name()` equal to the old name); None
     when one is written inline (`"date": leg.date`). An argument that reads the record's own
-    field of its name (`cabin = r.cabin`) is kept as it is on purpose, not a cause."""
+    field of its name (`cabin = r.cabin`) is kept as it is on purpose, not a cause. Another
+    record's field of that name (`city = a.city`) is blamed on the `let` that drew that record
+    (`let host = pick(...)` that may draw the owner), or on the `let` the argument reads when
+    that one reads a record of the kind of a drawn `let` nothing uses (`let a = owner.address`
+    while `let host = pick(u for u in users ...)` is unused: it read the wrong record)."""
     found: dict[str, Span] = {}
     for arg, value in args.items():
         if isinstance(value, str) and value in ids:
@@ -146,7 +151,10 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
                 continue
             # another record's field of that name (`city = a.city`, `let a = host.address`):
             # the `let` that drew that record
-            let = _drawn_root(where, task, root(expr) or "")
+            name = root(expr) or ""
+            twin = unused_twin(where, task, values, name)
+            let = (name, where.let(task, name)) if twin and where.let(task, name) else \
+                _drawn_root(where, task, name)
         else:
             let = derived_let(where, task, expr)
         if let is None:
@@ -165,6 +173,24 @@ def unchanged_cause(where: SpecMap, task: str, tool: str, nth: int, args: Mappin
     if len(inner) == 1:
         return inner[0], where.let(task, inner[0])
     return name, span
+
+
+def unused_twin(where: SpecMap, task: str, values: Mapping[str, Any], name: str) -> str | None:
+    """A `let` nothing uses that holds a record of the kind (the same fields) of the one the
+    `let` ``name`` reads (`host` for `let a = owner.address`), if one: ``name`` likely reads the
+    wrong record."""
+    t = task_ast(where, task)
+    lets = {let.name: let.value for let in t.lets} if t is not None and where.ast is not None else {}
+    value = lets.get(name)
+    base = root(value) if isinstance(value, (A.Attr, A.Index)) else None
+    record = values.get(base or "")
+    if not isinstance(record, Mapping) or base not in lets:
+        return None
+    for let in unused_lets(where.ast, t):  # type: ignore[arg-type]
+        other = values.get(let.name)
+        if let.name != base and isinstance(other, Mapping) and other.keys() == record.keys():
+            return let.name
+    return None
 
 
 def _drawn_root(where: SpecMap, task: str, name: str) -> tuple[str, Span] | None:

@@ -109,15 +109,18 @@ def _task_uses(task: A.Task, index: int) -> list[Any]:
     ]
 
 
+def unused_lets(cap: A.Capability, task: A.Task) -> list[A.Let]:
+    """The task's `let`s nothing after them reads (a name starting with `_` is unused on
+    purpose)."""
+    shared = [cap.distractors, cap.reward.rules if cap.reward else []]
+    return [let for i, let in enumerate(task.lets) if not let.name.startswith("_")
+            and not _mentions(_task_uses(task, i), let.name) and not _mentions(shared, let.name)]
+
+
 def _unused_let_diags(cap: A.Capability) -> list[Diagnostic]:
     out = []
-    shared = [cap.distractors, cap.reward.rules if cap.reward else []]
     for task in cap.tasks:
-        for i, let in enumerate(task.lets):
-            if let.name.startswith("_"):
-                continue
-            if _mentions(_task_uses(task, i), let.name) or _mentions(shared, let.name):
-                continue
+        for let in unused_lets(cap, task):
             out.append(Diagnostic(
                 severity="warning", span=let.span, code="W300",
                 message=f"`{let.name}` is never used in task `{task.name}`",
