@@ -79,6 +79,14 @@ class FindingLog:
         else:
             item[1] += 1
 
+    def amend(self, key: str, span: Any, more: str, hint: str) -> None:
+        """Move a finding not yet rendered to ``span``, its message extended and a new hint."""
+        item = self._items.get(key)
+        if item is None or not isinstance(item[0], tuple):
+            return
+        severity, code, message, _, kw = item[0]
+        item[0] = (severity, code, message + more, span, {**kw, "hint": hint})
+
     def add_rendered(self, key: str, text: str, **kw: Any) -> None:
         """A finding already rendered in the compiler's format (a located run-time error)."""
         item = self._items.get(key)

@@ -2,7 +2,8 @@
 
 The API refuses the call, but the author's mistake is usually where its argument was drawn or
 built: a record the tool's domain precondition rejects (an order not delivered, for a return)
-comes from the `pick` that drew it; a value the error names (`Some item not found` for
+comes from the `pick` that drew it, and so does one a policy rule of the call refuses (a
+reservation of another user than the one the user says they are); a value the error names (`Some item not found` for
 `item_ids = ids`, `The new payment method should be different` for `payment_method_id = pm`)
 from the `let` that built it (see :mod:`tracec.checks.blame`); a field the error names that a
 task distractor sets (`cellular already enabled`) from that distractor
@@ -47,6 +48,17 @@ def reset_cause(cap: Any, where: SpecMap,
                           f"call `{call.name}`{line} requires {p.text}: `{cond}`)"), \
                 (f"the gold call `{call.name}`{line} requires {p.text}: pick only records that "
                  f"meet it, `pick(x for x in ... if {cond.replace(p.kind + '.', 'x.')})`")
+    words = " ".join([inst.user] + [r.text for r in inst.replies])
+    for rule in (getattr(cap.domain.schema, "rules", {}) or {}).get(call.name, ()):
+        why = rule.check(exc.world, args, words) if rule.at == "pick" else None
+        rid = args.get(rule.arg)
+        let, span = picked(cap, where, inst, rule.kind, rule.arg, rid,
+                           arg_let(where, inst.task, call.name, nth, rule.arg)) if why else (None, None)
+        if span is not None:
+            drawn = f"`let {let}` draws" if let else "the task draws"
+            return span, (f" ({drawn} {rule.kind} {rid!r}, and the policy (\"{rule.section}\") "
+                          f"requires {rule.text}: {why})"), \
+                f"pick a {rule.kind} the policy lets the gold call `{call.name}`{line} change"
     error = str(exc).partition(" fails: ")[2]
     arg = named_arg(args, error)
     found = at_let(where, inst.task, call.name, nth, arg) if arg else None

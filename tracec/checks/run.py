@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.draw_contrast import DrawContrast
 from tracec.checks.fidelity import fidelity
 from tracec.checks.locate import SpecMap
 from tracec.checks.registry import CHECKS
@@ -64,10 +65,12 @@ def _run_checks(capability: Any, seeds: int, check_env: bool, progress: Progress
     for check in active:
         check.start()
     per_instance = [c for c in active if type(c).instance is not Check.instance]
+    draws = DrawContrast(where)
     for seed in range(seeds):
-        _seed(run, per_instance, seed)
+        _seed(run, per_instance, seed, draws)
         if progress:
             progress(1)
+    _blame_draws(run, draws)
     report.probes = run.probes_ok
     report.probe_tools = sorted(run.probe_tools)
     report.probe_runs = run.stats.runs
@@ -78,15 +81,16 @@ def _run_checks(capability: Any, seeds: int, check_env: bool, progress: Progress
     return _finish(report, log, run.notes, start)
 
 
-def _seed(run: RunContext, active: list[Check], seed: int) -> None:
+def _seed(run: RunContext, active: list[Check], seed: int, draws: DrawContrast) -> None:
     """Every task at ``seed`` through the ``active`` checks (those with an ``instance`` step);
     the seed counts for variance when it gave >= 2 rewards."""
     seed_rewards: set[float] = set()
     distractors = run.report.distractors
     for tdef in run.cap.tasks:
-        if not _reset(run, seed, tdef.name):
+        if not _reset(run, seed, tdef.name, draws):
             continue
         ctx = InstanceContext(run, seed, seed_rewards)
+        draws.ok(tdef.name, ctx.inst.values)
         run.probe_tools.update(c.name for c in (*ctx.inst.gold, *ctx.inst.forbid))
         for name in ctx.inst.distractors:
             distractors[name] = distractors.get(name, 0) + 1
@@ -97,7 +101,7 @@ def _seed(run: RunContext, active: list[Check], seed: int) -> None:
         run.stats.seeds_with_variance += 1
 
 
-def _reset(run: RunContext, seed: int, task: str) -> bool:
+def _reset(run: RunContext, seed: int, task: str, draws: DrawContrast) -> bool:
     """Reset the run's env on (seed, task); a failure is a located finding (C102 or R100)."""
     try:
         run.env.reset(seed=seed, options={"task": task})
@@ -109,12 +113,32 @@ def _reset(run: RunContext, seed: int, task: str) -> bool:
             span, cause, hint = (reset_cause(run.cap, run.where, exc)
                                  if isinstance(exc, GoldActionError) else (None, "", None))
             gold = re.search(r"gold action (\w+)\(", text)
+            if span is None and isinstance(exc, GoldActionError) \
+                    and 0 <= exc.index < len(exc.instance.gold):
+                name = exc.instance.gold[exc.index].name
+                draws.fail(task, exc.instance.values, name,
+                           sum(1 for c in exc.instance.gold[:exc.index] if c.name == name))
             span = span or (run.where.gold(task, gold.group(1)) if gold else None)
             run.log.add(f"spec:{task}", "error", "C102", text + cause, span, task=task, seed=seed,
                         hint=hint)
         run.probes_ok = False
         return False
     return True
+
+
+def _blame_draws(run: RunContext, draws: DrawContrast) -> None:
+    """A C102 left at its gold call, failing on some seeds only: at the `pick` whose drawn
+    record tells the failing seeds from the passing ones (:mod:`tracec.checks.draw_contrast`)."""
+    for task in draws.failed:
+        found = draws.cause(task)
+        if found is None:
+            continue
+        name, span, field, value = found
+        run.log.amend(f"spec:{task}", span,
+                      f" (`let {name}` draws a record with {field} = {value!r} on every seed "
+                      f"the call fails on, and never on those it passes)",
+                      f"pick only records the call accepts: add `x.{field} != {value!r}` (or "
+                      f"the condition behind it) to the filter of `let {name}`")
 
 
 def _finish(report: CheckReport, log: FindingLog, notes: list[str], start: float) -> CheckReport:

@@ -133,7 +133,13 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         return f"it changes the cabin, and a flight of it is already {done[0]}" if done else None
 
     rid, kind = "reservation_id", "reservation"
+    mine = owned("reservations", rid)
+    text = "the reservation is the user's own (the user gives their user id)"
     return by_tool(
+        (("cancel_reservation",), PolicyRule("own-reservation", "Cancel flight", text, rid, kind, mine)),
+        (("update_reservation_flights", "update_reservation_baggages",
+          "update_reservation_passengers"), PolicyRule("own-reservation", "Modify flight", text,
+                                                       rid, kind, mine)),
         (("cancel_reservation",), PolicyRule(
             "not-flown", "Cancel flight", "no flight of the reservation has been flown", rid,
             kind, flown)),
@@ -154,6 +160,24 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
             "same-passenger-count", "Modify flight", "the number of passengers cannot change",
             rid, kind, passengers, at="call", reads="passengers")),
     )
+
+
+def owned(table: str, arg: str) -> Check:
+    """The rule that the record ``arg`` names belongs to the user the user's words say they are:
+    the first user id of the world their words give (`Hi, I'm mia_li_3668`), when they give one."""
+
+    def check(db: Mapping, args: Mapping, words: str) -> str | None:
+        rec = _record(db, table, args.get(arg))
+        uid, users = (rec or {}).get("user_id"), db.get("users")
+        if not isinstance(uid, str) or not isinstance(users, Mapping):
+            return None
+        said = [(m.start(), u) for u in users if isinstance(u, str) and u in words
+                for m in [re.search(rf"(?<![\w-]){re.escape(u)}(?![\w-])", words)] if m]
+        me = min(said)[1] if said else uid
+        return None if me == uid else f"it belongs to user {uid!r}, not to {me!r}, who the user " \
+            "says they are"
+
+    return check
 
 
 def _minus_day(now: str) -> str:
