@@ -7,7 +7,21 @@ policy), spread over the seven shipped specs. Each is a text edit and the line i
 reported at; any finding the edit adds at that line (or its compile error) counts, as in
 ``mutation_set_fresh.judge``. ``code`` is not used by that measure and is left as "any".
 
-Honest figure: FIGURE
+Honest figure: 2026-12-06, main bd57291, 16 seeds, measured once before any check saw this set
+(``cd /work/wt/h34seventh && PYTHONPATH=. OMP_NUM_THREADS=1 python -m tests.checks.mutation_set_seventh``,
+output kept in /tmp/seventh_run1.txt): 35 mutations, 20 at the line, 5 elsewhere, 10 silent. No
+mutation was changed after the run (none was broken in this file). Before the run, the edited specs
+were only parsed, and compiled once without the fragment folder, which showed the compile errors of
+gap_in_minutes, remind_in_minutes and partial_rung_shadows_full; nothing was changed after that.
+The issue's bar (at most 2 silent, at least 26 at the line) is missed on both counts.
+Silent: push_by_whole_weeks, paid_is_the_largest_payment, hint_says_first_payment,
+nonfree_reset_to_extra, cancel_without_reading, every_user_is_gold, reply_withdraws_the_cancel,
+reply_asks_for_wifi, reply_spells_out_the_fix, hint_states_the_wrong_now.
+Elsewhere: every_booking_economy (C344 at 41, the cabin's communicate; edit at 15, the seed),
+user_gives_the_old_last_name (C165 at 70, the fixed passengers; edit at 71, the user line),
+target_may_be_sold_out (C102 at 66, the gold modify; edit at 53, the target's pick),
+refusal_cites_48_hours (C152 at 75, the communicate; edit at 70, the rule),
+new_day_may_be_full (C102 at 110, the gold update; edit at 103, the day's pick).
 
 ``python -m tests.checks.mutation_set_seventh`` prints, per mutation, whether it is reported at
 the mutated line, elsewhere, or passes silently, and the totals.
