@@ -286,6 +286,24 @@ def seed_constant(where: SpecMap, schema: Any, kind: str, collection: str, recor
     return None
 
 
+def seed_literal(where: SpecMap, task: str, expr: Any) -> tuple[str, Span] | None:
+    """(field, span) of the seed statement that writes one constant into the field an answer
+    reads from a drawn record (`r.cabin`, `let r = pick(x for x in reservations ...)`, the seed
+    `reservations = reservation[4..6] { ...; cabin = "economy" }`): every record it draws holds
+    it."""
+    if not (isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name)):
+        return None
+    let = derived_let(where, task, expr.obj)
+    collection = drawn_from(where, task, let[0]) if let else None
+    for stmt in (where.ast.seed if where.ast is not None and collection else []):
+        if stmt.name != collection:
+            continue
+        for f in stmt.fields or []:
+            if isinstance(f, A.FieldAssign) and f.name == expr.name and literal(f.value):
+                return f.name, where.seed_span(f)
+    return None
+
+
 def drawn_from(where: SpecMap, task: str, name: str) -> str | None:
     """The collection a `pick` let draws from (`refundable` of `pick(x for x in refundable ...)`)."""
     t = task_ast(where, task)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import derived_let
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.locate import root
+from tracec.checks.locate import literal, root
 from tracec.checks.meaning import is_answer
 from tracec.checks.user_omits import omitted_choice
 from tracec.lang import ast as A
@@ -80,6 +81,7 @@ class Provenance(Check):
         self.args: dict[str, set[tuple[str, str]]] = {}  # task -> (tool, arg) read directly
         self.comm: dict[str, list[bool]] = {}  # task -> communicate values read directly
         self.roots: dict[str, list[str | None]] = {}  # task -> the let each answer is read from
+        self.typed: dict[str, dict[int, tuple[str, Any]]] = {}
         self.id_fields = [k.id_field for k in self.cap.domain.entities.values() if k.id_field]
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
@@ -93,6 +95,10 @@ class Provenance(Check):
             self.args[t.name] = (pairs - computed) | built
             self.comm[t.name] = [direct(e, lets) for e in t.communicate]
             self.roots[t.name] = [root(e) if root(e) in lets else None for e in t.communicate]
+            # per `communicate` that is a variable holding a constant: (its `let`, span)
+            self.typed[t.name] = {k: found for k, e in enumerate(t.communicate)
+                                  for found in [derived_let(self.where, t.name, e)]
+                                  if found and literal(lets[found[0]])}
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed, results = ctx.env, ctx.seed, ctx.results
@@ -126,8 +132,11 @@ class Provenance(Check):
             if k >= len(flags) or not flags[k] or not _scalar(value) or mentioned(value, everything):
                 continue
             span = ts.communicate[k] if ts and k < len(ts.communicate) else None
+            typed = self.typed.get(task, {}).get(k)  # a constant the spec types: at its `let`
             self._report(f"{task}:communicate:{k}", task, seed,
-                         f"the answer `{name}` is {fmt(value)!r}", "at the end", span)
+                         f"the answer `{name}` is {fmt(value)!r}"
+                         + (f" (`let {typed[0]}`, a constant the spec writes)" if typed else ""),
+                         "at the end", typed[1] if typed else span)
             return
         for k, let in enumerate(self.roots.get(task, [])):  # read from a record never shown
             rec = inst.values.get(let) if let else None

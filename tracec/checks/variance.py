@@ -3,7 +3,7 @@ distractors inert, over the seeds of one `tracec check` run.
 
 | code | finding |
 |---|---|
-| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported); at the innermost `let` it reads that is as constant while a `let` it reads varies (`let d = first(keys(f.dates))`), else at the `pick` whose filter pins the field it reads, else at the `communicate` |
+| C344 | an answer that is the same value on at least 90 % of the seeds checked (a constant written in the spec, `communicate "24 hours"`, is meant so and not reported); at the innermost `let` it reads that is as constant while a `let` it reads varies (`let d = first(keys(f.dates))`), else at the `pick` whose filter pins the field it reads, else at the seed field that writes that field as one constant (`cabin = "economy"`), else at the `communicate` |
 | C341 | an inert distractor: the near-copy of the record the gold calls use has the same value in the field the task asks about (reading the wrong record gives the right answer) on most seeds |
 | C342 | a scripted user reply states the answer (`reply "..."`): the agent can repeat the user |
 | C343 | a task drawn on less than 10 % of the resets (its `weight` against the others) |
@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.blame import cone, filter_fixes, names
+from tracec.checks.blame import cone, filter_fixes, names, seed_literal
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import literal
 from tracec.checks.meaning import is_answer
@@ -263,6 +263,9 @@ class Variance(Check):
         fixed = filter_fixes(self.where, task, t.communicate[k])
         if fixed:
             return fixed[0], fixed[1], "whose filter pins the field it reads"
+        seeded = seed_literal(self.where, task, t.communicate[k])
+        if seeded:
+            return seeded[0], seeded[1], "which the seed writes as one constant in every record"
         # nothing it reads varies, and it is computed from one constant written in the spec
         # (`let fee = 50 * extra` with `let extra = 1`, where a draw was meant)
         written = self.literals.get(task, [])
