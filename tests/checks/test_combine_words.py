@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tests.checks.mutation_set import Mutation, _findings
 from tests.checks.mutation_set_fresh import found_at_line
-from tracec.checks.hint_operands import combine_slip
+from tests.checks.mutation_set_seventh import SEVENTH
+from tracec.checks.hint_operands import combine_slip, one_of
 
 SDR = "specs/structured_data_reasoning.tracec"
 TCP = "specs/tool_calling_precision.tracec"
@@ -53,3 +54,23 @@ def test_combine_slip_reads_the_words() -> None:
     assert combine_slip("the highest fare", "", [("sum", "t")]) == ("sum", "t", "highest")
     assert combine_slip("the highest fare, added", "", [("sum", "t")]) is None
     assert combine_slip("count the bags", "", [("max", "t")]) is None
+
+
+def test_a_hint_naming_one_element_of_the_list_the_user_and_gold_add_is_reported_at_the_hint() -> None:
+    f = found_at_line(next(m for m in SEVENTH if m.name == "hint_says_first_payment"), "C195")
+    assert '"first payment"' in f["message"], f["message"]
+
+
+def test_the_last_segment_in_another_spec() -> None:
+    m = Mutation("hint_last_segment", SDR,
+                 'hint "Add the price of every flight segment and multiply by the number of passengers."',
+                 'hint "Take the price of the last flight and multiply by the number of passengers."',
+                 "C195")
+    assert '"last flight"' in found_at_line(m, "C195")["message"]
+
+
+def test_one_of_reads_the_list_the_value_combines() -> None:
+    found = [("sum", "paid"), ("over:payment_history", "paid")]
+    assert one_of("Report the first payment.", found) == "first payment"
+    assert one_of("Turn it off first, then pay.", found) is None
+    assert one_of("Report the first flight.", found) is None

@@ -36,6 +36,8 @@ _ADD = re.compile(r"\b(?:add|adds|adding|added|sum|sums|summed|total|altogether|
 _LARGEST = re.compile(r"\b(?:largest|highest|biggest|greatest|maximum|most expensive|dearest)\b",
                       re.IGNORECASE)
 _SMALLEST = re.compile(r"\b(?:smallest|lowest|least|minimum|cheapest)\b", re.IGNORECASE)
+# a hint's words that name one element of a list: "the first payment", "the last segment"
+_ONE = re.compile(r"\b(first|last|latest|earliest|single|one)\s+([a-z]+)", re.IGNORECASE)
 _SELECTS = {"pick", "first", "sample", "shuffle", "min_by", "max_by"}
 
 
@@ -81,6 +83,8 @@ def aggregates(expr: Any, lets: dict[str, Any], at: str | None = None,
     if isinstance(expr, A.CallGen):
         if expr.func in {"sum", "max", "min"}:
             out.append((expr.func, at))
+            if isinstance(expr.comp.iter, A.Attr):  # the list it combines: `r.payment_history`
+                out.append(("over:" + expr.comp.iter.name, at))
         if expr.func in _SELECTS:
             return out + aggregates(expr.elt, lets, at, seen) + aggregates(expr.comp.iter, lets, at, seen)
     if isinstance(expr, A.Call) and expr.func in {"sum", "max", "min"} and len(expr.args) == 1 \
@@ -96,11 +100,21 @@ def aggregates(expr: Any, lets: dict[str, Any], at: str | None = None,
     return out
 
 
+def one_of(hint: str, found: list[tuple[str, str | None]]) -> str | None:
+    """The hint's words naming one element ("the first payment") of a list the value combines
+    whole (`sum(p.amount for p in r.payment_history)`: `payment`), if they do."""
+    lists = {stem(k[len("over:"):]) for k, _ in found if k.startswith("over:")}
+    for m in _ONE.finditer(hint):
+        if stem(m.group(2)) in lists:
+            return m.group(0).lower()
+    return None
+
+
 def combine_slip(hint: str, user: str, found: list[tuple[str, str | None]]) -> tuple[str, str | None, str] | None:
     """(the combination used, its `let`, the words' own) when the words and the value disagree:
     the words say to add and the value takes a largest/smallest with no sum; or the hint says
     largest (smallest) and nothing says to add, and the value sums with no max (min)."""
-    kinds = {k for k, _ in found}
+    kinds = {k for k, _ in found if not k.startswith("over:")}
     said_add = _ADD.search(hint) or _ADD.search(user)
     if said_add and "sum" not in kinds:
         hit = next(((k, at) for k, at in found if k in ("max", "min")), None)
@@ -111,6 +125,10 @@ def combine_slip(hint: str, user: str, found: list[tuple[str, str | None]]) -> t
         if said and not said_add and kinds == {"sum"}:
             at = next(at for k, at in found if k == "sum")
             return "sum", at, said.group(0).lower()
+    if kinds - {"sum"} == set() and kinds and _ADD.search(user) and not _ADD.search(hint):
+        one = one_of(hint, found)
+        if one is not None:  # the user and the gold add them all: the hint is the odd one out
+            return "sum", "<hint>", one
     return None
 
 
@@ -183,6 +201,17 @@ class HintOperands(Check):
             if slip is None:
                 continue
             used, let, said = slip
+            if let == "<hint>":  # the user's words and the gold agree: the hint is the slip
+                ts = self.where.tasks.get(inst.task)
+                self.log.add(f"C195:{inst.task}", "error", "C195",
+                             f"task `{inst.task}`: the hint says \"{said}\", but the user asks "
+                             f"for all of them and the answer `{name}` sums the list (seed "
+                             f"{ctx.seed}, {value!r}): the hint tells the agent to answer "
+                             "another value than the gold's",
+                             (ts.hint if ts is not None and ts.hint else None) or self.where.hint,
+                             task=inst.task, seed=ctx.seed,
+                             hint="make the hint say to add every element of the list")
+                return
             span = (self.where.let(inst.task, let) if let else None) or self.where.answer(inst.task, k)
             within = f"`let {let}`" if let else "its value"
             self.log.add(f"C195:{inst.task}", "error", "C195",
