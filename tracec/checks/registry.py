@@ -39,6 +39,7 @@ from tracec.checks.policy_sections import PolicySections
 from tracec.checks.probe_checks import ForbidGold, HintLeak, ProbeJudge
 from tracec.checks.prompt_complete import PromptComplete
 from tracec.checks.provenance import Provenance
+from tracec.checks.read_first import ReadFirst
 from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
 from tracec.checks.refused_twins import RefusedTwins
@@ -73,6 +74,8 @@ CHECKS: tuple[type[Check], ...] = (
     SignedAnswer, RefusalForbids,
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
+    # ... records read before the gold writes them (seventh set)
+    ReadFirst,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
