@@ -48,6 +48,7 @@ from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
 from tracec.checks.seen_weekday import SeenWeekday
 from tracec.checks.signed_answer import SignedAnswer
+from tracec.checks.stated_now import StatedNow
 from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
 from tracec.checks.tool_agreement import ToolAgreement
@@ -74,8 +75,8 @@ CHECKS: tuple[type[Check], ...] = (
     SignedAnswer, RefusalForbids,
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
-    # ... records read before the gold writes them (seventh set)
-    ReadFirst,
+    # ... records read before the gold writes them, the current time stated (seventh set)
+    ReadFirst, StatedNow,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards

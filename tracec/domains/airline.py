@@ -123,6 +123,7 @@ SCHEMA = Schema(
     },
     keys={"flight_date": {"prices": CABINS, "available_seats": CABINS}},
     rules=airline_rules(NOW),
+    now=NOW,
     units={
         "flight_date": units(prices="dollars", actual_departure_time_est="datetime",
                              estimated_departure_time_est="datetime",

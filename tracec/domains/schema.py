@@ -104,6 +104,9 @@ class Schema:
     rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     # tool name -> the policy sections its preconditions come from (beyond its rules')
     sections: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the domain's fixed clock (ISO `2024-05-15T15:00:00`), when it has one: the "now" of its
+    # policy rules and of what a spec may state as the current time
+    now: str = ""
 
     def unit(self, type_name: str, field_name: str) -> str | None:
         return self.units.get(type_name, {}).get(field_name)

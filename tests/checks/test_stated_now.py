@@ -1,0 +1,33 @@
+"""C198: the current time a spec's text states against the domain's clock."""
+
+from __future__ import annotations
+
+from tests.checks.mutation_set import Mutation, _findings
+from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set_seventh import SEVENTH
+from tracec.checks.stated_now import stated
+
+PV = "specs/precondition_verification.tracec"
+
+
+def test_a_hint_a_day_late_is_reported_at_the_hint() -> None:
+    f = found_at_line(next(m for m in SEVENTH if m.name == "hint_states_the_wrong_now"), "C198")
+    assert "2024-05-16 15:00" in f["message"] and "2024-05-15 15:00" in f["message"], f["message"]
+
+
+def test_an_hour_off_in_another_phrasing() -> None:
+    m = Mutation("hint_an_hour_off", PV, "Now is 2024-05-15 15:00 EST.",
+                 "The current time is 2024-05-15 16:00 EST.", "C198")
+    found_at_line(m, "C198")
+
+
+def test_the_shipped_clock_is_not_reported() -> None:
+    m = Mutation("unchanged", PV, "task ", "task ", "C198")
+    found = _findings(m.text(), PV, False, 4)
+    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C198"]
+
+
+def test_stated() -> None:
+    assert stated("Now is 2024-05-15 15:00 EST.") == [("2024-05-15", "15:00")]
+    assert stated("today is 2024-05-15, and the flight left 2024-05-01 9:30") == [("2024-05-15", None)]
+    assert stated("booked on 2024-05-14 15:00") == []
