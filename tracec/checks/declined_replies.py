@@ -1,8 +1,8 @@
 """A gold write after the user declined it (C164, error).
 
 A scripted `reply` answers the agent's confirmation question ("shall I", "confirm", "would
-you like") with a refusal or a delay ("No, ...", "Hmm, wait, ...; don't change anything
-yet"), and the gold still makes its writes: the policy's "explicit confirmation before a
+you like") with a refusal, a delay or a change of mind ("No, ...", "Hmm, wait, ...; don't
+change anything yet", "Actually, keep that first reservation"), and the gold still makes its writes: the policy's "explicit confirmation before a
 write" is broken by the gold itself, and `state_matches` pays the agent that ignores the user.
 A reply whose text starts by agreeing ("Yes", "Sure", "Go ahead", "Please ...") is never read
 as declining. Reported at the `reply`.
@@ -19,7 +19,8 @@ _ASKS = ("confirm", "proceed", "shall i", "should i", "would you like", "do you 
          "may i", "can i", "go ahead")
 _AGREES = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|go ahead|please|of course|correct|"
                      r"absolutely|do it|that's right)\b", re.IGNORECASE)
-_DECLINES = re.compile(r"^\W*(no|nope|not yet|wait|hold on|hmm,? wait|actually,? no)\b|"
+_DECLINES = re.compile(r"^\W*(no|nope|not yet|wait|hold on|hmm,? wait|actually)\b|"
+                       r"\bkeep (that|this|the|my|it)\b|"
                        r"\b(don't|do not) (change|do|touch|make|cancel|book|modify|update|send|"
                        r"go ahead|proceed)\b|\bnot yet\b|\bnever mind\b|\blet me (check|think)\b",
                        re.IGNORECASE)

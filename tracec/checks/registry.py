@@ -44,6 +44,7 @@ from tracec.checks.refusal_forbids import RefusalForbids
 from tracec.checks.refusals import Refusals
 from tracec.checks.refused_twins import RefusedTwins
 from tracec.checks.repeats import Repeats
+from tracec.checks.reply_words import ReplyWords
 from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
 from tracec.checks.seen_weekday import SeenWeekday
@@ -75,8 +76,8 @@ CHECKS: tuple[type[Check], ...] = (
     SignedAnswer, RefusalForbids,
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
-    # ... records read before the gold writes them, the current time stated (seventh set)
-    ReadFirst, StatedNow,
+    # ... records read before the gold writes them, the current time stated, what replies ask
+    ReadFirst, StatedNow, ReplyWords,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
