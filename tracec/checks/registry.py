@@ -23,6 +23,7 @@ from tracec.checks.gold_args import GoldArgs
 from tracec.checks.hidden_reads import HiddenReads
 from tracec.checks.hint_answer import HintAnswer
 from tracec.checks.hint_operands import HintOperands
+from tracec.checks.hint_raises import HintRaises
 from tracec.checks.hint_tools import HintTools
 from tracec.checks.hint_words import HintWords
 from tracec.checks.inert_forbids import InertForbids
@@ -77,7 +78,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # ... records read before the gold writes them, the current time stated, what replies ask
-    ReadFirst, StatedNow, ReplyWords,
+    ReadFirst, StatedNow, ReplyWords, HintRaises,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
