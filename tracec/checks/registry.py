@@ -49,6 +49,7 @@ from tracec.checks.reply_words import ReplyWords
 from tracec.checks.return_refund import ReturnRefund
 from tracec.checks.reward_checks import RewardVariance, UnreachedLevels
 from tracec.checks.seen_weekday import SeenWeekday
+from tracec.checks.shortcut_weekday import ShortcutWeekday
 from tracec.checks.signed_answer import SignedAnswer
 from tracec.checks.stated_now import StatedNow
 from tracec.checks.time_bases import TimeBases
@@ -78,7 +79,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # ... records read before the gold writes them, the current time stated, what replies ask
-    ReadFirst, StatedNow, ReplyWords, HintRaises,
+    ReadFirst, StatedNow, ReplyWords, HintRaises, ShortcutWeekday,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards

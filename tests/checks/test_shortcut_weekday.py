@@ -1,0 +1,25 @@
+"""C345: a weekday answer that is the weekday of the time before the gold's shift on most seeds."""
+
+from __future__ import annotations
+
+from tests.checks.mutation_set import Mutation, _findings
+from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set_seventh import SEVENTH
+
+DR = "specs/datetime_reasoning.tracec"
+
+
+def test_a_push_by_whole_weeks_is_reported_at_the_days_let() -> None:
+    f = found_at_line(next(m for m in SEVENTH if m.name == "push_by_whole_weeks"), "C345")
+    assert "skips the shift" in f["message"], f["message"]
+
+
+def test_a_push_by_a_week_written_another_way() -> None:
+    m = Mutation("push_one_week", DR, "let d      = randint(2..4)", "let d      = 7", "C345")
+    found_at_line(m, "C345")
+
+
+def test_pushes_that_move_the_weekday_are_not_reported() -> None:
+    m = Mutation("unchanged", DR, "task ", "task ", "C345")
+    found = _findings(m.text(), DR, False, 32)
+    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C345"]
