@@ -126,7 +126,7 @@ class Variance(Check):
     """C341-C344 over the drawn instances; findings go to ``log``."""
 
     name = "variance of the draws"
-    codes = ("C341", "C342", "C343", "C344")
+    codes = ("C341", "C342", "C343", "C344", "C346")
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
@@ -141,6 +141,14 @@ class Variance(Check):
         # (task, let) -> its scalar values' counts (None: a record or a list, never constant)
         self.let_values: dict[tuple[str, str], Counter | None] = {}
         self.id_fields = [k.id_field for k in self.cap.domain.entities.values() if k.id_field]
+        # C346: (task, let, field) -> the values seen of a field the answers read whose domain
+        # enum has other values and that a seed statement writes as a constant
+        schema = self.cap.domain.schema
+        pinned = {f.name for stmt in (self.where.ast.seed if self.where.ast is not None else [])
+                  for f in stmt.fields or [] if isinstance(f, A.FieldAssign) and literal(f.value)
+                  and any(len(schema.enum(k.name, f.name) or ()) > 1
+                          for k in self.cap.domain.entities.values())}
+        self.pinned: dict[tuple[str, str, str], Counter] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             lets = {let.name: let.value for let in t.lets}
             self.reads[t.name] = {r for e in t.communicate for r in field_reads(e, lets)
@@ -154,6 +162,11 @@ class Variance(Check):
                                      for e in t.communicate]
             self.deps[t.name] = {n: names(v) & lets.keys() for n, v in lets.items()}
             self.tracked[t.name] = sorted({n for c in self.cones[t.name] for n in c})
+            said = {(e.obj.id, e.name) for e in t.communicate  # the answer itself: C344
+                    if isinstance(e, A.Attr) and isinstance(e.obj, A.Name)}
+            for n, f in self.reads[t.name] - said:
+                if f in pinned:
+                    self.pinned[(t.name, n, f)] = Counter()
 
     def start(self) -> None:
         """C343: a task that the weights starve."""
@@ -188,6 +201,10 @@ class Variance(Check):
         for k, value in enumerate(inst.communicate.values()):  # None and booleans too
             self.answers.setdefault((task, k), Counter())[_key(value)] += 1
         values, let_values = inst.values, self.let_values
+        for (t, n, f), seen in self.pinned.items():
+            rec = values.get(n) if t == task else None
+            if isinstance(rec, Mapping) and isinstance(rec.get(f), str):
+                seen[rec[f]] += 1
         for name in self.tracked.get(task, ()):
             key = (task, name)
             value = values.get(name)
@@ -276,7 +293,26 @@ class Variance(Check):
                 return written[0], span, "computed from that constant, written in the spec"
         return None
 
+    def _pinned(self) -> None:
+        """C346: a field the answers read that a seed writes as one constant of the several
+        values the domain gives it: the rule that reads it is never exercised."""
+        for (task, name, fld), seen in self.pinned.items():
+            if sum(seen.values()) < MIN_SEEDS or len(seen) != 1:
+                continue
+            (value, count), = seen.items()
+            stmt = next((f for s in self.where.ast.seed for f in s.fields or []  # type: ignore[union-attr]
+                         if isinstance(f, A.FieldAssign) and f.name == fld and literal(f.value)), None)
+            if stmt is None:
+                continue
+            self.log.add(f"C346:{fld}", "warning", "C346",
+                         f"task `{task}`: the answer reads `{name}.{fld}`, which is {value!r} on "
+                         f"all {count} seeds: the seed writes it as one constant, so whatever the "
+                         f"answer does with the other values of `{fld}` is never seen",
+                         self.where.seed_span(stmt), task=task,
+                         hint=f"draw `{fld}` from its values (`pick([...])`)")
+
     def finish(self) -> None:
+        self._pinned()
         for (task, k), counts in self.answers.items():
             ts = self.where.tasks.get(task)
             n = sum(counts.values())
