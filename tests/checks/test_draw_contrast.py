@@ -16,8 +16,29 @@ from tests.checks.mutation_set_seventh import SEVENTH
                          ids=lambda m: m.name)
 def test_a_draw_that_may_be_out_of_stock_is_reported_at_its_pick(m: Mutation) -> None:
     f = found_at_line(m, "C102")
-    assert "available = False on every seed the call fails on" in f["message"], f["message"]
-    assert "x.available != False" in f["hint"], f["hint"]
+    assert "`let target` draws what has `available`" in f["message"], f["message"]
+
+
+def test_the_draw_that_tells_failing_seeds_from_passing_ones() -> None:
+    """The contrast alone (an error that names no field): `available` is False on every seed
+    the call fails on, True on those it passes."""
+    from pathlib import Path
+
+    from tracec.checks.draw_contrast import DrawContrast
+    from tracec.checks.locate import SpecMap
+    from tracec.compiler.api import compile_text
+    from tracec.harness.resolve import env_class
+
+    spec = "specs/tool_calling_precision.tracec"
+    result = compile_text(Path(spec).read_text(), spec, base_dir=Path(spec).parent,
+                          display_dir="specs")
+    contrast = DrawContrast(SpecMap(env_class(result.module).capability, None))
+    for i, ok in enumerate([False, False, True, True]):
+        values = {"target": {"item_id": str(i), "available": ok}}
+        (contrast.ok("modify_variant", values) if ok
+         else contrast.fail("modify_variant", values, "modify_pending_order_items", 0))
+    name, span, field, value = contrast.cause("modify_variant")
+    assert (name, field, value) == ("target", "available", False) and span is not None
 
 
 def test_a_call_that_fails_on_every_seed_stays_at_its_cause() -> None:
@@ -34,3 +55,12 @@ def test_a_call_that_fails_on_every_seed_stays_at_its_cause() -> None:
     contrast.fail("t", {"x": {"available": False}}, "modify", 0)
     contrast.fail("t", {"x": {"available": False}}, "modify", 0)
     assert contrast.cause("t") is None
+
+
+@pytest.mark.parametrize("m", [next(m for m in FIFTH if m.name == "change_ignores_seats"),
+                               next(m for m in SEVENTH if m.name == "new_day_may_be_full")],
+                         ids=lambda m: m.name)
+def test_a_day_drawn_without_seats_is_reported_at_its_pick(m: Mutation) -> None:
+    """`Not enough seats`: the entry the drawn day names has `available_seats`."""
+    f = found_at_line(m, "C102")
+    assert "`let day` draws what has `available_seats" in f["message"], f["message"]

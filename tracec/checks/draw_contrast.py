@@ -65,11 +65,12 @@ class DrawContrast:
         picks = dict(self.where.pick_lets(task))
         reads = [n for kw in calls[nth].args for n in cone(t, kw.value)]
         found = []
+        lets = {let.name: let.value for let in t.lets}
         for name in dict.fromkeys(reads):
             if name not in picks:
                 continue
-            bad = [v.get(name) for v, _, _ in failed]
-            good = [v.get(name) for v in passed]
+            bad = [drawn_record(lets[name], name, v) for v, _, _ in failed]
+            good = [drawn_record(lets[name], name, v) for v in passed]
             if not all(isinstance(r, Mapping) for r in bad + good):
                 continue
             for field in bad[0]:
@@ -80,3 +81,36 @@ class DrawContrast:
                         and all(_scalar(r.get(field)) for r in bad + good):
                     found.append((name, picks[name], field, bad[0][field]))
         return found[0] if len(found) == 1 else None
+
+
+def drawn_record(expr: Any, name: str, values: Mapping[str, Any]) -> Any:
+    """What the `let` ``name`` drew, as a record: itself, or for a key drawn from a mapping
+    (`pick(d for d in keys(fl.dates) ...)`) the entry it names, nested fields flattened
+    (`available_seats.economy`)."""
+    value = values.get(name)
+    if isinstance(value, Mapping) or not isinstance(expr, A.CallGen):
+        return value
+    it = expr.comp.iter
+    if not (isinstance(it, A.Call) and it.func == "keys" and len(it.args) == 1):
+        return value
+    table = _path(it.args[0], values)
+    entry = table.get(value) if isinstance(table, Mapping) and isinstance(value, str) else None
+    if not isinstance(entry, Mapping):
+        return value
+    flat: dict[str, Any] = {}
+    for k, v in entry.items():
+        if isinstance(v, Mapping):
+            flat.update({f"{k}.{k2}": v2 for k2, v2 in v.items()})
+        else:
+            flat[k] = v
+    return flat
+
+
+def _path(expr: Any, values: Mapping[str, Any]) -> Any:
+    """The value of a field path on the instance's `let`s (`fl.dates`), None if not one."""
+    if isinstance(expr, A.Name):
+        return values.get(expr.id)
+    if isinstance(expr, A.Attr):
+        obj = _path(expr.obj, values)
+        return obj.get(expr.name) if isinstance(obj, Mapping) else None
+    return None

@@ -12,13 +12,16 @@ task distractor sets (`cellular already enabled`) from that distractor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.blame import at_let, named_arg, note
+from tracec.checks.blame import at_let, cone, named_arg, note, task_ast, words
+from tracec.checks.draw_contrast import drawn_record
 from tracec.checks.locate import SpecMap
 from tracec.checks.meaning import arg_let, picked
 from tracec.checks.setup_blame import setting_distractor
 from tracec.core.diagnostics import Span
+from tracec.lang import ast as A
 from tracec.runtime.env import GoldActionError
 
 
@@ -65,6 +68,13 @@ def reset_cause(cap: Any, where: SpecMap,
     arg = named_arg(args, error)
     found = at_let(where, inst.task, call.name, nth, arg) if arg else None
     if found is None:
+        drawn = drawn_field(where, inst, call.name, nth, args, error)
+        if drawn is not None:
+            name, fld, span = drawn
+            return span, (f" (`let {name}` draws what has `{fld}`, which the error of the gold "
+                          f"call `{call.name}`{line} names)"), \
+                (f"the gold call `{call.name}`{line} refuses what `let {name}` draws: add the "
+                 f"condition on `{fld}` the call needs to its filter")
         setting = setting_distractor(where, inst.task, error) if arg is None else None
         if setting is None:
             return None, "", None
@@ -76,3 +86,27 @@ def reset_cause(cap: Any, where: SpecMap,
     return found[1], note(call.name, at, arg, found[0]), \
         (f"the gold call `{call.name}`{line} refuses `{arg}`, which `let {found[0]}` builds here: "
          "build the value the API expects")
+
+
+def drawn_field(where: SpecMap, inst: Any, tool: str, nth: int, args: Any,
+                error: str) -> tuple[str, str, Span] | None:
+    """(`let`, field, span) of the one `pick` the failing call's arguments read whose drawn
+    record (or, for a drawn key, the entry it names) has a field the error names by a word the
+    arguments' own names do not say (`Not enough seats on flight ...`: `available_seats` of
+    `fl.dates[day]`, `let day = pick(d for d in keys(fl.dates) ...)`)."""
+    t = task_ast(where, inst.task)
+    calls = [c for c in A.gold_calls(t.gold) if c.name == tool] if t is not None else []
+    if not 0 <= nth < len(calls):
+        return None
+    said = {w for w in words(error) if len(w) >= 4}
+    said -= {w for a in args for w in words(a.replace("_", " "))}
+    lets = {let.name: let.value for let in t.lets}  # type: ignore[union-attr]
+    picks = dict(where.pick_lets(inst.task))
+    hits = []
+    for name in dict.fromkeys(n for kw in calls[nth].args for n in cone(t, kw.value)):
+        record = drawn_record(lets[name], name, inst.values) if name in picks else None
+        fields = [f for f in (record if isinstance(record, Mapping) else {})
+                  if words(f.replace("_", " ").replace(".", " ")) & said]
+        if fields:
+            hits.append((name, fields[0], picks[name]))
+    return hits[0] if len(hits) == 1 else None
