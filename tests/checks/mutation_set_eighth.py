@@ -85,10 +85,11 @@ EIGHTH: list[Mutation] = [
     Mutation("sibling_paid_the_same", SDR,
              '"amount": refund + 137}]',
              '"amount": refund}]', ANY),
-    # the new non-free bag count overwrites the old one instead of adding to it
-    Mutation("nonfree_bags_overwritten", SDR,
-             "nonfree_baggages = r.nonfree_baggages + extra, payment_id = card)",
-             "nonfree_baggages = extra, payment_id = card)", ANY),
+    # the new total bag count overwrites the old one instead of adding to it: the gold drops the
+    # bags already on the booking
+    Mutation("total_bags_overwritten", SDR,
+             "total_baggages = r.total_baggages + extra, nonfree_baggages",
+             "total_baggages = extra, nonfree_baggages", ANY),
     # the corrected lead passenger is appended last: the gold reorders the passengers
     Mutation("fixed_lead_moved_to_the_end", SDR,
              'let fixed    = [{"first_name": lead.first_name, "last_name": new_last, "dob": lead.dob}] + [p for p in r.passengers if p != lead]',
