@@ -5,8 +5,11 @@ record it names holds (the reservation's `passengers`) corrects some fields of s
 the new value of each changed field (a last name, a date of birth) can only come from the user.
 A value in neither the user's first message nor a scripted reply (another passenger's date of
 birth, the old reservation's name: the wrong variable copied) teaches the agent to invent it.
-Entries are paired by position; a list that only reorders the old entries corrects nothing. Judged on the first ``MAX_SEEDS`` seeds, reported when it happens on most of
-them (once is the draw's), at the `let` the argument is built in (else the gold call).
+Entries are paired by position; a list that only reorders the old entries corrects nothing.
+Judged on the first ``MAX_SEEDS`` seeds, reported when it happens on most of them (once is the
+draw's), at the `let` the argument is built in (else the gold call); at the `user` text when a
+`let` of the task makes the new value and neither the user's text nor a reply reads it (the
+message gives the old name where it meant `{new_last}`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import names
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import root
 from tracec.lang import ast as A
@@ -57,6 +61,8 @@ class CorrectionValues(Check):
         self.tables = [k.collection for k in self.cap.domain.entities.values()
                        if k.id_field and not k.singleton]
         self.roots: dict[tuple[str, str, int, str], str | None] = {}
+        self.lets: dict[str, set[str]] = {}  # task -> its `let` names
+        self.said: dict[str, set[str]] = {}  # task -> the names its user text and replies read
         for t in (self.where.ast.tasks if self.where.ast is not None else []):
             counts: dict[str, int] = {}
             for c in A.gold_calls(t.gold):
@@ -64,6 +70,9 @@ class CorrectionValues(Check):
                 counts[c.name] = nth + 1
                 for kw in c.args:
                     self.roots[(t.name, c.name, nth, kw.name)] = root(kw.value)
+            self.lets[t.name] = {let.name for let in t.lets}
+            self.said[t.name] = names(t.user) | {n for r in t.replies for n in names(r.text)} \
+                if t.user is not None else set()
         # (task, tool, nth, arg) -> [judged, invented, first seed, field, value]
         self.counts: dict[tuple[str, str, int, str], list[Any]] = {}
 
@@ -96,18 +105,29 @@ class CorrectionValues(Check):
                         item[1] += 1
                         if item[2] < 0:
                             item[2], item[3], item[4] = seed, bad[0][0], bad[0][1]
+                            item.append(next((n for n, v in inst.values.items()
+                                              if v == bad[0][1] and n in self.lets.get(inst.task, ())),
+                                             None))
 
     def finish(self) -> None:
         """A new value the user never gave, on most seeds."""
-        for (task, tool, nth, arg), (total, bad, seed, fld, value) in self.counts.items():
+        for (task, tool, nth, arg), (total, bad, seed, fld, value, *made) in self.counts.items():
             if bad * 2 <= total:
                 continue
             name = self.roots.get((task, tool, nth, arg))
             span = (self.where.let(task, name) if name else None) or self.where.gold(task, tool, nth)
+            ts = self.where.tasks.get(task)
+            unsaid = made[0] if made and made[0] not in self.said.get(task, ()) else None
+            why = ""
+            if unsaid and ts is not None and ts.user is not None:
+                # a `let` makes the new value and the user's words never say it: the message
+                # left it out (it gives the old one?), not the gold
+                span = ts.user
+                why = f" (`let {unsaid}` makes it, and the `user` text never says `{{{unsaid}}}`)"
             self.log.add(f"C165:{task}:{tool}:{nth}:{arg}", "error", "C165",
                          f"task `{task}`: the gold call `{tool}` sets `{fld}` = {value!r} in "
                          f"`{arg}`, a value the user never gives (on {bad} of {total} seeds, "
                          f"first at seed {seed}): the gold teaches the agent to invent the "
-                         "correction", span, task=task, seed=seed,
+                         f"correction{why}", span, task=task, seed=seed,
                          hint="pass the value the user's message gives (the wrong variable "
                               "copied?)")

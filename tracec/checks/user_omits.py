@@ -5,8 +5,9 @@ A gold argument that names a drawn record or key (`reservation_id = r.reservatio
 r = pick(...)`, `payment_id = card` with `let card = pick(k for k in keys(...))`: which of the
 user's reservations, which of their cards) is the user's to give: when nothing the user's text
 interpolates reads it (not `{r.reservation_id}`, not `{card}`, nor a `let` built from it: `{named}`
-of `owner.payment_methods[pm]`), the mistake is the message that leaves it out, not the call. A
-value read from a record that is not drawn (`p.now`, `owner.person_id`) stays at the call.
+of `owner.payment_methods[pm]`), the mistake is the message that leaves it out, not the call; so is a field of a record whose other fields the user's text lists (`{a.address1},
+{a.city}` and no `{a.address2}` while the gold passes `address2 = a.address2`). A value read
+from a record that is not drawn (`p.now`, `owner.person_id`) stays at the call.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ def omitted_choice(where: SpecMap, task: str, tool: str, nth: int, arg: str,
         drawn, fld = expr.id, None
     elif isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name) and expr.name in id_fields:
         drawn, fld = expr.obj.id, expr.name
+    elif isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name) and expr.obj.id in lets:
+        # a field of a record whose other fields the user's text lists (`{a.address1}, {a.city}`
+        # but no `{a.address2}`): the message left that one out
+        read = field_reads(t.user, lets)
+        if (expr.obj.id, expr.name) not in read and any(n == expr.obj.id for n, _ in read):
+            return expr.obj.id, ts.user
+        return None
     else:
         return None
     if drawn not in lets or drawn not in {n for n, _ in where.pick_lets(task)}:
