@@ -38,3 +38,17 @@ def test_a_seed_constant_the_answer_does_not_read_is_not_reported() -> None:
     found = _findings(m.text(), m.spec, False, 16)
     assert not isinstance(found, str)
     assert not [f for f in found if f["code"] == "C344" and "seed" in f["message"]], found
+
+
+def test_a_constant_answer_paid_without_the_reads_is_reported_at_the_rung() -> None:
+    from tests.checks.mutation_set_eighth import EIGHTH
+    f = found_at_line(next(m for m in EIGHTH if m.name == "top_rung_without_the_read"), "C151")
+    assert "without any of the gold's reads" in f["message"], f["message"]
+
+
+def test_computed_answers_paid_on_the_answer_alone_are_not_blind_guesses() -> None:
+    """datetime_reasoning pays `state_matches and communicated()` 1.0: its answers are computed."""
+    m = Mutation("unchanged", "specs/datetime_reasoning.tracec", "task ", "task ", "C151")
+    found = _findings(m.text(), m.spec, False, 8)
+    assert not isinstance(found, str)
+    assert not [f for f in found if "without any of the gold's reads" in f["message"]]

@@ -14,8 +14,9 @@ see :mod:`tracec.checks.behaviours`) the gold and behaviours strictly worse than
 
 C150 (error): the worse earns more than the better, at the rung that pays the worse.
 C151 (error): the gold plus a stray write and the report, the gold minus its last write and
-the report, or the gold and a wrong value said, earns the top level the oracle earns (the
-ladder cannot tell it from the expert), at that rung.
+the report, the gold and a wrong value said, or (a read-only task whose answer is a constant
+the spec writes) the report without any of the gold's reads, earns the top level the oracle earns (the ladder cannot tell it from the
+expert), at that rung.
 """
 
 from __future__ import annotations
@@ -128,6 +129,12 @@ class LadderOrder(Check):
             reads = tuple(c for c in gold if c.name not in box.writes)
             self._worse("reads", task, seed, "the gold's reads and the report, without any write",
                         judged(env, reads, report), "the silent gold calls", silent)
+        ts = self.where.tasks.get(task)
+        if gold and not writes and ts is not None and any(ts.communicate_const):
+            # a read-only task whose answer the spec writes as a constant (`let rule = 24`):
+            # said without looking, it is a memorised phrase, not the work
+            self._top("blind", task, seed, "the report alone (a constant the spec writes), "
+                      "without any of the gold's reads", judged(env, (), report))
         if any(is_answer(v) for v in inst.communicate.values()):
             wrong = judged(env, gold, wrong_report(inst.communicate))
             what = "the gold calls and a wrong answer said"
