@@ -25,3 +25,16 @@ def test_a_drawn_membership_is_not_reported() -> None:
     m = Mutation("unchanged", MSTC, "task ", "task ", "C346")
     found = _findings(m.text(), MSTC, False, 16)
     assert not isinstance(found, str) and not [f for f in found if f["code"] == "C346"]
+
+
+def test_a_sibling_at_the_same_time_is_inert() -> None:
+    """C341: the sibling reminder differs only in its content, which the user's words give; the
+    times the answer is computed from are the same: reading it gives the same answer."""
+    from tests.checks.mutation_set_eighth import EIGHTH
+    found_at_line(next(m for m in EIGHTH if m.name == "sibling_note_at_the_same_time"), "C341")
+
+
+def test_the_shipped_sibling_an_hour_off_is_not_inert() -> None:
+    m = Mutation("unchanged", "specs/datetime_reasoning.tracec", "task ", "task ", "C341")
+    found = _findings(m.text(), m.spec, False, 32)
+    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C341"]

@@ -238,11 +238,15 @@ class Variance(Check):
         item[0] += 1
         scalar = [v for _, _, v in answers if not isinstance(v, (list, dict))]
         for target, other in pairs:
-            asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar)]
+            # the fields holding an answer (not one the user's own words give: "which is due
+            # first, A or B?" needs no record to say A)
+            asked = [f for f, tv in target.items() if any(values_equal(tv, v) for v in scalar
+                                                          if not mentioned(v, [inst.user]))]
             # the fields the answer is computed from, on the record it reads them from (a list
             # a sum reads whole counts shuffled as the same)
             names = [n for n in {n for n, _ in reads} if inst.values.get(n) is target]
-            asked += [f for n, f in reads if n in names and f in target]
+            asked += [f for n, f in reads if n in names and f in target
+                      and not (isinstance(target[f], str) and mentioned(target[f], [inst.user]))]
             if asked and all(_same(other.get(f), target[f], f not in {f for n, f in reads
                                                                        if n in names}
                                    or any((n, f) in ordered for n in names))
