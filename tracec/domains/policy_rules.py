@@ -53,6 +53,10 @@ def _record(db: Mapping, table: str, rid: Any) -> Mapping | None:
 
 # ----------------------------------------------------------------------------- airline
 
+# the user's words asking for a compensation ("Do not proactively offer a compensation unless the
+# user explicitly asks for one")
+_ASKS_COMPENSATION = re.compile(r"\b(compensat\w*|certificates?|vouchers?|gesture|make (it|this|that) "
+                                r"up|complain\w*|reimburs\w*)\b", re.IGNORECASE)
 _COVERED = re.compile(r"\b(health|sick\w*|ill|illness|flu|fever|covid|medical|hospital\w*|"
                       r"doctor|surgery|injur\w*|broke|broken|accident|weather|\w*storms?|"
                       r"hurricane|tornado|flood\w*|snow\w*|blizzard)\b", re.IGNORECASE)
@@ -132,11 +136,18 @@ def airline_rules(now: str) -> dict[str, tuple[PolicyRule, ...]]:
         done = [s for s in _flight_statuses(db, res) if s in ("landed", "flying")]
         return f"it changes the cabin, and a flight of it is already {done[0]}" if done else None
 
+    def asked(db: Mapping, args: Mapping, words: str) -> str | None:
+        return None if _ASKS_COMPENSATION.search(words) else \
+            "the user never asks for a compensation"
+
     rid, kind = "reservation_id", "reservation"
     mine = owned("reservations", rid)
     text = "the reservation is the user's own (the user gives their user id)"
     return by_tool(
         (("cancel_reservation",), PolicyRule("own-reservation", "Cancel flight", text, rid, kind, mine)),
+        (("send_certificate",), PolicyRule(
+            "compensation-asked", "Refunds and Compensation", "a compensation only when the "
+            "user explicitly asks for one", "user_id", "user", asked, at="call", reads="amount")),
         (("update_reservation_flights", "update_reservation_baggages",
           "update_reservation_passengers"), PolicyRule("own-reservation", "Modify flight", text,
                                                        rid, kind, mine)),
