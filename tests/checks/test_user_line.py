@@ -41,3 +41,8 @@ def test_a_correction_copied_from_the_wrong_record_stays_at_its_let() -> None:
     m = next(m for m in THIRD if m.name == "dob_from_wrong_passenger")
     f = found_at_line(m, "C165")
     assert "never says" not in f["message"], f["message"]
+
+
+def test_a_user_text_that_interpolates_the_answer_is_reported_at_the_user() -> None:
+    f = found_at_line(next(m for m in EIGHTH if m.name == "push_request_names_the_weekday"), "C130")
+    assert "interpolates `{wd}`" in f["message"], f["message"]

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tracec.checks.blame import names, task_ast
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.locate import SpecMap
 from tracec.lang import ast as A
@@ -204,7 +205,8 @@ class MeaningChecks(Check):
     def _leak_span(self, task: str, leaks: list, span: Any) -> tuple[Any, str]:
         """Where answers the user's first message states are located, and what states them: the
         `say` distractor whose words state one, else the `user` text whose own words (outside
-        `{...}`) state one, else ``span`` (the `communicate`)."""
+        `{...}`) state one or that interpolates the `let` an answer is read from, else ``span``
+        (the `communicate`)."""
         ts = self.where.tasks.get(task)
         if ts is None:
             return span, ""
@@ -215,6 +217,11 @@ class MeaningChecks(Check):
         own = next((item for item in leaks if literal and mentioned(item[3], [literal])), None)
         if ts.user is not None and own is not None:
             return ts.user, f" (the `user` text's own words state `{own[2]}`)"
+        t = task_ast(self.where, task)
+        read = names(t.user) if t is not None and t.user is not None else set()
+        said_let = next((r for r in ts.communicate_roots if r and r in read), None)
+        if ts.user is not None and said_let is not None:
+            return ts.user, f" (the `user` text interpolates `{{{said_let}}}`, the answer's `let`)"
         return span, ""
 
     def finish(self) -> None:
