@@ -23,3 +23,17 @@ def test_pushes_that_move_the_weekday_are_not_reported() -> None:
     m = Mutation("unchanged", DR, "task ", "task ", "C345")
     found = _findings(m.text(), DR, False, 32)
     assert not isinstance(found, str) and not [f for f in found if f["code"] == "C345"]
+
+
+def test_a_weekday_table_off_in_every_task_is_reported_at_the_table() -> None:
+    from tests.checks.mutation_set_eighth import EIGHTH
+    f = found_at_line(next(m for m in EIGHTH if m.name == "weekdays_listed_from_monday"), "C175")
+    assert "reads the seed table `weekdays`" in f["message"], f["message"]
+
+
+def test_one_task_off_stays_at_its_let() -> None:
+    """Only push_reminder's index is off: the table is right, the `let` is the slip."""
+    m = Mutation("push_index_off", DR, "let wd     = weekdays[int(due // 86400) % 7]",
+                 "let wd     = weekdays[(int(due // 86400) + 1) % 7]", "C175")
+    f = found_at_line(m, "C175")
+    assert "seed table" not in f["message"], f["message"]
