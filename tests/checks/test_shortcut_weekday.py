@@ -37,3 +37,16 @@ def test_one_task_off_stays_at_its_let() -> None:
                  "let wd     = weekdays[(int(due // 86400) + 1) % 7]", "C175")
     f = found_at_line(m, "C175")
     assert "seed table" not in f["message"], f["message"]
+
+
+def test_full_days_counted_one_more_on_every_seed_is_reported_at_the_let() -> None:
+    """C183: `// 86400 + 1` is one more than timestamp_diff's `days` on every seed."""
+    from tests.checks.mutation_set_eighth import EIGHTH
+    f = found_at_line(next(m for m in EIGHTH if m.name == "full_days_ago_counted_inclusive"), "C183")
+    assert "one more than the gold's" in f["message"], f["message"]
+
+
+def test_full_days_one_less_in_another_phrasing() -> None:
+    m = Mutation("full_days_one_less", DR, "let ago   = (p.now - m.creation_timestamp) // 86400",
+                 "let ago   = (p.now - m.creation_timestamp) // 86400 - 1", "C183")
+    assert "one less than" in found_at_line(m, "C183")["message"]

@@ -1,6 +1,7 @@
 """An answer one off its own tool's result (C183, error): a numeric answer that equals a number a
 gold call returns (a field of its output: `timestamp_diff`'s `days`) on most of the first
-``MAX_SEEDS`` seeds and is one away from it on the others, never further: the spec computes the
+``MAX_SEEDS`` seeds and is one away from it on the others, never further (or one off the same
+way on every seed: `// 86400 + 1` for "full days ago"): the spec computes the
 answer itself and rounds where the tool floors (`round(d / 86400)` for "full days"), counts one
 too many or too few. The gold calls the tool that gives the answer, the agent reads it there and
 is scored wrong on those seeds.
@@ -67,24 +68,31 @@ class ToolAgreement(Check):
                 fields.setdefault(f"{call.name}{path}", x)
         for k, v in answers:
             for path, x in fields.items():
-                item = self.stats.setdefault((inst.task, k, path), [0, 0, 0, set(), None, None])
+                item = self.stats.setdefault((inst.task, k, path),
+                                             [0, 0, 0, set(), None, None, set()])
                 gap = abs(v - x)
                 item[0 if gap < 1e-9 else 1 if gap <= 1 else 2] += 1
                 item[3].add(x)
+                item[6].add(round(v - x, 9))
                 if 1e-9 <= gap <= 1 and item[4] is None:
                     item[4], item[5] = ctx.seed, (v, x)
 
     def finish(self) -> None:
         done: set[tuple[str, int]] = set()
-        for (task, k, path), (equal, near, far, values, seed, pair) in self.stats.items():
+        for (task, k, path), (equal, near, far, values, seed, pair, signed) in self.stats.items():
             seen = equal + near + far
-            if (task, k) in done or far or not near or seen < MIN_SEEDS or equal * 2 < seen \
-                    or len(values) < MIN_VALUES:
+            # one off on every seed, the same way (`// 86400 + 1` for "full days ago")
+            always = not equal and not far and len(signed) == 1 and abs(next(iter(signed))) == 1
+            if (task, k) in done or far or not near or seen < MIN_SEEDS \
+                    or (equal * 2 < seen and not always) or len(values) < MIN_VALUES:
                 continue
             done.add((task, k))
+            how = (f"{'one more' if next(iter(signed)) > 0 else 'one less'} than the gold's "
+                   f"`{path}` on all {seen} seeds" if always else
+                   f"the gold's `{path}` on {equal} of {seen} seeds and one away from it on the "
+                   "others")
             self.log.add(f"C183:{task}:{k}", "error", "C183",
-                         f"task `{task}`: the answer is the gold's `{path}` on {equal} of {seen} "
-                         f"seeds and one away from it on the others (seed {seed}: answer "
+                         f"task `{task}`: the answer is {how} (seed {seed}: answer "
                          f"{fmt(pair[0])}, the tool says {fmt(pair[1])}): the spec computes what "
                          "the gold's own tool gives, and rounds or counts differently",
                          self.where.answer(task, k), task=task, seed=seed,
