@@ -74,3 +74,18 @@ def test_one_of_reads_the_list_the_value_combines() -> None:
     assert one_of("Report the first payment.", found) == "first payment"
     assert one_of("Turn it off first, then pay.", found) is None
     assert one_of("Report the first flight.", found) is None
+
+
+def test_a_hint_adding_another_list_than_the_sum_is_reported_at_the_hint() -> None:
+    from tests.checks.mutation_set_eighth import EIGHTH
+    f = found_at_line(next(m for m in EIGHTH if m.name == "hint_sums_flight_prices"), "C195")
+    assert "the hint says to add the `flights`" in f["message"], f["message"]
+
+
+def test_a_sum_over_another_list_than_the_hint_and_user_say_is_reported_at_the_let() -> None:
+    """The hint adds the payments and the user asks what they paid: the `let` summing the
+    flights' prices is the slip."""
+    m = Mutation("paid_from_flights", RLC, "let paid = sum(p.amount for p in r.payment_history)",
+                 "let paid = sum(f.price for f in r.flights)", "C195")
+    f = found_at_line(m, "C195")
+    assert "sums `flights`" in f["message"], f["message"]

@@ -199,6 +199,7 @@ class HintOperands(Check):
                 continue
             slip = combine_slip(hint, user, found[0])
             if slip is None:
+                self._other_list(ctx, k, name, value, hint, user, found[0])
                 continue
             used, let, said = slip
             if let == "<hint>":  # the user's words and the gold agree: the hint is the slip
@@ -222,3 +223,35 @@ class HintOperands(Check):
                          hint="use `sum(...)` where the words say to add (or `max`/`min` where "
                               "they say largest/smallest), or fix the words")
             return
+
+    def _other_list(self, ctx: InstanceContext, k: int, name: str, value: Any, hint: str,
+                    user: str, found: list[tuple[str, str | None]]) -> None:
+        """C195: the hint says to add another list of the record than the one the value sums
+        ("add up the prices of the reservation's flights" for `sum(p.amount for p in
+        r.payment_history)`): at the hint when the user's words name the summed list ("how much
+        did I pay": payment), else at the `let` that sums."""
+        inst = ctx.inst
+        summed = [(k2[len("over:"):], at) for k2, at in found if k2.startswith("over:")]
+        if len(summed) != 1 or not _ADD.search(hint):
+            return
+        lst, at = summed[0]
+        lists = {f for n, _ in self.reads.get(inst.task, [set()] * (k + 1))[k]
+                 for rec in [inst.values.get(n)] if isinstance(rec, Mapping)
+                 for f, v in rec.items() if isinstance(f, str) and isinstance(v, list)}
+        clauses = [c for c in re.split(r"[.;:()]", hint) if _ADD.search(c)]  # the adding ones
+        said = {stem(w) for c in clauses for w in re.findall(r"[a-z_]+", c.lower())}
+        named = sorted(f for f in lists if stem(f) in said)
+        if not named or lst in named:
+            return
+        user_words = re.findall(r"[a-z]+", user.lower())
+        by_user = any(len(w) >= 3 and stem(lst).startswith(w) for w in user_words)
+        ts = self.where.tasks.get(inst.task)
+        span = ((ts.hint if ts is not None and ts.hint else None) or self.where.hint) if by_user \
+            else (self.where.let(inst.task, at) if at else None) or self.where.answer(inst.task, k)
+        self.log.add(f"C195:{inst.task}", "error", "C195",
+                     f"task `{inst.task}`: the hint says to add the `{named[0]}`, but the answer "
+                     f"`{name}` sums `{lst}` (seed {ctx.seed}, {value!r})"
+                     + (f"; the user's words ask about `{lst}`" if by_user else "")
+                     + ": the gold and its hint add different lists", span, task=inst.task,
+                     seed=ctx.seed, hint=f"make the hint and the sum read the same list "
+                                         f"(`{lst}` or `{named[0]}`)")
