@@ -56,6 +56,7 @@ from tracec.checks.time_bases import TimeBases
 from tracec.checks.time_results import TimeResults
 from tracec.checks.tool_agreement import ToolAgreement
 from tracec.checks.turn_budget import TurnBudget
+from tracec.checks.unsaid_draws import UnsaidDraws
 from tracec.checks.user_values import UserValues
 from tracec.checks.variance import Variance
 from tracec.checks.written_weekday import WrittenWeekday
@@ -79,7 +80,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # ... records read before the gold writes them, the current time stated, what replies ask
-    ReadFirst, StatedNow, ReplyWords, HintRaises, ShortcutWeekday,
+    ReadFirst, StatedNow, ReplyWords, HintRaises, ShortcutWeekday, UnsaidDraws,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
