@@ -47,8 +47,9 @@ class UnsaidDraws(Check):
                     for p in cone(t, kw.value):
                         if p in known or not _drawn(lets.get(p)) or p in self._reported:
                             continue
-                        if not any(isinstance(x, A.Attr) and isinstance(x.obj, A.Name)
-                                   and x.obj.id == p for x in A.walk(kw.value)):
+                        if not any((isinstance(x, A.Attr) and isinstance(x.obj, A.Name)
+                                    and x.obj.id == p) or (isinstance(x, A.Name) and x.id == p)
+                                   for x in A.walk(kw.value)):
                             continue  # passed through another `let`: judged there
                         self._reported.add(p)
                         self.log.add(f"C185:{t.name}:{p}", "error", "C185",
