@@ -23,6 +23,13 @@ target_may_be_sold_out (C102 at 66, the gold modify; edit at 53, the target's pi
 refusal_cites_48_hours (C152 at 75, the communicate; edit at 70, the rule),
 new_day_may_be_full (C102 at 110, the gold update; edit at 103, the day's pick).
 
+Partly honest: the checks written in the same round for the fifth and sixth sets' misses, without
+seeing this set (C195 for a max where the words say to add; C102 at the draw that tells failing
+seeds from passing ones), gave 22 / 4 / 9 on branch h34me 5db4389. After (post-hoc, checks
+written with this set in view: C197 read first, C198 the stated now, C199 replies, C184 raised
+counts, C345, C346, C151's blind report, C164's change of mind, C152/C165/C344 located at the
+user text, the constant and the seed): 35 / 0 / 0.
+
 ``python -m tests.checks.mutation_set_seventh`` prints, per mutation, whether it is reported at
 the mutated line, elsewhere, or passes silently, and the totals.
 """
