@@ -64,3 +64,17 @@ def test_a_day_drawn_without_seats_is_reported_at_its_pick(m: Mutation) -> None:
     """`Not enough seats`: the entry the drawn day names has `available_seats`."""
     f = found_at_line(m, "C102")
     assert "`let day` draws what has `available_seats" in f["message"], f["message"]
+
+
+def test_a_setup_distractor_that_leaves_the_field_the_error_names_is_reported_there() -> None:
+    """`cellular already enabled`: the distractor adds the settings without `cellular = False`."""
+    from tests.checks.mutation_set_eighth import EIGHTH
+    f = found_at_line(next(m for m in EIGHTH if m.name == "setup_keeps_cellular_on"), "C102")
+    assert "adds the record without setting `cellular`" in f["message"], f["message"]
+
+
+def test_the_location_setup_left_on_in_another_task() -> None:
+    m = Mutation("setup_keeps_location_on", "specs/permission_error_recovery.tracec",
+                 "low_battery_mode = False; location_service = False; cellular = False }",
+                 "low_battery_mode = False; cellular = False }", "C102")
+    assert "without setting `location_service`" in found_at_line(m, "C102")["message"]

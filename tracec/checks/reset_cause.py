@@ -75,11 +75,13 @@ def reset_cause(cap: Any, where: SpecMap,
                           f"call `{call.name}`{line} names)"), \
                 (f"the gold call `{call.name}`{line} refuses what `let {name}` draws: add the "
                  f"condition on `{fld}` the call needs to its filter")
-        setting = setting_distractor(where, inst.task, error) if arg is None else None
+        setting = setting_distractor(where, inst.task, error,
+                                     lambda kind: _fields_of(cap, exc.world, kind)) if arg is None else None
         if setting is None:
             return None, "", None
-        name, fld, span = setting
-        return span, (f" (the distractor `{name}` sets `{fld}`, which the error of the gold "
+        name, fld, span, sets = setting
+        does = "sets" if sets else "adds the record without setting"
+        return span, (f" (the distractor `{name}` {does} `{fld}`, which the error of the gold "
                       f"call `{call.name}`{line} names)"), \
             (f"the gold call `{call.name}`{line} fails on the world the distractor `{name}` "
              f"sets up: set `{fld}` to the value the gold repairs")
@@ -110,3 +112,14 @@ def drawn_field(where: SpecMap, inst: Any, tool: str, nth: int, args: Any,
         if fields:
             hits.append((name, fields[0], picks[name]))
     return hits[0] if len(hits) == 1 else None
+
+
+def _fields_of(cap: Any, world: Any, kind: str) -> list[str]:
+    """The fields the records of entity kind ``kind`` have in ``world`` (its first record's)."""
+    ent = cap.domain.entities.get(kind)
+    table = world.get(ent.collection) if ent is not None and isinstance(world, Mapping) else None
+    if getattr(ent, "singleton", False) and isinstance(table, Mapping):
+        return [f for f in table if isinstance(f, str)]  # the one record
+    rows = list(table.values()) if isinstance(table, Mapping) else table if isinstance(table, list) else []
+    first = next((r for r in rows if isinstance(r, Mapping)), None)
+    return [f for f in first if isinstance(f, str)] if first is not None else []

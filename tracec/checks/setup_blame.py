@@ -9,15 +9,22 @@ value in the distractor, not the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tracec.checks.blame import NO_WORD, task_ast, words
 from tracec.checks.locate import SpecMap
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
 
-def setting_distractor(where: SpecMap, task: str, error: str) -> tuple[str, str, Span] | None:
-    """(distractor, field, span) of the one task distractor that writes a field whose name's
-    words (4 letters or more) the error says; None when none or two."""
+def setting_distractor(where: SpecMap, task: str, error: str,
+                       fields_of: Callable[[str], list[str]] | None = None
+                       ) -> tuple[str, str, Span, bool] | None:
+    """(distractor, field, span, whether it sets it) of the one task distractor that writes a
+    field whose name's
+    words (4 letters or more) the error says; else (with ``fields_of``: a kind -> its fields)
+    of the one that adds a record of a kind with such a field and does not set it; None when
+    none or two."""
     t = task_ast(where, task)
     spans = where.tasks[task].distractors if task in where.tasks else {}
     if t is None:
@@ -33,5 +40,19 @@ def setting_distractor(where: SpecMap, task: str, error: str) -> tuple[str, str,
                 if parts and parts <= said and d.name in spans:
                     # the field's own line when the parser gave it one, else the distractor's
                     at = where.place(f.span) if "span" in f.model_fields_set else spans[d.name]
-                    hits.append((d.name, f.name, at))
+                    hits.append((d.name, f.name, at, True))
+    if hits or fields_of is None:
+        return hits[0] if len(hits) == 1 else None
+    # none writes it: the one distractor that adds a record of a kind that has that field (it
+    # sets the record's other fields up and left the one the error names as it was)
+    for d in t.distractors:
+        for stmt in d.stmts:
+            if not isinstance(stmt, A.AddRecord) or d.name not in spans:
+                continue
+            named = [f for f in fields_of(stmt.kind)
+                     if (parts := {w for w in words(f.replace("_", " ")) if len(w) >= 4} - NO_WORD)
+                     and parts <= said and f not in {x.name for x in stmt.fields}]
+            if named:
+                at = where.place(stmt.span) if "span" in stmt.model_fields_set else spans[d.name]
+                hits.append((d.name, named[0], at, False))
     return hits[0] if len(hits) == 1 else None
