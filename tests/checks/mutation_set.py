@@ -156,7 +156,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("sum_over_the_wrong_records", SDR, "let refund = sum(p.amount for p in r.payment_history)",
              "let refund = sum(f.price for f in r.flights)", "C155"),
     Mutation("variant_drops_the_tested_policy_section", PV,
-             'policy sections ["Modify flight", "Cancel flight"]', 'policy sections ["Modify flight"]',
+             'policy sections ["Modify flight", "Cancel flight", "Refunds and Compensation"]',
+             'policy sections ["Modify flight", "Refunds and Compensation"]',
              "C154", variant=True),
 ]
 
