@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.checks.mutation_set import Mutation, run
+from tests.checks.mutation_set import Mutation, _findings, run
 
 MSTC = "specs/multi_step_task_completion.tracec"
 TCP = "specs/tool_calling_precision.tracec"
@@ -254,6 +254,14 @@ def found_at_line(m: Mutation, code: str, line: int | None = None) -> dict:
     f = next((f for f in found if f["code"] == code and f["line"] == want), None)
     assert f is not None, (m.name, code, want, [(f["code"], f["line"]) for f in found])
     return f
+
+def findings_of(spec: str, code: str, seeds: int = 8, text: str | None = None) -> list[dict]:
+    """The findings ``code`` of ``spec``'s shipped text (else ``text``) at ``seeds`` seeds;
+    asserts that it compiles."""
+    found = _findings(text if text is not None else Path(spec).read_text(), spec, False, seeds)
+    assert not isinstance(found, str), found
+    return [f for f in found if f["code"] == code]
+
 
 def report(name: str, mutations: list[Mutation]) -> None:
     """Print each mutation's verdict and the totals."""

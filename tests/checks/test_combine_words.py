@@ -4,7 +4,7 @@ largest fare where the words say to add them; a sum where the hint says the high
 from __future__ import annotations
 
 from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 from tracec.checks.hint_operands import combine_slip, one_of
 
@@ -41,10 +41,7 @@ def test_sum_where_the_hint_says_highest_is_reported_at_the_sum() -> None:
 def test_clamps_and_agreeing_words_are_not_reported() -> None:
     """The shipped specs: sums where the words add, `max(0, x)` clamps beside "total"."""
     for spec in (SDR, TCP, RLC, "specs/multi_step_task_completion.tracec"):
-        m = Mutation("unchanged", spec, "task ", "task ", "C195")
-        found = _findings(m.text(), spec, False, 8)
-        assert not isinstance(found, str)
-        assert not [f for f in found if f["code"] == "C195"], spec
+        assert not findings_of(spec, "C195", 8), spec
 
 
 def test_combine_slip_reads_the_words() -> None:

@@ -3,7 +3,7 @@ for one" (C141 at the gold call `send_certificate`)."""
 
 from __future__ import annotations
 
-from tests.checks.mutation_set import Mutation, _findings
+from tests.checks.mutation_set import _findings
 from tests.checks.mutation_set_eighth import EIGHTH
 from tests.checks.mutation_set_fresh import found_at_line
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 from tracec.checks.hint_raises import raised_fields
 
@@ -22,9 +22,7 @@ def test_the_total_replaced_too() -> None:
 
 
 def test_the_shipped_raise_is_not_reported() -> None:
-    m = Mutation("unchanged", SDR, "task ", "task ", "C184")
-    found = _findings(m.text(), SDR, False, 4)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C184"]
+    assert not findings_of(SDR, "C184", 4)
 
 
 def test_raised_fields() -> None:

@@ -3,8 +3,8 @@ gives it (every user a gold member: the membership column of the bag rule never 
 
 from __future__ import annotations
 
-from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 
 MSTC = "specs/multi_step_task_completion.tracec"
@@ -22,9 +22,7 @@ def test_every_user_regular_in_another_phrasing() -> None:
 
 
 def test_a_drawn_membership_is_not_reported() -> None:
-    m = Mutation("unchanged", MSTC, "task ", "task ", "C346")
-    found = _findings(m.text(), MSTC, False, 16)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C346"]
+    assert not findings_of(MSTC, "C346", 16)
 
 
 def test_a_sibling_at_the_same_time_is_inert() -> None:
@@ -35,6 +33,4 @@ def test_a_sibling_at_the_same_time_is_inert() -> None:
 
 
 def test_the_shipped_sibling_an_hour_off_is_not_inert() -> None:
-    m = Mutation("unchanged", "specs/datetime_reasoning.tracec", "task ", "task ", "C341")
-    found = _findings(m.text(), m.spec, False, 32)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C341"]
+    assert not findings_of("specs/datetime_reasoning.tracec", "C341", 32)

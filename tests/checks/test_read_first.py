@@ -4,8 +4,8 @@ at the `pick` that drew the booking (C102)."""
 
 from __future__ import annotations
 
-from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 from tests.checks.mutation_set_sixth import SIXTH
 from tracec.domains.policy_rules import owned
@@ -29,17 +29,13 @@ def test_bags_added_without_reading_in_another_spec() -> None:
 
 
 def test_a_cancel_after_the_read_is_not_reported() -> None:
-    m = Mutation("unchanged", PV, "task ", "task ", "C197")
-    found = _findings(m.text(), PV, False, 8)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C197"]
+    assert not findings_of(PV, "C197", 8)
 
 
 def test_an_inline_policy_replaces_the_rules() -> None:
     """benchmarks/trace_cpu's cancel task writes first, under its own inline policy."""
     spec = "benchmarks/trace_cpu/specs/" + CANCEL
-    m = Mutation("unchanged", spec, "task ", "task ", "C197")
-    found = _findings(m.text(), spec, False, 8)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C197"]
+    assert not findings_of(spec, "C197", 8)
 
 
 def test_a_stranger_s_booking_is_blamed_on_its_pick() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 from tracec.checks.declined_replies import declines
 from tracec.checks.reply_words import call_words, names_call
@@ -33,9 +33,7 @@ def test_a_reply_asking_for_the_forbidden_call_in_another_task() -> None:
 
 def test_shipped_replies_ask_for_nothing_they_should_not() -> None:
     for spec in (PER, DR):
-        m = Mutation("unchanged", spec, "task ", "task ", "C199")
-        found = _findings(m.text(), spec, False, 4)
-        assert not isinstance(found, str) and not [f for f in found if f["code"] == "C199"], spec
+        assert not findings_of(spec, "C199", 4), spec
 
 
 def test_the_seventh_sets_change_of_mind_is_declining() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import found_at_line
+from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set_fresh import findings_of, found_at_line
 from tests.checks.mutation_set_seventh import SEVENTH
 from tracec.checks.stated_now import stated
 
@@ -22,9 +22,7 @@ def test_an_hour_off_in_another_phrasing() -> None:
 
 
 def test_the_shipped_clock_is_not_reported() -> None:
-    m = Mutation("unchanged", PV, "task ", "task ", "C198")
-    found = _findings(m.text(), PV, False, 4)
-    assert not isinstance(found, str) and not [f for f in found if f["code"] == "C198"]
+    assert not findings_of(PV, "C198", 4)
 
 
 def test_stated() -> None:

@@ -8,8 +8,8 @@ import pytest
 
 from tests.checks.mutation_set import Mutation
 from tests.checks.mutation_set_fifth import FIFTH
-from tests.checks.mutation_set_fresh import FRESH, found_at_line
 from tests.checks.mutation_set_fourth import LATE4
+from tests.checks.mutation_set_fresh import FRESH, found_at_line
 from tests.checks.mutation_set_sixth import SIXTH
 from tracec.checks.time_results import clock, stated_clocks
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.checks.mutation_set import Mutation, _findings
-from tests.checks.mutation_set_fresh import FRESH, found_at_line
 from tests.checks.mutation_set_fifth import FIFTH
+from tests.checks.mutation_set_fresh import FRESH, found_at_line
 from tests.checks.mutation_set_sixth import SIXTH
 
 DR = "specs/datetime_reasoning.tracec"

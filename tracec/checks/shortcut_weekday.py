@@ -10,24 +10,15 @@ the `let` the shift's `days` argument is (else the shift call).
 
 from __future__ import annotations
 
-import json
-
 from tracec.checks.blame import at_let
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.time_results import number_output
 from tracec.checks.written_weekday import WEEKDAYS, weekday
 from tracec.domains.units import is_instant_arg
 
 MAX_SEEDS = 64
 MIN_SEEDS = 10
 SHARE = 0.75  # a random weekday is right on 1 in 7
-
-
-def _number(text: str) -> bool:
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        return False
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class ShortcutWeekday(Check):
@@ -56,7 +47,7 @@ class ShortcutWeekday(Check):
             counts[call.name] = nth + 1
             start = [(a, v) for a, v in (call.args or {}).items()
                      if is_instant_arg(schema, call.name, a) and isinstance(v, (int, float))]
-            if len(start) != 1 or len(call.args or {}) < 2 or not _number(out):
+            if len(start) != 1 or len(call.args or {}) < 2 or not number_output(out):
                 continue
             item = self.counts.setdefault(inst.task, [0, 0, (call.name, nth)])
             item[0] += 1

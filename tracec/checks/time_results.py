@@ -44,7 +44,8 @@ def stated_clocks(texts: list[str]) -> set[tuple[int, int]]:
     return {(int(h), int(m)) for text in texts for h, m in _CLOCK.findall(text or "")}
 
 
-def _number(text: str) -> bool:
+def number_output(text: str) -> bool:
+    """A tool output that is one number (`shift_timestamp`'s result)."""
     try:
         value = json.loads(text)
     except (TypeError, ValueError):
@@ -88,7 +89,7 @@ class TimeResults(Check):
             counts[call.name] = nth + 1
             # an earlier gold call computed a number from its arguments (not a plain reading
             # such as get_current_timestamp)
-            if call.name not in writes or not any(_number(r) and c.args for r, c
+            if call.name not in writes or not any(number_output(r) and c.args for r, c
                                                   in zip(results[:n], inst.gold)):
                 continue
             for arg, value in (call.args or {}).items():
@@ -135,7 +136,7 @@ class TimeResults(Check):
             return None
         for j in range(n - 1, -1, -1):
             call = inst.gold[j]
-            if not (_number(results[j]) and call.args):
+            if not (number_output(results[j]) and call.args):
                 continue
             out = json.loads(results[j])
             if clock(out) in said:
