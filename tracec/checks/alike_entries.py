@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tracec.checks.blame import attrs, leaves, names, task_ast
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
 
@@ -84,9 +84,6 @@ class AlikeEntries(Check):
     name = "entries the user's words do not tell apart"
     codes = ("C182",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.inst, ctx.seed

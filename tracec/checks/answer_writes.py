@@ -60,7 +60,6 @@ class AnswerWrites(Check):
         super().__init__(run)
         cap = self.cap
         self.ids = {k.id_field: k.collection for k in cap.domain.entities.values() if k.id_field}
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

@@ -185,6 +185,17 @@ class Check:
 
     def __init__(self, run: RunContext) -> None:
         self.run, self.cap, self.where, self.log = run, run.cap, run.where, run.log
+        # what the check is done with: the tasks (or task and tool, ...) it has judged or
+        # reported, so that each is judged or reported once
+        self.done: set[Any] = set()
+
+    def first_of_task(self, task: str) -> bool:
+        """Whether this is the first instance of ``task`` the check sees (and mark it done): a
+        check judged once per task starts with ``if not self.first_of_task(inst.task): return``."""
+        if task in self.done:
+            return False
+        self.done.add(task)
+        return True
 
     def start(self) -> None:
         """Before the first instance: what the capability alone shows."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 
 # keywords that fire on the agent's request for confirmation
 _ASKS = ("confirm", "proceed", "shall i", "should i", "would you like", "do you want",
@@ -37,15 +37,11 @@ class DeclinedReplies(Check):
     name = "gold writes the user declined"
     codes = ("C164",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, inst = ctx.env, ctx.env.instance
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         writes = [c.name for c in inst.gold if c.name in env.toolbox.writes]
         if not writes:
             return

@@ -79,7 +79,6 @@ class GoldArgs(Check):
                     if path is not None and path[1][-1] != kw.name:
                         items.append((call.name, nth, kw.name, path[0], path[1][:-1], path[1][-1]))
             self.reads[t.name] = items
-        self.done: set[tuple[str, str, str]] = set()
         # task -> (tool, nth, the two keywords, the read): one field read passed twice
         self.twice: dict[str, list[tuple[str, int, str, str, str]]] = {}
         for t in (self.where.ast.tasks if self.where.ast is not None else []):

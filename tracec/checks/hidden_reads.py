@@ -42,7 +42,6 @@ class HiddenReads(Check):
         base = ast.shown_tools if ast is not None else None
         # the capability's `tools [...]`, else every domain tool
         self.base = [r.name for r in base] if base else sorted(self.cap.domain.tools)
-        self.done: set[str] = set()
 
     def _takes(self, tools: list[str]) -> dict[str, list[str]]:
         """Kind name -> the read tools of ``tools`` that take its id."""

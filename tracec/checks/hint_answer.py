@@ -42,14 +42,12 @@ class HintAnswer(Check):
             # `r.origin`, and a nested read `r.flights[0].origin` judged by the fields of `r`
             self.reads[t.name] = [(k, base, e.name) for k, e in enumerate(t.communicate)
                                   if isinstance(e, A.Attr) and (base := root(e)) is not None]
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
         inst = env.instance
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         ts = self.where.tasks.get(inst.task)
         hint = (ts.hint_literal if ts is not None and ts.hint_literal else inst.hint) or ""
         for k, let, field in self.reads.get(inst.task, []):

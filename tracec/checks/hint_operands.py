@@ -154,13 +154,11 @@ class HintOperands(Check):
             self.reads[t.name] = [{r for r in value_reads(e, lets) if r[0] in lets}
                                   for e in t.communicate]
             self.combines[t.name] = [aggregates(e, lets) for e in t.communicate]
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst = ctx.inst
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         ts = self.where.tasks.get(inst.task)
         hint = (ts.hint_literal if ts is not None and ts.hint_literal else inst.hint) or ""
         self._combined(ctx, hint, ts.user_literal if ts is not None else "")

@@ -44,7 +44,6 @@ class HintTools(Check):
         names = set(self.cap.domain.tools) | {t.name for t in self.cap.tools}
         self.pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len,
                                                            reverse=True)) + r")\b") if names else None
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.env.instance, ctx.seed

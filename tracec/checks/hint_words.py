@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 from tracec.checks.hint_tools import _NEGATION, sentences
 
 _PREFIX = re.compile(r"^(set|toggle|switch|turn)_")
@@ -54,15 +54,11 @@ class HintWords(Check):
     name = "hint words vs forbidden switches"
     codes = ("C180",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst = ctx.env.instance
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         ts = self.where.tasks.get(inst.task)
         span = (ts.hint or self.where.hint) if ts is not None else None
         if span is None or not inst.hint or not inst.forbid:

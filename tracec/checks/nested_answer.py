@@ -35,7 +35,6 @@ class NestedAnswer(Check):
                 (k, base, e.name) for k, e in enumerate(t.communicate)
                 if isinstance(e, A.Attr) and not isinstance(e.obj, A.Name)
                 and (base := root(e)) is not None]
-        self.done: set[tuple[str, int]] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.inst, ctx.seed

@@ -42,7 +42,6 @@ class OrdinalEntry(Check):
         # the tasks whose user text's literal words name an entry by its place
         self.tasks = {name for name, ts in self.where.tasks.items()
                       if _ORDINAL.search(ts.user_literal)}
-        self.done: set[str] = set()
 
     @staticmethod
     def _record(db: Mapping, ids: list[str], field: str, n: int) -> tuple[str, Mapping] | None:

@@ -66,7 +66,6 @@ class PastTimes(Check):
         # the record kinds whose `now` field is the world's clock
         self.clocks = [t for t, fields in (getattr(schema, "units", {}) or {}).items()
                        if is_instant(fields.get("now"))]
-        self.done: set[str] = set()
 
     def _now(self, db: dict) -> float | None:
         for kind in self.clocks:

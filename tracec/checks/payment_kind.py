@@ -61,7 +61,6 @@ class PaymentKind(Check):
         super().__init__(run)
         # task -> its user text outside `{...}`, lower case
         self.literal = {name: ts.user_literal.lower() for name, ts in self.where.tasks.items()}
-        self.done: set[str] = set()
         self.kinds: set[str] = set()  # the kinds of the methods of the worlds read
         self.scans = 0  # worlds read for their methods
 

@@ -37,7 +37,6 @@ class PolicyRules(Check):
         # a spec with its own inline policy (`policy """..."""`) replaces the domain's rules
         inline = getattr(cap, "policy", None) is not None
         self.rules = {} if inline else (getattr(cap.domain.schema, "rules", {}) or {})
-        self.done: set[tuple[str, str, str]] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

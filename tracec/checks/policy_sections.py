@@ -63,15 +63,13 @@ class PolicySections(Check):
         super().__init__(run)
         cap = self.cap
         self.schema = cap.domain.schema
-        self.done: set[str] = set()
         self.shown: dict[str, list] | None = None
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed
         inst = env.instance
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         if not self.cap.domain.policy or getattr(self.cap, "policy", None) is not None:
             return  # no domain policy, or the spec's own inline one replaces it
         tools = [c.name for c in inst.gold] + [f.name for f in inst.forbid]

@@ -22,7 +22,6 @@ class PromptComplete(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.done: set[str] = set()
         names = set(self.cap.domain.tools) | {t.name for t in self.cap.tools}
         self.pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len,
                                                            reverse=True)) + r")\b") if names else None

@@ -29,13 +29,11 @@ class ReadFirst(Check):
         inline = getattr(self.cap, "policy", None) is not None
         rules = {} if inline else (getattr(self.cap.domain.schema, "rules", {}) or {})
         self.guards = {tool: {r.arg for r in items} for tool, items in rules.items()}
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst = ctx.inst
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         writes = ctx.env.toolbox.writes
         counts: dict[str, int] = {}
         for n, call in enumerate(inst.gold):

@@ -8,7 +8,7 @@ drawn instance of each task, reported at its first forbid.
 
 from __future__ import annotations
 
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 from tracec.checks.refusals import asks_for
 
 
@@ -18,15 +18,11 @@ class RefusalForbids(Check):
     name = "refusals' forbids vs the write asked for"
     codes = ("C179",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, box = ctx.inst, ctx.env.toolbox
-        if inst.task in self.done:
+        if not self.first_of_task(inst.task):
             return
-        self.done.add(inst.task)
         if not inst.forbid or any(c.name in box.writes for c in inst.gold):
             return
         shown = set(box.tools or {})

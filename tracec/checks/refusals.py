@@ -63,7 +63,6 @@ class Refusals(Check):
         self.rules = {} if inline else (getattr(cap.domain.schema, "rules", {}) or {})
         self.pre = getattr(cap.domain.schema, "preconditions", {}) or {}
         self.tables = {k.name: k.collection for k in cap.domain.entities.values()}
-        self.done: set[tuple[str, int]] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 
 _GENERIC = {"set", "get", "status", "update", "modify", "add", "remove", "service", "details",
             "info", "of", "the", "by", "to"}
@@ -65,9 +65,6 @@ class ReplyWords(Check):
     name = "what scripted replies ask for"
     codes = ("C199",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst = ctx.inst

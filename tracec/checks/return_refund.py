@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.check import Check, InstanceContext
 
 MAX_SEEDS = 32
 _ASKS = re.compile(r"\b(refund(ed)?|get back|money back)\b", re.IGNORECASE)
@@ -40,9 +40,6 @@ class ReturnRefund(Check):
     name = "a return's refund"
     codes = ("C170",)
 
-    def __init__(self, run: RunContext) -> None:
-        super().__init__(run)
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

@@ -31,7 +31,6 @@ class SeenWeekday(Check):
 
     def __init__(self, run: RunContext) -> None:
         super().__init__(run)
-        self.done: set[str] = set()
         self.flagged: list[tuple[str, int]] = []  # (task, answer index) reported
 
     def instance(self, ctx: InstanceContext) -> None:

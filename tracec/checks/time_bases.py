@@ -50,7 +50,6 @@ class TimeBases(Check):
                     if not direct(kw.value, lets):
                         first = next((n for n in names(kw.value) if n in lets), None)
                         self.computed[(t.name, c.name, nth, kw.name)] = first
-        self.done: set[str] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         env, seed = ctx.env, ctx.seed

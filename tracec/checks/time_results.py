@@ -67,7 +67,6 @@ class TimeResults(Check):
             lets = {let.name: let.value for let in t.lets}
             self.computed[t.name] = {(c.name, kw.name) for c in A.gold_calls(t.gold)
                                      for kw in c.args if not direct(kw.value, lets)}
-        self.done: set[str] = set()
         self.wrong = WrongVariable(self.where)
 
     def instance(self, ctx: InstanceContext) -> None:

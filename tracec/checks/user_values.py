@@ -84,7 +84,6 @@ class UserValues(Check):
                     fields.setdefault(p.name, []).append(p)
             if fields:
                 self.stated[t.name] = fields
-        self.done: set[tuple[str, str, str]] = set()
 
     def instance(self, ctx: InstanceContext) -> None:
         inst, seed = ctx.inst, ctx.seed
