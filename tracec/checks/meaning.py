@@ -219,7 +219,8 @@ class MeaningChecks(Check):
             return ts.user, f" (the `user` text's own words state `{own[2]}`)"
         t = task_ast(self.where, task)
         read = names(t.user) if t is not None and t.user is not None else set()
-        said_let = next((r for r in ts.communicate_roots if r and r in read), None)
+        said_let = next((e.id for e in (t.communicate if t is not None else [])
+                         if isinstance(e, A.Name) and e.id in read), None)  # `{wd}`, not `{r.id}`
         if ts.user is not None and said_let is not None:
             return ts.user, f" (the `user` text interpolates `{{{said_let}}}`, the answer's `let`)"
         return span, ""
