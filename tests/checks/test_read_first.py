@@ -51,3 +51,15 @@ def test_owned_reads_the_first_user_id_the_words_give() -> None:
     assert rule(db, {"reservation_id": "R1"}, words) is None
     assert "bo_wu_2" in (rule(db, {"reservation_id": "R2"}, words) or "")
     assert rule(db, {"reservation_id": "R2"}, "Please cancel R2.") is None  # no id said
+
+
+def test_a_retail_write_before_authenticating_is_reported_at_the_gold_s_first_call() -> None:
+    """C188: the retail policy has the agent authenticate first, even given the user id."""
+    from tests.checks.mutation_set_ninth import NINTH
+    f = found_at_line(next(m for m in NINTH if m.name == "return_without_authentication"), "C188")
+    assert "authenticates the user" in f["message"], f["message"]
+
+
+def test_authenticated_retail_tasks_and_airline_tasks_are_not_reported() -> None:
+    for spec in ("specs/tool_calling_precision.tracec", PV):
+        assert not findings_of(spec, "C188", 4), spec

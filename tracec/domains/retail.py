@@ -96,6 +96,7 @@ SCHEMA = Schema(
         "order_payment": {"transaction_type": ("payment", "refund")},
     },
     rules=retail_rules(),
+    auth_tools=("find_user_id_by_email", "find_user_id_by_name_zip"),
     sections={"cancel_pending_order": ("Cancel pending order",),
               "modify_pending_order_address": ("Modify pending order",),
               "modify_pending_order_payment": ("Modify payment",),

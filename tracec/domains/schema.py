@@ -107,6 +107,9 @@ class Schema:
     # the domain's fixed clock (ISO `2024-05-15T15:00:00`), when it has one: the "now" of its
     # policy rules and of what a spec may state as the current time
     now: str = ""
+    # the tools that authenticate the user, when the policy demands it before any write
+    # ("authenticate the user identity ... even when the user already provides the user id")
+    auth_tools: tuple[str, ...] = ()
 
     def unit(self, type_name: str, field_name: str) -> str | None:
         return self.units.get(type_name, {}).get(field_name)
