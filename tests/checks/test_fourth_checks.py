@@ -31,7 +31,7 @@ OTHERS = [
     # the user asks to pay with their PayPal account, the gold switches to any other method
     Mutation("tcp_switch_to_paypal", TCP, "Also charge that order to {pm} instead.",
              "Also charge that order to my PayPal account instead.", "C172",
-             line_of='user """Hi, I\'m {owner.user_id}. I\'m staying with my sister'),
+             line_of='user """Hi, my email is {owner.email}. I\'m staying with my sister'),
     # the gold looks the owner up where the user names the sender
     Mutation("dr_search_owner_by_name", DR, "search_contacts(name = s.name)\n      search_messages(sender_person_id = s.person_id)\n      timestamp_to_datetime_info(timestamp = ts)",
              "search_contacts(name = owner.name)\n      search_messages(sender_person_id = s.person_id)\n      timestamp_to_datetime_info(timestamp = ts)",

@@ -80,7 +80,7 @@ def test_a_write_that_changes_nothing() -> None:
                                          "`return_delivered_order_items` at line 39)")),
     ("return_from_an_undelivered_order", "C102", "(`let ord` draws order '"),
     ("payment_switch_to_the_same_method", "C102", ("(`payment_method_id` = `pm`, passed to the gold "
-                                                  "call `modify_pending_order_payment` at line 87)")),
+                                                  "call `modify_pending_order_payment` at line 88)")),
     ("dob_fix_keeps_the_old_date", "C162", "(`let fixed2` builds what it passes at line 133)"),
     ("always_the_first_date", "C344", ("(the `communicate` at line 32 reads `d`, which is already "
                                       "the same on those seeds)")),
