@@ -224,3 +224,24 @@ def test_a_table_of_a_dict_subclass_takes_the_part_by_part_walks() -> None:
     w["flights"]["F1"]["cards"] = w["users"]["u1"]["cards"]  # shared, inside the subclass
     assert not world_mod._tree(w)
     assert world_mod._apart_tables(w, ["flights"], ["users"]) == ([], [])
+
+
+def test_tasks_of_a_seed_share_the_first_world_and_its_frozen_form_only_when_unchanged() -> None:
+    """A forced reset keeps its first world under its seed; another task of the seed that draws
+    it and writes nothing to it reuses its FrozenWorld. Tasks that redraw or add records (the
+    distractors of multi_step's and datetime's tasks) get their own: every reset equals a
+    fresh env's."""
+    for name in ("multi_step_task_completion", "datetime_reasoning"):
+        cls = env_class(compile_file(ROOT / "specs" / f"{name}.tracec").module)
+        env, frozen = cls(), []
+        for seed in range(6):
+            for task in cls.capability.tasks:
+                env.reset(seed=seed, options={"task": task.name})
+                fresh = cls()
+                fresh.reset(seed=seed, options={"task": task.name})
+                assert env.initial_db == fresh.initial_db and env.gold_db == fresh.gold_db
+                assert env.initial_copy() == fresh.initial_copy() == env.initial_db
+                assert env.instance.user == fresh.instance.user
+                frozen.append(env._frozen_initial)
+        if name == "multi_step_task_completion":  # its tasks add nothing to the world
+            assert len({id(f) for f in frozen}) < len(frozen)

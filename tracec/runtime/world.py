@@ -426,8 +426,18 @@ def _fresh_id(rng: random.Random, kind: EntityKind, db: dict) -> str:
             return candidate
 
 
+_WRITES = [0]  # records inserted by add and clone (the only writes spec code makes to a world)
+
+
+def writes() -> int:
+    """How many records :func:`add` and :func:`clone` (``spawn`` too) have inserted so far: a
+    task function that leaves it unchanged left its world as it was drawn."""
+    return _WRITES[0]
+
+
 def add(rng: random.Random, domain: Domain, db: dict, kind: str, fields: Mapping[str, Any] | None = None) -> dict:
     """Generate one ``kind`` record consistent with ``fields``, insert it, and return it."""
+    _WRITES[0] += 1
     ek = _entity(domain, kind)
     overrides = dict(fields or {})
     record = ek.generate(rng, db, overrides)
@@ -463,6 +473,7 @@ def clone(
     fields: Mapping[str, Any] | None = None,
 ) -> dict:
     """A copy of ``record`` with ``fields`` changed and a fresh id unless ``fields`` gives one."""
+    _WRITES[0] += 1
     ek = _entity(domain, kind)
     new = copy_json(dict(record))
     new.update(fields or {})
