@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
+from tracec.domains.base import Domain, EntityKind, fresh_id, lookup, scan
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.policy_rules import retail_rules
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
@@ -254,7 +254,7 @@ def exchange_delivered_order_items(
 
 
 def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str) -> str:  # noqa: A002
-    for user_id, user in db["users"].items():
+    for user_id, user in scan(db["users"]):  # read only: the users are not copied
         if (
             user["name"]["first_name"].lower() == first_name.lower()
             and user["name"]["last_name"].lower() == last_name.lower()
@@ -265,7 +265,7 @@ def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str
 
 
 def find_user_id_by_email(db: dict, email: str) -> str:
-    for user_id, user in db["users"].items():
+    for user_id, user in scan(db["users"]):  # read only: the users are not copied
         if user["email"].lower() == email.lower():
             return user_id
     raise ValueError("User not found")
@@ -291,7 +291,7 @@ def get_user_details(db: dict, user_id: str) -> dict:
 
 
 def list_all_product_types(db: dict) -> str:
-    return json.dumps({p["name"]: p["product_id"] for p in db["products"].values()}, sort_keys=True)
+    return json.dumps({p["name"]: p["product_id"] for _, p in scan(db["products"])}, sort_keys=True)
 
 
 def modify_pending_order_address(
