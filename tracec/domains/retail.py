@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -485,6 +486,24 @@ def _digits(rng: random.Random, n: int) -> str:
     return str(lo + r)
 
 
+def _digits_draw(rng: random.Random, n: int) -> Callable[[], str]:
+    """``lambda: _digits(rng, n)``, its constants computed once."""
+    lo = 10 ** (n - 1)
+    if not fastrand.fast(rng):
+        return lambda: str(rng.randint(lo, 10**n - 1))
+    width = 10**n - lo
+    k = width.bit_length()
+    getbits = rng.getrandbits
+
+    def draw() -> str:
+        r = getbits(k)
+        while r >= width:
+            r = getbits(k)
+        return str(lo + r)
+
+    return draw
+
+
 def _all_item_ids(db: dict) -> set[str]:
     return {i for p in db.get("products", {}).values() for i in p["variants"]}
 
@@ -537,30 +556,37 @@ def generate_user(rng: random.Random, db: dict, overrides: Mapping[str, Any]) ->
     return user
 
 
+_CATALOG_NAMES = sorted(CATALOG)
+_CATALOG_KINDS = tuple(CATALOG.values())
+
+
 def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
-    used = {p["name"] for p in db.get("products", {}).values()}
+    products = db.get("products", {})
+    used = {p["name"] for p in products.values()}
     pick = fastrand.choice(rng)  # == rng.choice, draw for draw
-    name = overrides.get("name") or pick(sorted(set(CATALOG) - used) or sorted(CATALOG))
-    options, (lo, hi) = CATALOG.get(name, pick(list(CATALOG.values())))
+    name = overrides.get("name") or pick(sorted(set(CATALOG) - used) or _CATALOG_NAMES)
+    options, (lo, hi) = CATALOG.get(name, pick(_CATALOG_KINDS))
     combos: dict[tuple, dict] = {}
     items = list(options.items())
     for _ in range(fastrand.randint(rng)(3, 10)):
         combo = tuple([(k, pick(v)) for k, v in items])
         combos.setdefault(combo, dict(combo))
-    taken = set(db.get("products", {})) | _all_item_ids(db)
+    taken = set(products) | _all_item_ids(db)  # what new_product_id excludes too
+    ten_digits = _digits_draw(rng, 10)
+    rand, uniform = rng.random, rng.uniform
     variants = {}
     for opts in combos.values():
-        while (item_id := _digits(rng, 10)) in taken or item_id in variants:
+        while (item_id := ten_digits()) in taken or item_id in variants:
             pass
         variants[item_id] = {
             "item_id": item_id,
             "options": opts,
-            "available": rng.random() < 0.65,
-            "price": round(rng.uniform(lo, hi), 2),
+            "available": rand() < 0.65,
+            "price": round(uniform(lo, hi), 2),
         }
     product = {
         "name": name,
-        "product_id": overrides.get("product_id") or new_product_id(rng, db),
+        "product_id": overrides.get("product_id") or fresh_id(rng, taken, lambda r: ten_digits()),
         "variants": variants,
     }
     product.update(overrides)  # built in τ²'s shape (conform_plain would change nothing it drew)
@@ -584,8 +610,9 @@ def _items(rng: random.Random, db: dict) -> list[dict]:
         PRODUCT.add(db, generate_product(rng, db, {}))
     items = []
     pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    ids = sorted(products)
     for _ in range(fastrand.randint(rng)(1, 5)):
-        product = products[pick(sorted(products))]
+        product = products[pick(ids)]
         variant = product["variants"][pick(sorted(product["variants"]))]
         items.append(
             {
@@ -599,12 +626,13 @@ def _items(rng: random.Random, db: dict) -> list[dict]:
     return items
 
 
+_STATUS_DRAW = ("pending",) * 4 + ("delivered",) * 4 + ("processed", "cancelled")
+
+
 def generate_order(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
     user = _ensure_user(rng, db, overrides.get("user_id"))
     items = overrides.get("items") or _items(rng, db)
-    status = overrides.get("status") or rng.choice(
-        ("pending",) * 4 + ("delivered",) * 4 + ("processed", "cancelled")
-    )
+    status = overrides.get("status") or rng.choice(_STATUS_DRAW)
     fulfillments = (
         []
         if status.startswith("pending") or status == "cancelled"
