@@ -245,3 +245,30 @@ def test_tasks_of_a_seed_share_the_first_world_and_its_frozen_form_only_when_unc
                 frozen.append(env._frozen_initial)
         if name == "multi_step_task_completion":  # its tasks add nothing to the world
             assert len({id(f) for f in frozen}) < len(frozen)
+
+
+def test_episode_copies_share_the_initial_world_s_records_and_never_write_them() -> None:
+    """A reset's FrozenWorld takes the initial world's own records as the copies' shared
+    originals (no deserialised second copy): an episode that writes (a direct change, a tool
+    call) changes its own copies only; the initial world and later copies stay as drawn."""
+    for name in ("tool_calling_precision", "multi_step_task_completion"):
+        cls = env_class(compile_file(ROOT / "specs" / f"{name}.tracec").module)
+        env = cls()
+        for seed in range(4):
+            for task in cls.capability.tasks:
+                env.reset(seed=seed, options={"task": task.name})
+                drawn = copy.deepcopy(env.initial_db)
+                table = next(t for t in ("reservations", "orders") if t in env.initial_db)
+                rid = next(iter(env.initial_db[table]))
+                copy_ = env.initial_copy()
+                if name == "tool_calling_precision":  # (multi_step's tasks share one FrozenWorld)
+                    assert dict.__getitem__(dict.__getitem__(copy_, table), rid) \
+                        is env.initial_db[table][rid]  # the shared original
+                env.db[table][rid]["status"] = "changed"
+                tool = "cancel_reservation" if table == "reservations" else "cancel_pending_order"
+                args = {"reservation_id": rid} if table == "reservations" else \
+                    {"order_id": rid, "reason": "no longer needed"}
+                env.step(hermes(tool, args))
+                assert env.initial_db == drawn and env.initial_copy() == drawn
+                env.restart()
+                assert env.db == drawn and env.initial_db[table][rid] == drawn[table][rid]

@@ -414,14 +414,17 @@ class CapabilityEnv(gym.Env[str, str]):
         domain = self.capability.domain
         frozen = entry[2] if entry is not None else None
         if frozen is None:
-            frozen = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables)
+            frozen = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables,
+                                 originals=True)
             if entry is not None:
                 entry[2] = frozen
         self._frozen_initial = frozen
         gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)
-        self.initial_db = initial  # the task's records (inst.values) point into this copy
+        # the task's records (inst.values) point into this copy; read only: its tables and
+        # records are also the shared originals of every copy of the initial world
+        self.initial_db = initial
         self.rivals = Rivals(initial, domain.schema.enums)
         self.gold_db = gold_db
         self._gold_hash: str | None = None

@@ -152,7 +152,11 @@ class FrozenWorld:
     __slots__ = ("_blobs", "_keys", "_pristine", "_record_blobs", "_record_pristine", "_rest",
                  "_whole")
 
-    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = ()):
+    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = (),
+                 originals: bool = False):
+        """``originals``: ``world``'s own lazy tables and records are the copies' shared
+        originals (instead of deserialised ones): for a world no code writes to once frozen
+        (a reset's initial world)."""
         self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
@@ -178,9 +182,13 @@ class FrozenWorld:
         except ValueError:
             self._blobs, self._record_blobs, self._whole = {}, {}, Frozen(world)
             return
-        self._pristine = {k: _pristine(b) for k, b in self._blobs.items()}
-        self._record_pristine = {k: {i: _pristine(b) for i, b in blobs.items()}
-                                 for k, blobs in self._record_blobs.items()}
+        if originals:
+            self._pristine = {k: world[k] for k in self._blobs}
+            self._record_pristine = {k: dict(world[k]) for k in self._record_blobs}
+        else:
+            self._pristine = {k: _pristine(b) for k, b in self._blobs.items()}
+            self._record_pristine = {k: {i: _pristine(b) for i, b in blobs.items()}
+                                     for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
 
     @property
