@@ -60,9 +60,10 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager]]:
                 records: bool = True) -> Iterator[None]:
         saved = env_mod.FrozenWorld, checks_run.old_objects_frozen, env_mod.WORLD_CACHE
         if not copies:
-            env_mod.FrozenWorld = lambda world, lazy=(), records=(): Frozen(world)
+            env_mod.FrozenWorld = lambda world, lazy=(), records=(), originals=False: Frozen(world)
         elif not records:
-            env_mod.FrozenWorld = lambda world, lazy=(), records=(): FrozenWorld(world, lazy)
+            env_mod.FrozenWorld = (lambda world, lazy=(), records=(), originals=False:
+                                   FrozenWorld(world, lazy, originals=originals))
         if not gc_block:
             checks_run.old_objects_frozen = contextlib.nullcontext
         if not cache:

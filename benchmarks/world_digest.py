@@ -8,6 +8,12 @@ its variant), seed for seed:
     python benchmarks/world_digest.py /tmp/old.json /tmp/old/*.py
     python benchmarks/world_digest.py /tmp/new.json generated_envs/x.py
     python benchmarks/world_digest.py --compare /tmp/old.json /tmp/new.json
+
+After a change to world generation or caching (not to the compiler), digest the same generated
+modules under each tree, with every task forced in turn as ``tracec check`` resets them:
+
+    (cd OLD_TREE && PYTHONPATH=. python benchmarks/world_digest.py --forced --seeds 256 /tmp/old.json generated_envs/*.py)
+    (cd NEW_TREE && PYTHONPATH=. python benchmarks/world_digest.py --forced --seeds 256 /tmp/new.json generated_envs/*.py)
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from tracec.harness.resolve import env_class
 
 
 def _load(path: Path):
+    if (path.parent / "__init__.py").exists():  # a package's module (a variant imports its base)
+        sys.path.insert(0, str(path.parent.resolve().parent))
+        return importlib.import_module(f"{path.parent.name}.{path.stem}")
     spec = importlib.util.spec_from_file_location(f"digest_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -31,10 +40,29 @@ def _load(path: Path):
     return module
 
 
-def digest(path: Path, seeds: int) -> dict:
+def _forced_row(env, seed: int) -> str:
+    """Each task of ``seed`` forced in turn on one env (as ``tracec check`` resets them), then
+    the seeded reset: initial and gold worlds, instance and first messages, key order kept."""
+    parts = []
+    for task in [t.name for t in env.capability.tasks] + [None]:
+        obs, info = env.reset(seed=seed, options={"task": task} if task else None)
+        inst = env.instance
+        parts.append(json.dumps({
+            "initial": env.initial_db, "db": env.db, "gold_db": env.gold_db, "task": inst.task,
+            "user": inst.user, "gold": [(c.name, c.args) for c in inst.gold],
+            "forbid": [(c.name, c.args) for c in inst.forbid], "values": inst.values,
+            "communicate": inst.communicate, "obs": obs, "messages": info["messages"]},
+            default=repr))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def digest(path: Path, seeds: int, forced: bool = False) -> dict:
     env = env_class(_load(path))()
     rows = []
     for seed in range(seeds):
+        if forced:
+            rows.append(_forced_row(env, seed))
+            continue
         obs, info = env.reset(seed=seed)
         inst = env.instance
         blob = json.dumps({"db": env.db, "task": inst.task, "user": inst.user,
@@ -52,6 +80,10 @@ def main() -> None:
                     help="env modules (with --compare: the second digest)")
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--compare", action="store_true", help="compare two digest files")
+    ap.add_argument("--forced", action="store_true",
+                    help="per seed: every task forced in turn on one env, then the seeded reset, "
+                         "with key order and the gold world (what a change to world caching or "
+                         "generation must keep)")
     args = ap.parse_args()
     if args.compare:
         a = json.loads(args.out.read_text())
@@ -64,7 +96,8 @@ def main() -> None:
             print(f"{name}: {same}/{len(a[name]['rows'])} seeds identical"
                   + ("" if a[name]["tasks"] == b[name]["tasks"] else " (task lists differ)"))
         return
-    out = {p.stem: digest(p, args.seeds) for p in args.modules if p.name != "__init__.py"}
+    out = {p.stem: digest(p, args.seeds, args.forced) for p in args.modules
+           if p.name != "__init__.py"}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.out}: {len(out)} env(s) x {args.seeds} seeds")
 

@@ -84,3 +84,44 @@ def test_compiled_conform_equals_the_plain_recursion() -> None:
                         fast = common.conform(value, t, mod.LAYOUT)
                         plain = common.conform_plain(value, t, mod.LAYOUT)
                         assert json.dumps(fast) == json.dumps(plain)
+
+
+def _shape(x: object) -> str:
+    """Key order and int/float kinds included (json.dumps writes 1.0 and 1 apart)."""
+    import json
+
+    return json.dumps(x)
+
+
+def test_retail_records_are_built_in_conformed_shape() -> None:
+    """The retail generators skip `conform`: every record they make is what `conform_plain`
+    makes of it with the spec's fixed fields as given (as `add` leaves them), also from
+    records a spec fixed oddly (int prices, a reordered address), and no dict or list is shared
+    between records."""
+    from tracec.domains import retail
+    from tracec.domains.tau2_common import conform_plain
+    from tracec.runtime.world import _tree, add
+
+    dom, kinds = retail.DOMAIN, {"product": "products", "user": "users", "order": "orders"}
+
+    def made(rng: random.Random, db: dict, kind: str, fields: dict) -> None:
+        r = add(rng, dom, db, kind, fields)
+        want = conform_plain(r, retail.RECORD_TYPES[kinds[kind]], retail.LAYOUT)
+        want.update(fields)
+        assert _shape(r) == _shape(want), (seed, kind)
+
+    for seed in range(150):
+        rng, db = random.Random(seed), retail.empty_db()
+        if seed % 3 == 0:  # a product with int prices, a user with an odd address order
+            made(rng, db, "product", {"name": "Odd Lamp", "variants": {"1": {
+                "item_id": "1", "options": {"b": "x", "a": "y"}, "available": True, "price": 7}}})
+            made(rng, db, "user", {"address": {"zip": "1", "city": "c", "address1": "a"}})
+        for kind, n in (("product", 3), ("user", 2), ("order", 6)):
+            for i in range(n):
+                fields: dict = {}
+                if kind == "order" and i % 2:
+                    fields = {"user_id": next(iter(db["users"])), "status": "pending"}
+                if kind == "order" and i == 3:
+                    fields["exchange_price_difference"] = 5
+                made(rng, db, kind, fields)
+        assert _tree(db)

@@ -224,3 +224,51 @@ def test_a_table_of_a_dict_subclass_takes_the_part_by_part_walks() -> None:
     w["flights"]["F1"]["cards"] = w["users"]["u1"]["cards"]  # shared, inside the subclass
     assert not world_mod._tree(w)
     assert world_mod._apart_tables(w, ["flights"], ["users"]) == ([], [])
+
+
+def test_tasks_of_a_seed_share_the_first_world_and_its_frozen_form_only_when_unchanged() -> None:
+    """A forced reset keeps its first world under its seed; another task of the seed that draws
+    it and writes nothing to it reuses its FrozenWorld. Tasks that redraw or add records (the
+    distractors of multi_step's and datetime's tasks) get their own: every reset equals a
+    fresh env's."""
+    for name in ("multi_step_task_completion", "datetime_reasoning"):
+        cls = env_class(compile_file(ROOT / "specs" / f"{name}.tracec").module)
+        env, frozen = cls(), []
+        for seed in range(6):
+            for task in cls.capability.tasks:
+                env.reset(seed=seed, options={"task": task.name})
+                fresh = cls()
+                fresh.reset(seed=seed, options={"task": task.name})
+                assert env.initial_db == fresh.initial_db and env.gold_db == fresh.gold_db
+                assert env.initial_copy() == fresh.initial_copy() == env.initial_db
+                assert env.instance.user == fresh.instance.user
+                frozen.append(env._frozen_initial)
+        if name == "multi_step_task_completion":  # its tasks add nothing to the world
+            assert len({id(f) for f in frozen}) < len(frozen)
+
+
+def test_episode_copies_share_the_initial_world_s_records_and_never_write_them() -> None:
+    """A reset's FrozenWorld takes the initial world's own records as the copies' shared
+    originals (no deserialised second copy): an episode that writes (a direct change, a tool
+    call) changes its own copies only; the initial world and later copies stay as drawn."""
+    for name in ("tool_calling_precision", "multi_step_task_completion"):
+        cls = env_class(compile_file(ROOT / "specs" / f"{name}.tracec").module)
+        env = cls()
+        for seed in range(4):
+            for task in cls.capability.tasks:
+                env.reset(seed=seed, options={"task": task.name})
+                drawn = copy.deepcopy(env.initial_db)
+                table = next(t for t in ("reservations", "orders") if t in env.initial_db)
+                rid = next(iter(env.initial_db[table]))
+                copy_ = env.initial_copy()
+                if name == "tool_calling_precision":  # (multi_step's tasks share one FrozenWorld)
+                    assert dict.__getitem__(dict.__getitem__(copy_, table), rid) \
+                        is env.initial_db[table][rid]  # the shared original
+                env.db[table][rid]["status"] = "changed"
+                tool = "cancel_reservation" if table == "reservations" else "cancel_pending_order"
+                args = {"reservation_id": rid} if table == "reservations" else \
+                    {"order_id": rid, "reason": "no longer needed"}
+                env.step(hermes(tool, args))
+                assert env.initial_db == drawn and env.initial_copy() == drawn
+                env.restart()
+                assert env.db == drawn and env.initial_db[table][rid] == drawn[table][rid]

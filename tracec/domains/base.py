@@ -131,6 +131,14 @@ def new_id_in(collection: str, make: Callable[[random.Random], str]) -> Callable
     return lambda rng, db: fresh_id(rng, db.get(collection) or {}, make)
 
 
+def scan(table: Mapping[str, Any]) -> Any:
+    """``table.items()`` for a search that only reads the records and returns none of them
+    (an id, a JSON text): on an episode's lazy copy of a table (``tracec.runtime.world``'s
+    ``LazyWorld``, a dict) the records no code has read yet are its shared originals, read here
+    without a copy each; never write what it yields, nor hand it out."""
+    return dict.items(table) if isinstance(table, dict) else table.items()
+
+
 def lookup(db: Mapping[str, Any], collection: str, key: Any, missing: str) -> dict:
     """``db[collection][key]``; ``ValueError(missing)`` when there is none (the target's wording)."""
     records = db[collection]

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
 from tracec.core.types import BOOL, FLOAT, STR, ListT, MapT, ObjT, obj
 from tracec.domains import fastrand
 from tracec.domains import tau2_common as common
-from tracec.domains.base import Domain, EntityKind, fresh_id, lookup
+from tracec.domains.base import Domain, EntityKind, fresh_id, lookup, scan
 from tracec.domains.jsoncopy import deep_copy
 from tracec.domains.policy_rules import retail_rules
 from tracec.domains.schema import Precondition, Ref, Schema, preconditions, refs
@@ -255,7 +256,7 @@ def exchange_delivered_order_items(
 
 
 def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str) -> str:  # noqa: A002
-    for user_id, user in db["users"].items():
+    for user_id, user in scan(db["users"]):  # read only: the users are not copied
         if (
             user["name"]["first_name"].lower() == first_name.lower()
             and user["name"]["last_name"].lower() == last_name.lower()
@@ -266,7 +267,7 @@ def find_user_id_by_name_zip(db: dict, first_name: str, last_name: str, zip: str
 
 
 def find_user_id_by_email(db: dict, email: str) -> str:
-    for user_id, user in db["users"].items():
+    for user_id, user in scan(db["users"]):  # read only: the users are not copied
         if user["email"].lower() == email.lower():
             return user_id
     raise ValueError("User not found")
@@ -292,7 +293,7 @@ def get_user_details(db: dict, user_id: str) -> dict:
 
 
 def list_all_product_types(db: dict) -> str:
-    return json.dumps({p["name"]: p["product_id"] for p in db["products"].values()}, sort_keys=True)
+    return json.dumps({p["name"]: p["product_id"] for _, p in scan(db["products"])}, sort_keys=True)
 
 
 def modify_pending_order_address(
@@ -463,6 +464,15 @@ CATALOG: dict[str, tuple[dict[str, tuple[str, ...]], tuple[float, float]]] = {
 }
 
 
+# The generators build their records in τ²'s shape (declared key order, floats, the order's
+# null fields): what `conform` would make of them, without a second copy of every record. A
+# part taken from another record (a user's address, a variant's price) is conformed as such;
+# tests/domains/test_fast_generation.py checks the records against `conform_plain`.
+_ADDRESS = common.plan(ADDRESS, LAYOUT)
+_float = common.plan(FLOAT, LAYOUT)
+_ORDER_NULLS = dict.fromkeys(list(ORDER_FIELDS)[7:])  # in declared order
+
+
 def _digits(rng: random.Random, n: int) -> str:
     """``str(rng.randint(10 ** (n - 1), 10**n - 1))``, drawn as ``randint`` draws (fastrand)."""
     lo = 10 ** (n - 1)
@@ -475,6 +485,24 @@ def _digits(rng: random.Random, n: int) -> str:
     while r >= width:
         r = getbits(k)
     return str(lo + r)
+
+
+def _digits_draw(rng: random.Random, n: int) -> Callable[[], str]:
+    """``lambda: _digits(rng, n)``, its constants computed once."""
+    lo = 10 ** (n - 1)
+    if not fastrand.fast(rng):
+        return lambda: str(rng.randint(lo, 10**n - 1))
+    width = 10**n - lo
+    k = width.bit_length()
+    getbits = rng.getrandbits
+
+    def draw() -> str:
+        r = getbits(k)
+        while r >= width:
+            r = getbits(k)
+        return str(lo + r)
+
+    return draw
 
 
 def _all_item_ids(db: dict) -> set[str]:
@@ -525,38 +553,45 @@ def generate_user(rng: random.Random, db: dict, overrides: Mapping[str, Any]) ->
         "payment_methods": _payment_methods(rng, db),
         "orders": [],
     }
-    user.update(overrides)
-    return common.conform(user, RECORD_TYPES["users"], LAYOUT)
+    user.update(overrides)  # built in τ²'s shape (conform_plain would change nothing it drew)
+    return user
+
+
+_CATALOG_NAMES = sorted(CATALOG)
+_CATALOG_KINDS = tuple(CATALOG.values())
 
 
 def generate_product(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
-    used = {p["name"] for p in db.get("products", {}).values()}
+    products = db.get("products", {})
+    used = {p["name"] for p in products.values()}
     pick = fastrand.choice(rng)  # == rng.choice, draw for draw
-    name = overrides.get("name") or pick(sorted(set(CATALOG) - used) or sorted(CATALOG))
-    options, (lo, hi) = CATALOG.get(name, pick(list(CATALOG.values())))
+    name = overrides.get("name") or pick(sorted(set(CATALOG) - used) or _CATALOG_NAMES)
+    options, (lo, hi) = CATALOG.get(name, pick(_CATALOG_KINDS))
     combos: dict[tuple, dict] = {}
     items = list(options.items())
     for _ in range(fastrand.randint(rng)(3, 10)):
         combo = tuple([(k, pick(v)) for k, v in items])
         combos.setdefault(combo, dict(combo))
-    taken = set(db.get("products", {})) | _all_item_ids(db)
+    taken = set(products) | _all_item_ids(db)  # what new_product_id excludes too
+    ten_digits = _digits_draw(rng, 10)
+    rand, uniform = rng.random, rng.uniform
     variants = {}
     for opts in combos.values():
-        while (item_id := _digits(rng, 10)) in taken or item_id in variants:
+        while (item_id := ten_digits()) in taken or item_id in variants:
             pass
         variants[item_id] = {
             "item_id": item_id,
             "options": opts,
-            "available": rng.random() < 0.65,
-            "price": round(rng.uniform(lo, hi), 2),
+            "available": rand() < 0.65,
+            "price": round(uniform(lo, hi), 2),
         }
     product = {
         "name": name,
-        "product_id": overrides.get("product_id") or new_product_id(rng, db),
+        "product_id": overrides.get("product_id") or fresh_id(rng, taken, lambda r: ten_digits()),
         "variants": variants,
     }
-    product.update(overrides)
-    return common.conform(product, RECORD_TYPES["products"], LAYOUT)
+    product.update(overrides)  # built in τ²'s shape (conform_plain would change nothing it drew)
+    return product
 
 
 def _ensure_user(rng: random.Random, db: dict, user_id: str | None) -> dict:
@@ -576,48 +611,51 @@ def _items(rng: random.Random, db: dict) -> list[dict]:
         PRODUCT.add(db, generate_product(rng, db, {}))
     items = []
     pick = fastrand.choice(rng)  # == rng.choice, draw for draw
+    ids = sorted(products)
     for _ in range(fastrand.randint(rng)(1, 5)):
-        product = products[pick(sorted(products))]
+        product = products[pick(ids)]
         variant = product["variants"][pick(sorted(product["variants"]))]
         items.append(
             {
                 "name": product["name"],
                 "product_id": product["product_id"],
                 "item_id": variant["item_id"],
-                "price": variant["price"],
+                "price": _float(variant["price"]),
                 "options": dict(variant["options"]),
             }
         )
     return items
 
 
+_STATUS_DRAW = ("pending",) * 4 + ("delivered",) * 4 + ("processed", "cancelled")
+
+
 def generate_order(rng: random.Random, db: dict, overrides: Mapping[str, Any]) -> dict:
     user = _ensure_user(rng, db, overrides.get("user_id"))
     items = overrides.get("items") or _items(rng, db)
-    status = overrides.get("status") or rng.choice(
-        ("pending",) * 4 + ("delivered",) * 4 + ("processed", "cancelled")
-    )
+    status = overrides.get("status") or rng.choice(_STATUS_DRAW)
     fulfillments = (
         []
         if status.startswith("pending") or status == "cancelled"
         else [{"tracking_id": [_digits(rng, 12)], "item_ids": [i["item_id"] for i in items]}]
     )
     method = rng.choice(sorted(user["payment_methods"]) or ["credit_card_0000000"])
-    amount = round(sum(i["price"] for i in items), 2)
+    amount = _float(round(sum(i["price"] for i in items), 2))
     history = [{"transaction_type": "payment", "amount": amount, "payment_method_id": method}]
     if status == "cancelled":
         history.append({"transaction_type": "refund", "amount": amount, "payment_method_id": method})
     order = {
         "order_id": overrides.get("order_id") or new_order_id(rng, db),
         "user_id": user["user_id"],
-        "address": dict(user["address"]) if rng.random() < 0.8 else common.address(rng),
+        "address": _ADDRESS(dict(user["address"])) if rng.random() < 0.8 else common.address(rng),
         "items": items,
         "status": status,
         "fulfillments": fulfillments,
         "payment_history": history,
+        **_ORDER_NULLS,
     }
-    order.update(overrides)
-    return common.conform(order, RECORD_TYPES["orders"], LAYOUT)
+    order.update(overrides)  # built in τ²'s shape (conform_plain would change nothing it drew)
+    return order
 
 
 insert_order = common.insert_with_backlink("order_id", "orders")

@@ -185,6 +185,11 @@ def _to_float(value: Any) -> Any:
     return value
 
 
+def plan(t: T, layout: Layout) -> Callable[[Any], Any]:
+    """``conform`` of a value of type ``t`` as a function of the value alone."""
+    return _plan(t, layout)
+
+
 def _plan(t: T, layout: Layout) -> Callable[[Any], Any]:
     entry = _PLANS.get((id(t), id(layout)))
     if entry is not None and entry[0] is t and entry[1] is layout:

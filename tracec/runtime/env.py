@@ -27,6 +27,7 @@ from tracec.runtime.toolcall import ToolCallParseError, parse_turn
 from tracec.runtime.user import STOP, ScriptedUser
 from tracec.runtime.validate import Validator, compile_validator
 from tracec.runtime.world import Frozen, FrozenWorld, same_json, state_hash
+from tracec.runtime.world import writes as world_writes
 
 __all__ = [
     "MAX_CALLS_PER_TURN",
@@ -302,14 +303,18 @@ class CapabilityEnv(gym.Env[str, str]):
         return tasks[-1]
 
     def _draw(self, rng: random.Random, tdef: TaskDef, where: str,
-              forced: bool = False) -> tuple[dict, TaskInstance]:
+              key: int | None = None) -> tuple[dict, TaskInstance, list | None]:
+        """The task's world and instance, redrawing the world while the task is unsatisfiable;
+        with the cache entry of the world (see :meth:`_world`) when the task drew the reset's
+        first world and wrote nothing to it (else None)."""
         cap = self.capability
         last: Unsatisfiable | None = None
-        for _ in range(MAX_WORLD_DRAWS):
+        for n in range(MAX_WORLD_DRAWS):
             stage = "world generation"
             try:
-                db, seed_vars = self._world(rng, keep=forced)
+                db, seed_vars, entry = self._world(rng, key if n == 0 else None)
                 stage = f"task `{tdef.name}`"
+                before = world_writes()
                 inst = tdef.fn(rng, db, seed_vars)
             except Unsatisfiable as exc:
                 last = exc
@@ -322,7 +327,7 @@ class CapabilityEnv(gym.Env[str, str]):
             # an earlier draw's exception: its traceback holds this frame, which holds it (a
             # cycle that kept the failed worlds alive until the garbage collector ran)
             last = None
-            return db, inst
+            return db, inst, entry if world_writes() == before else None
         unsat = f"{cap.name}: task `{tdef.name}` is unsatisfiable"
         at = located(cap, last, unsat, where, message=(
             f"{unsat} at {where}: this `{str(last).split()[0]}` was empty in all "
@@ -332,31 +337,34 @@ class CapabilityEnv(gym.Env[str, str]):
             f"{MAX_WORLD_DRAWS} worlds drawn, a `pick`/`sample` was always empty"
         ))
 
-    def _world(self, rng: random.Random, keep: bool) -> tuple[dict, dict]:
-        """``build_world`` from ``rng``'s state. A world is a pure function of that state, so with
-        ``keep`` (a reset that forces its task) a copy of it is kept and reused when the state
-        repeats, as when each task of a seed is reset in turn (``tracec check``)."""
+    def _world(self, rng: random.Random, key: int | None) -> tuple[dict, dict, list | None]:
+        """``build_world`` from ``rng``'s state. A world is a pure function of that state. A reset
+        that forces its task draws its first world from ``random.Random(key)`` (the task choice
+        draws nothing): that world is kept under ``key`` (a copy of it, the state after it, and
+        the :class:`FrozenWorld` of the first task left it unchanged) and reused when another
+        task of the same seed is reset (``tracec check`` resets each task of a seed in turn).
+        A redrawn world (the task was unsatisfiable in the first) is not kept: only a reset of
+        the same seed and task would draw it again."""
         cap = self.capability
-        key = rng.getstate()
-        cache: dict[tuple, tuple[Frozen, tuple]] = self.__dict__.setdefault("_worlds", {})
-        cached = cache.get(key)
-        if cached is not None:
-            rng.setstate(cached[1])
-            return cached[0].copy()
+        cache: dict[int, list] = self.__dict__.setdefault("_worlds", {})
+        entry = cache.get(key) if key is not None else None
+        if entry is not None:
+            rng.setstate(entry[1])
+            db, seed_vars = entry[0].copy()
+            return db, seed_vars, entry
         db = cap.domain.empty_db()
         seed_vars = cap.build_world(rng, db)
-        if not keep:
-            return db, seed_vars
+        if key is None:
+            return db, seed_vars, None
         try:
             frozen = Frozen((db, seed_vars))  # one copy keeps seed vars pointing into db
         except Exception:  # noqa: BLE001 - an unusual seed value: just do not cache
-            return db, seed_vars
-        # the worlds of the last few states: a task that redrew (unsatisfiable in the first
-        # world) does not make the next task of the same seed rebuild the first one
+            return db, seed_vars, None
+        # the first worlds of the last few seeds
         if len(cache) >= WORLD_CACHE:
             del cache[next(iter(cache))]
-        cache[key] = (frozen, rng.getstate())
-        return db, seed_vars
+        entry = cache[key] = [frozen, rng.getstate(), None]
+        return db, seed_vars, entry
 
     def _replay_gold(self, db: dict, inst: TaskInstance, where: str) -> None:
         for n, call in enumerate(inst.gold):
@@ -396,16 +404,27 @@ class CapabilityEnv(gym.Env[str, str]):
         options = options or {}
         self._resets += 1
         where = f"seed {seed}" if seed is not None else f"unseeded reset #{self._resets}"
-        rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+        key = int(self.np_random.integers(0, 2**63 - 1))
+        rng = random.Random(key)
         tdef = self._choose_task(rng, options.get("task"))
-        initial, inst = self._draw(rng, tdef, where, forced=options.get("task") is not None)
-        # every (re)start copies the initial world (lazily: a table when first used)
+        initial, inst, entry = self._draw(rng, tdef, where,
+                                          key=key if options.get("task") is not None else None)
+        # every (re)start copies the initial world (lazily: a table when first used); the world
+        # of another task of this seed, unchanged, has its frozen form already
         domain = self.capability.domain
-        self._frozen_initial = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables)
+        frozen = entry[2] if entry is not None else None
+        if frozen is None:
+            frozen = FrozenWorld(initial, lazy=domain.read_mostly, records=domain.record_tables,
+                                 originals=True)
+            if entry is not None:
+                entry[2] = frozen
+        self._frozen_initial = frozen
         gold_db = self._frozen_initial.copy()
         self._replay_gold(gold_db, inst, where)
         self._probe_rules(inst, where)
-        self.initial_db = initial  # the task's records (inst.values) point into this copy
+        # the task's records (inst.values) point into this copy; read only: its tables and
+        # records are also the shared originals of every copy of the initial world
+        self.initial_db = initial
         self.rivals = Rivals(initial, domain.schema.enums)
         self.gold_db = gold_db
         self._gold_hash: str | None = None

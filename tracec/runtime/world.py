@@ -152,7 +152,11 @@ class FrozenWorld:
     __slots__ = ("_blobs", "_keys", "_pristine", "_record_blobs", "_record_pristine", "_rest",
                  "_whole")
 
-    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = ()):
+    def __init__(self, world: Any, lazy: Iterable[str] = (), records: Iterable[str] = (),
+                 originals: bool = False):
+        """``originals``: ``world``'s own lazy tables and records are the copies' shared
+        originals (instead of deserialised ones): for a world no code writes to once frozen
+        (a reset's initial world)."""
         self._whole: Frozen | None = None
         self._blobs: dict[str, bytes] = {}
         self._pristine: dict[str, Any] = {}
@@ -178,9 +182,13 @@ class FrozenWorld:
         except ValueError:
             self._blobs, self._record_blobs, self._whole = {}, {}, Frozen(world)
             return
-        self._pristine = {k: _pristine(b) for k, b in self._blobs.items()}
-        self._record_pristine = {k: {i: _pristine(b) for i, b in blobs.items()}
-                                 for k, blobs in self._record_blobs.items()}
+        if originals:
+            self._pristine = {k: world[k] for k in self._blobs}
+            self._record_pristine = {k: dict(world[k]) for k in self._record_blobs}
+        else:
+            self._pristine = {k: _pristine(b) for k, b in self._blobs.items()}
+            self._record_pristine = {k: {i: _pristine(b) for i, b in blobs.items()}
+                                     for k, blobs in self._record_blobs.items()}
         self._keys = tuple(world)
 
     @property
@@ -426,8 +434,18 @@ def _fresh_id(rng: random.Random, kind: EntityKind, db: dict) -> str:
             return candidate
 
 
+_WRITES = [0]  # records inserted by add and clone (the only writes spec code makes to a world)
+
+
+def writes() -> int:
+    """How many records :func:`add` and :func:`clone` (``spawn`` too) have inserted so far: a
+    task function that leaves it unchanged left its world as it was drawn."""
+    return _WRITES[0]
+
+
 def add(rng: random.Random, domain: Domain, db: dict, kind: str, fields: Mapping[str, Any] | None = None) -> dict:
     """Generate one ``kind`` record consistent with ``fields``, insert it, and return it."""
+    _WRITES[0] += 1
     ek = _entity(domain, kind)
     overrides = dict(fields or {})
     record = ek.generate(rng, db, overrides)
@@ -463,6 +481,7 @@ def clone(
     fields: Mapping[str, Any] | None = None,
 ) -> dict:
     """A copy of ``record`` with ``fields`` changed and a fresh id unless ``fields`` gives one."""
+    _WRITES[0] += 1
     ek = _entity(domain, kind)
     new = copy_json(dict(record))
     new.update(fields or {})
