@@ -61,6 +61,8 @@ def test_every_rule_names_a_policy_section_and_describe_lists_it() -> None:
             assert tool in domain.tools and set(sections) <= known
     d = describe(get_domain("airline"))
     cancel = next(t for t in d["tools"] if t["name"] == "cancel_reservation")
-    assert {r["name"] for r in cancel["policy_rules"]} == {"not-flown", "cancel-allowed"}
+    assert {r["name"] for r in cancel["policy_rules"]} == {"not-flown", "cancel-allowed", "own-reservation"}
+    cert = next(t for t in d["tools"] if t["name"] == "send_certificate")
+    assert {r["name"] for r in cert["policy_rules"]} == {"compensation-asked"}
     assert '- policy ("Modify flight"): checked bags can be added, not removed [bags-only-added]' \
         in describe_text(get_domain("airline"))
