@@ -50,6 +50,8 @@ RLC = "specs/reservation_lookup_compact.tracec"
 SDR = "specs/structured_data_reasoning.tracec"
 PV = "specs/precondition_verification.tracec"
 DR = "specs/datetime_reasoning.tracec"
+PER = "specs/permission_error_recovery.tracec"
+ANY = "any"  # a held-out set's `code`: any finding at the line counts
 
 MUTATIONS: list[Mutation] = [
     # ---- ladder order

@@ -35,17 +35,8 @@ from __future__ import annotations
 
 import sys
 
-from tests.checks.mutation_set import Mutation
+from tests.checks.mutation_set import ANY, DR, MSTC, PER, PV, RLC, SDR, TCP, Mutation
 from tests.checks.mutation_set_fresh import report
-
-DR = "specs/datetime_reasoning.tracec"
-SDR = "specs/structured_data_reasoning.tracec"
-RLC = "specs/reservation_lookup_compact.tracec"
-MSTC = "specs/multi_step_task_completion.tracec"
-PER = "specs/permission_error_recovery.tracec"
-PV = "specs/precondition_verification.tracec"
-TCP = "specs/tool_calling_precision.tracec"
-ANY = "any"
 
 SIXTH: list[Mutation] = [
     # ---- datetime_reasoning
