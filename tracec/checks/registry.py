@@ -12,6 +12,7 @@ from __future__ import annotations
 from tracec.checks.alike_entries import AlikeEntries
 from tracec.checks.ambiguous import Ambiguous
 from tracec.checks.answer_order import AnswerOrder
+from tracec.checks.answer_position import AnswerPosition
 from tracec.checks.answer_writes import AnswerWrites
 from tracec.checks.bag_allowance import BagAllowance
 from tracec.checks.check import Check
@@ -80,7 +81,7 @@ CHECKS: tuple[type[Check], ...] = (
     # ... hints in words, times the gold sets in the past (issue 30, the sets' last misses)
     HintWords, PastTimes, AlikeEntries, ToolAgreement,
     # ... records read before the gold writes them, the current time stated, what replies ask
-    ReadFirst, StatedNow, ReplyWords, HintRaises, ShortcutWeekday, UnsaidDraws,
+    ReadFirst, StatedNow, ReplyWords, HintRaises, ShortcutWeekday, UnsaidDraws, AnswerPosition,
     # each instance played: forbids against the gold, every probe's episode judged
     ForbidGold, ProbeJudge,
     # the run's rewards
