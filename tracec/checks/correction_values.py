@@ -81,7 +81,7 @@ class CorrectionValues(Check):
         inst = env.instance
         if seed >= MAX_SEEDS:
             return
-        known = [inst.user] + [r.text for r in inst.replies]
+        known = inst.said
         counts: dict[str, int] = {}
         for call in inst.gold:
             nth = counts.get(call.name, 0)

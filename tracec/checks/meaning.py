@@ -150,7 +150,7 @@ class MeaningChecks(Check):
         ts = self.where.tasks.get(inst.task)
         if ts is None or not ts.distractors:
             return
-        user = " ".join([inst.user] + [r.text for r in inst.replies])
+        user = " ".join(inst.said)
         gold_ids = {v for c in inst.gold for v in (c.args or {}).values() if isinstance(v, str)}
         gold_args = {(k, v) for c in inst.gold for k, v in (c.args or {}).items()
                      if isinstance(v, str)}

@@ -43,7 +43,7 @@ class PolicyRules(Check):
         inst = env.instance
         if seed >= MAX_SEEDS or not any(c.name in self.rules for c in inst.gold):
             return
-        words = " ".join([inst.user] + [r.text for r in inst.replies])
+        words = " ".join(inst.said)
         db = env.initial_copy()
         box = env.toolbox
         for n, call in enumerate(inst.gold):

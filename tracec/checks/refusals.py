@@ -69,7 +69,7 @@ class Refusals(Check):
         inst, box = env.instance, env.toolbox
         if seed >= MAX_SEEDS or not inst.forbid or any(c.name in box.writes for c in inst.gold):
             return
-        words = " ".join([inst.user] + [r.text for r in inst.replies])
+        words = " ".join(inst.said)
         db = env.initial_db
         for k, call in enumerate(inst.forbid):
             rules = self.rules.get(call.name, ())

@@ -50,7 +50,7 @@ class RefusedTwins(Check):
                 or any(c.name in box.writes for c in inst.gold):
             return
         db = env.initial_db
-        words = " ".join([inst.user] + [r.text for r in inst.replies])
+        words = " ".join(inst.said)
         for call in inst.forbid:
             rules = self.rules.get(call.name, ())
             args = dict(call.args or {})

@@ -51,11 +51,11 @@ def reset_cause(cap: Any, where: SpecMap,
                           f"call `{call.name}`{line} requires {p.text}: `{cond}`)"), \
                 (f"the gold call `{call.name}`{line} requires {p.text}: pick only records that "
                  f"meet it, `pick(x for x in ... if {cond.replace(p.kind + '.', 'x.')})`")
-    words = " ".join([inst.user] + [r.text for r in inst.replies])
+    said = " ".join(inst.said)
     rules = {} if getattr(cap, "policy", None) is not None else \
         (getattr(cap.domain.schema, "rules", {}) or {})  # an inline policy replaces them
     for rule in rules.get(call.name, ()):
-        why = rule.check(exc.world, args, words) if rule.at == "pick" else None
+        why = rule.check(exc.world, args, said) if rule.at == "pick" else None
         rid = args.get(rule.arg)
         let, span = picked(cap, where, inst, rule.kind, rule.arg, rid,
                            arg_let(where, inst.task, call.name, nth, rule.arg)) if why else (None, None)

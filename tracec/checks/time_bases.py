@@ -57,7 +57,7 @@ class TimeBases(Check):
         if seed >= MAX_SEEDS or not inst.gold:
             return
         results = ctx.results
-        known = [inst.user] + [r.text for r in inst.replies]
+        known = inst.said
         counts: dict[str, int] = {}
         for n, call in enumerate(inst.gold):
             nth = counts.get(call.name, 0)

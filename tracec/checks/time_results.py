@@ -81,7 +81,7 @@ class TimeResults(Check):
     def _writes(self, ctx: InstanceContext, inst: Any, results: list[str]) -> None:
         writes = ctx.env.toolbox.writes
         computed = self.computed.get(inst.task, set())
-        known = [inst.user] + [r.text for r in inst.replies]
+        known = inst.said
         counts: dict[str, int] = {}
         for n, call in enumerate(inst.gold):
             nth = counts.get(call.name, 0)

@@ -110,6 +110,12 @@ class TaskInstance:
     values: Mapping[str, Any] = field(default_factory=dict)
     distractors: Sequence[str] = ()
 
+    @property
+    def said(self) -> list[str]:
+        """What the user says: the first message (distractors' words included), then each
+        scripted reply."""
+        return [self.user] + [r.text for r in self.replies]
+
     def __post_init__(self) -> None:
         # `communicated()` without arguments (reward rules) checks every `communicate` value
         if "_communicate" not in self.values:
