@@ -47,7 +47,7 @@ class HintRaises(Check):
         cap = self.where.ast
         if cap is None:
             return
-        base = " ".join(p for p in cap.hint.parts if isinstance(p, str)) if cap.hint else ""
+        base = cap.hint.plain() if cap.hint else ""
         for t in cap.tasks:
             ts = self.where.tasks.get(t.name)
             fields = raised_fields(ts.hint_literal if ts and ts.hint_literal else base)

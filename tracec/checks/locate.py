@@ -146,10 +146,10 @@ class SpecMap:
                                     for e in t.communicate]
             ts.user = place(t.user.span) if t.user is not None else None
             if isinstance(t.user, A.Text):
-                ts.user_literal = " ".join(p for p in t.user.parts if isinstance(p, str))
+                ts.user_literal = t.user.plain()
             ts.hint = place(t.hint.span) if t.hint is not None else None
             if t.hint is not None:
-                ts.hint_literal = " ".join(p for p in t.hint.parts if isinstance(p, str))
+                ts.hint_literal = t.hint.plain()
             ts.distractors = {d.name: place(d.span) for d in t.distractors}
             ts.replies = [place(r.span) for r in t.replies]
             ts.weight = t.weight

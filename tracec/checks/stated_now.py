@@ -45,7 +45,7 @@ def misnumbered(text: str) -> str | None:
 
 
 def _literal(text: Any) -> str:
-    return " ".join(p for p in text.parts if isinstance(p, str)) if isinstance(text, A.Text) else ""
+    return text.plain() if isinstance(text, A.Text) else ""
 
 
 class StatedNow(Check):

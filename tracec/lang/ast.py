@@ -175,6 +175,10 @@ class Text(Node):
     def literal(self) -> str:
         return "".join(p if isinstance(p, str) else "{...}" for p in self.parts)
 
+    def plain(self) -> str:
+        """The text's own words, outside its `{...}`, the pieces joined by a space."""
+        return " ".join(p for p in self.parts if isinstance(p, str))
+
 
 # ------------------------------------------------------------------ statements
 

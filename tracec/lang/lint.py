@@ -160,7 +160,7 @@ def _hint_leak_diags(cap: A.Capability, text_of: Slice) -> list[Diagnostic]:
     for task in cap.tasks:
         if task.hint is None:
             continue
-        literal = " ".join(p for p in task.hint.parts if isinstance(p, str))
+        literal = task.hint.plain()
         shown = {text_of(p) for p in task.hint.parts if not isinstance(p, str)}
         for g in A.gold_calls(task.gold):
             leaked = [a.name for a in g.args if text_of(a.value) in shown]
