@@ -12,24 +12,15 @@ x.reminder_timestamp > a.reminder_timestamp ...)`: it fixes their order), else a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.blame import names, task_ast
+from tracec.checks.blame import names, path_value, task_ast
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.lang import ast as A
 
 MAX_SEEDS = 64
 MIN_SEEDS = 10
 SHARE = 0.9
-
-
-def _value(expr: Any, values: Mapping[str, Any]) -> Any:
-    """`a.content` on the instance's `let`s (None if not one)."""
-    if isinstance(expr, A.Attr) and isinstance(expr.obj, A.Name):
-        rec = values.get(expr.obj.id)
-        return rec.get(expr.name) if isinstance(rec, Mapping) else None
-    return None
 
 
 class AnswerPosition(Check):
@@ -61,7 +52,7 @@ class AnswerPosition(Check):
             opts = self.options.get((inst.task, k))
             if not opts or not isinstance(value, str):
                 continue
-            said = [_value(p, inst.values) for p in opts]
+            said = [path_value(p, inst.values) for p in opts]
             if said.count(value) == 1 and len(set(said)) == len(said):
                 self.places.setdefault((inst.task, k), Counter())[said.index(value)] += 1
 

@@ -377,6 +377,24 @@ def answer_path(expr: Any) -> tuple[str, list[str]] | None:
     return (expr.id, fields[::-1]) if isinstance(expr, A.Name) else None
 
 
+MISSING = object()  # what :func:`path_value` gives for a path the values do not hold
+
+
+def path_value(expr: Any, values: Mapping[str, Any]) -> Any:
+    """The value of a field path (`x.f`, `x.f[0].g`) on an instance's `let`s, else ``MISSING``."""
+    if isinstance(expr, A.Name):
+        return values.get(expr.id, MISSING)
+    if isinstance(expr, A.Attr):
+        obj = path_value(expr.obj, values)
+        return obj.get(expr.name, MISSING) if isinstance(obj, Mapping) else MISSING
+    if isinstance(expr, A.Index) and isinstance(expr.index, A.Num):
+        obj = path_value(expr.obj, values)
+        i = expr.index.value
+        if isinstance(obj, list) and isinstance(i, int) and -len(obj) <= i < len(obj):
+            return obj[i]
+    return MISSING
+
+
 def follow(value: Any, fields: list[str]) -> Any:
     """``value`` read along ``fields`` (None where a field is missing)."""
     for f in fields:

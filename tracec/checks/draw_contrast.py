@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tracec.checks.blame import cone, task_ast
+from tracec.checks.blame import cone, path_value, task_ast
 from tracec.checks.locate import SpecMap
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
@@ -93,7 +93,7 @@ def drawn_record(expr: Any, name: str, values: Mapping[str, Any]) -> Any:
     it = expr.comp.iter
     if not (isinstance(it, A.Call) and it.func == "keys" and len(it.args) == 1):
         return value
-    table = _path(it.args[0], values)
+    table = path_value(it.args[0], values)
     entry = table.get(value) if isinstance(table, Mapping) and isinstance(value, str) else None
     if not isinstance(entry, Mapping):
         return value
@@ -105,12 +105,3 @@ def drawn_record(expr: Any, name: str, values: Mapping[str, Any]) -> Any:
             flat[k] = v
     return flat
 
-
-def _path(expr: Any, values: Mapping[str, Any]) -> Any:
-    """The value of a field path on the instance's `let`s (`fl.dates`), None if not one."""
-    if isinstance(expr, A.Name):
-        return values.get(expr.id)
-    if isinstance(expr, A.Attr):
-        obj = _path(expr.obj, values)
-        return obj.get(expr.name) if isinstance(obj, Mapping) else None
-    return None

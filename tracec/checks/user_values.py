@@ -22,32 +22,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
+from tracec.checks.blame import path_value
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned, values_equal
 
 MAX_SEEDS = 32
-_MISSING = object()
-
-
-def _value(expr: Any, values: Mapping[str, Any]) -> Any:
-    """The value of a field read `x.f`, `x.f[0].g` on the instance's `let`s (else _MISSING)."""
-    if isinstance(expr, A.Name):
-        return values.get(expr.id, _MISSING)
-    if isinstance(expr, A.Attr):
-        obj = _value(expr.obj, values)
-        return obj.get(expr.name, _MISSING) if isinstance(obj, Mapping) else _MISSING
-    if isinstance(expr, A.Index) and isinstance(expr.index, A.Num):
-        obj = _value(expr.obj, values)
-        i = expr.index.value
-        if isinstance(obj, list) and isinstance(i, int) and -len(obj) <= i < len(obj):
-            return obj[i]
-    return _MISSING
-
 
 class UserValues(Check):
     """C174 over the first seeds; findings go to ``log``."""
@@ -97,7 +81,7 @@ class UserValues(Check):
                 if arg not in fields or isinstance(value, (bool, list, dict)) or value is None \
                         or (inst.task, call.name, arg) in self.done:
                     continue
-                said = [v for v in (_value(e, inst.values) for e in fields[arg])
+                said = [v for v in (path_value(e, inst.values) for e in fields[arg])
                         if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
                 if not said or any(values_equal(value, v) for v in said) \
                         or mentioned(value, [inst.user]):
