@@ -95,6 +95,11 @@ def _parse_once(text: str) -> A.Capability:
     return cap
 
 
+def nth_call(calls: Any, n: int) -> int:
+    """How many calls of the same tool come before ``calls[n]`` (``SpecMap.gold``'s ``nth``)."""
+    return sum(1 for c in calls[:n] if c.name == calls[n].name)
+
+
 def root(expr: Any) -> str | None:
     """The name a field read starts from (`r` of `r.flights[0].origin`), if it is one."""
     while isinstance(expr, (A.Attr, A.Index)):

@@ -23,7 +23,7 @@ from typing import Any
 
 from tracec.checks.blame import names, task_ast
 from tracec.checks.check import Check, InstanceContext, RunContext
-from tracec.checks.locate import SpecMap
+from tracec.checks.locate import SpecMap, nth_call
 from tracec.lang import ast as A
 from tracec.runtime.lib import fmt
 from tracec.runtime.outcome import mentioned
@@ -132,7 +132,7 @@ class MeaningChecks(Check):
                 if got is None or got[0]:
                     continue
                 rid = (call.args or {}).get(p.arg)
-                nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+                nth = nth_call(inst.gold, n)
                 let, span = picked(self.cap, self.where, inst, p.kind, p.arg, rid,
                                    arg_let(self.where, inst.task, call.name, nth, p.arg))
                 span = span or self.where.gold(inst.task, call.name, nth)

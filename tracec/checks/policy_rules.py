@@ -18,6 +18,7 @@ from typing import Any
 
 from tracec.checks.blame import drawn_from, drawn_phrase, seed_constant
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.locate import nth_call
 from tracec.checks.meaning import arg_let, picked
 from tracec.checks.odd_phrase import odd_element
 from tracec.lang import ast as A
@@ -64,7 +65,7 @@ class PolicyRules(Check):
                 said: bool = False, seen: tuple[Any, str] | None = None) -> None:
         """Log the break (``seen``: the world before the call and the user's words)."""
         rid = (call.args or {}).get(rule.arg)
-        nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+        nth = nth_call(inst.gold, n)
         let, span = picked(self.cap, self.where, inst, rule.kind, rule.arg, rid,
                            arg_let(self.where, inst.task, call.name, nth, rule.arg))
         made = ""

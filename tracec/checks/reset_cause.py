@@ -17,9 +17,9 @@ from typing import Any
 
 from tracec.checks.blame import at_let, cone, named_arg, note, task_ast, words
 from tracec.checks.draw_contrast import drawn_record
-from tracec.checks.locate import SpecMap
+from tracec.checks.locate import SpecMap, nth_call
 from tracec.checks.meaning import arg_let, picked
-from tracec.checks.setup_blame import setting_distractor
+from tracec.checks.setup_blame import field_words, setting_distractor
 from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 from tracec.runtime.env import GoldActionError
@@ -34,7 +34,7 @@ def reset_cause(cap: Any, where: SpecMap,
         return None, "", None
     call = inst.gold[n]
     args = call.args or {}
-    nth = sum(1 for c in inst.gold[:n] if c.name == call.name)
+    nth = nth_call(inst.gold, n)
     at = where.gold(inst.task, call.name, nth)
     line = f" at line {at.line}" if at is not None else ""
     for p in (getattr(cap.domain.schema, "preconditions", {}) or {}).get(call.name, ()):
@@ -108,7 +108,7 @@ def drawn_field(where: SpecMap, inst: Any, tool: str, nth: int, args: Any,
     for name in dict.fromkeys(n for kw in calls[nth].args for n in cone(t, kw.value)):
         record = drawn_record(lets[name], name, inst.values) if name in picks else None
         fields = [f for f in (record if isinstance(record, Mapping) else {})
-                  if words(f.replace("_", " ").replace(".", " ")) & said]
+                  if field_words(f.replace(".", "_")) & said]
         if fields:
             hits.append((name, fields[0], picks[name]))
     return hits[0] if len(hits) == 1 else None

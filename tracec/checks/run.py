@@ -17,7 +17,7 @@ from typing import Any
 from tracec.checks.check import Check, InstanceContext, RunContext
 from tracec.checks.draw_contrast import DrawContrast
 from tracec.checks.fidelity import fidelity
-from tracec.checks.locate import SpecMap
+from tracec.checks.locate import SpecMap, nth_call
 from tracec.checks.registry import CHECKS
 from tracec.checks.report import CheckReport, FindingLog
 from tracec.checks.reset_cause import reset_cause
@@ -115,9 +115,8 @@ def _reset(run: RunContext, seed: int, task: str, draws: DrawContrast) -> bool:
             gold = re.search(r"gold action (\w+)\(", text)
             if span is None and isinstance(exc, GoldActionError) \
                     and 0 <= exc.index < len(exc.instance.gold):
-                name = exc.instance.gold[exc.index].name
-                draws.fail(task, exc.instance.values, name,
-                           sum(1 for c in exc.instance.gold[:exc.index] if c.name == name))
+                draws.fail(task, exc.instance.values, exc.instance.gold[exc.index].name,
+                           nth_call(exc.instance.gold, exc.index))
             span = span or (run.where.gold(task, gold.group(1)) if gold else None)
             run.log.add(f"spec:{task}", "error", "C102", text + cause, span, task=task, seed=seed,
                         hint=hint)

@@ -17,14 +17,18 @@ from tracec.core.diagnostics import Span
 from tracec.lang import ast as A
 
 
+def field_words(name: str) -> set[str]:
+    """The words (4 letters or more, not `id`) of a field's name an error would say."""
+    return {w for w in words(name.replace("_", " ")) if len(w) >= 4} - NO_WORD
+
+
 def setting_distractor(where: SpecMap, task: str, error: str,
                        fields_of: Callable[[str], list[str]] | None = None
                        ) -> tuple[str, str, Span, bool] | None:
     """(distractor, field, span, whether it sets it) of the one task distractor that writes a
-    field whose name's
-    words (4 letters or more) the error says; else (with ``fields_of``: a kind -> its fields)
-    of the one that adds a record of a kind with such a field and does not set it; None when
-    none or two."""
+    field whose name's words (:func:`field_words`) the error says; else (with ``fields_of``: a
+    kind -> its fields) of the one that adds a record of a kind with such a field and does not
+    set it; None when none or two."""
     t = task_ast(where, task)
     spans = where.tasks[task].distractors if task in where.tasks else {}
     if t is None:
@@ -36,7 +40,7 @@ def setting_distractor(where: SpecMap, task: str, error: str,
             if not isinstance(stmt, (A.AddRecord, A.Clone)):
                 continue
             for f in stmt.fields:
-                parts = {w for w in words(f.name.replace("_", " ")) if len(w) >= 4} - NO_WORD
+                parts = field_words(f.name)
                 if parts and parts <= said and d.name in spans:
                     # the field's own line when the parser gave it one, else the distractor's
                     at = where.place(f.span) if "span" in f.model_fields_set else spans[d.name]
@@ -49,8 +53,7 @@ def setting_distractor(where: SpecMap, task: str, error: str,
         for stmt in d.stmts:
             if not isinstance(stmt, A.AddRecord) or d.name not in spans:
                 continue
-            named = [f for f in fields_of(stmt.kind)
-                     if (parts := {w for w in words(f.replace("_", " ")) if len(w) >= 4} - NO_WORD)
+            named = [f for f in fields_of(stmt.kind) if (parts := field_words(f))
                      and parts <= said and f not in {x.name for x in stmt.fields}]
             if named:
                 at = where.place(stmt.span) if "span" in stmt.model_fields_set else spans[d.name]

@@ -23,6 +23,7 @@ from typing import Any
 
 from tracec.checks.blame import WrongVariable, at_let, note
 from tracec.checks.check import Check, InstanceContext, RunContext
+from tracec.checks.locate import nth_call
 from tracec.checks.provenance import direct
 from tracec.domains.units import is_instant, is_instant_arg
 from tracec.lang import ast as A
@@ -140,7 +141,7 @@ class TimeResults(Check):
             out = json.loads(results[j])
             if clock(out) in said:
                 return None
-            nth = sum(1 for c in inst.gold[:j] if c.name == call.name)
+            nth = nth_call(inst.gold, j)
             return call.name, results[j], self.where.gold(inst.task, call.name, nth)
         return None
 
@@ -169,7 +170,7 @@ class TimeResults(Check):
             written = self._written(ctx, inst, value.capitalize())
             if written is not None:  # the answer is the write's weekday: the decode is wrong
                 last = inst.gold[-1]
-                nth = sum(1 for c in inst.gold[:-1] if c.name == last.name)
+                nth = nth_call(inst.gold, len(inst.gold) - 1)
                 at = self.where.gold(inst.task, last.name, nth)
                 built = at_let(self.where, inst.task, last.name, nth, next(iter(last.args)))
                 span = (built[1] if built else at) or span
