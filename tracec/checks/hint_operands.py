@@ -233,8 +233,9 @@ class HintOperands(Check):
         if len(summed) != 1 or not _ADD.search(hint):
             return
         lst, at = summed[0]
-        lists = {f for n, _ in self.reads.get(inst.task, [set()] * (k + 1))[k]
-                 for rec in [inst.values.get(n)] if isinstance(rec, Mapping)
+        reads = self.reads.get(inst.task, [])
+        records = [inst.values.get(n) for n, _ in (reads[k] if k < len(reads) else ())]
+        lists = {f for rec in records if isinstance(rec, Mapping)
                  for f, v in rec.items() if isinstance(f, str) and isinstance(v, list)}
         clauses = [c for c in re.split(r"[.;:()]", hint) if _ADD.search(c)]  # the adding ones
         said = {stem(w) for c in clauses for w in re.findall(r"[a-z_]+", c.lower())}
